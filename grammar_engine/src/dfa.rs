@@ -1,0 +1,385 @@
+//! Regex to a compact byte DFA whose every state can still reach acceptance.
+//!
+//! `regex-automata` determinizes the pattern (anchored at the start, Unicode-aware, UTF-8 only).
+//! We then walk its states once, keep those from which a full match is still reachable, and
+//! store them in our own table: state ids are dense `u32`s, `DEAD` stands for "no valid
+//! continuation", and a state is *accepting* when the bytes read so far fully match. Owning the
+//! table lets the token index, jump-forward and repair read transitions without going through
+//! `regex-automata`'s match-delay conventions.
+
+use std::collections::{HashMap, VecDeque};
+
+use regex_automata::dfa::{dense, Automaton, StartKind};
+use regex_automata::nfa::thompson::{self, WhichCaptures};
+use regex_automata::util::primitives::StateID;
+use regex_automata::{Anchored, Input, MatchKind};
+use regex_syntax::ast::ErrorKind as AstErrorKind;
+
+use crate::error::{GrammarError, Result};
+
+/// The transition target meaning "this byte makes a full match impossible".
+pub const DEAD: u32 = u32::MAX;
+
+/// Size limits for compiling a regex.
+#[derive(Debug, Clone)]
+pub struct DfaConfig {
+    /// Most DFA states kept after pruning.
+    pub max_states: usize,
+    /// Heap limit, in bytes, for `regex-automata`'s NFA and DFA construction.
+    pub build_size_limit: usize,
+}
+
+impl Default for DfaConfig {
+    fn default() -> Self {
+        DfaConfig { max_states: 100_000, build_size_limit: 512 << 20 }
+    }
+}
+
+/// A DFA over bytes with only live states. State 0 is the start state.
+#[derive(Debug, Clone)]
+pub struct Dfa {
+    classes: [u8; 256],
+    /// Number of byte classes: the row length of `trans`.
+    stride: usize,
+    trans: Vec<u32>,
+    accepting: Vec<bool>,
+    /// Fewest bytes from each state to an accepting state.
+    byte_distance: Vec<u32>,
+    /// One byte of each class, and the class sizes, for enumerating transitions.
+    class_rep: Vec<u8>,
+    class_size: Vec<u16>,
+}
+
+impl Dfa {
+    /// Compiles `pattern` with full-match semantics: a byte string is accepted when the whole
+    /// string matches.
+    pub fn from_regex(pattern: &str, config: &DfaConfig) -> Result<Dfa> {
+        let hir = parse(pattern)?;
+        let nfa = thompson::Compiler::new()
+            .configure(
+                thompson::Config::new()
+                    .which_captures(WhichCaptures::None)
+                    .nfa_size_limit(Some(config.build_size_limit)),
+            )
+            .build_from_hir(&hir)
+            .map_err(|e| build_error(&e.to_string(), config))?;
+        let raw = dense::Builder::new()
+            .configure(
+                dense::Config::new()
+                    .start_kind(StartKind::Anchored)
+                    .match_kind(MatchKind::All)
+                    .minimize(false)
+                    .dfa_size_limit(Some(config.build_size_limit))
+                    .determinize_size_limit(Some(config.build_size_limit)),
+            )
+            .build_from_nfa(&nfa)
+            .map_err(|e| build_error(&e.to_string(), config))?;
+        Self::from_dense(&raw, config)
+    }
+
+    fn from_dense(raw: &dense::DFA<Vec<u32>>, config: &DfaConfig) -> Result<Dfa> {
+        let start = raw
+            .start_state_forward(&Input::new("").anchored(Anchored::Yes))
+            .map_err(|e| GrammarError::UnsupportedRegex { construct: "start state".into(), reason: e.to_string() })?;
+        let ra_classes = raw.byte_classes();
+        let mut classes = [0u8; 256];
+        let mut stride = 0usize;
+        for b in 0..=255u8 {
+            classes[b as usize] = ra_classes.get(b);
+            stride = stride.max(ra_classes.get(b) as usize + 1);
+        }
+        let mut class_rep = vec![0u8; stride];
+        let mut class_size = vec![0u16; stride];
+        for b in (0..=255u8).rev() {
+            class_rep[classes[b as usize] as usize] = b;
+            class_size[classes[b as usize] as usize] += 1;
+        }
+
+        // Breadth-first walk over the raw DFA's non-dead states.
+        let mut ids: HashMap<StateID, u32> = HashMap::new();
+        let mut order: Vec<StateID> = Vec::new();
+        let mut queue = VecDeque::new();
+        let mut raw_trans: Vec<u32> = Vec::new();
+        ids.insert(start, 0);
+        order.push(start);
+        queue.push_back(start);
+        while let Some(s) = queue.pop_front() {
+            for c in 0..stride {
+                let next = raw.next_state(s, class_rep[c]);
+                if raw.is_dead_state(next) || raw.is_quit_state(next) {
+                    raw_trans.push(DEAD);
+                    continue;
+                }
+                let id = match ids.get(&next) {
+                    Some(&id) => id,
+                    None => {
+                        if order.len() >= config.max_states.saturating_mul(4).max(1024) {
+                            return Err(GrammarError::TooLarge {
+                                what: "regex DFA",
+                                limit: config.max_states,
+                                detail: format!("more than {} states while determinizing", order.len()),
+                            });
+                        }
+                        let id = order.len() as u32;
+                        ids.insert(next, id);
+                        order.push(next);
+                        queue.push_back(next);
+                        id
+                    }
+                };
+                raw_trans.push(id);
+            }
+        }
+        let n = order.len();
+        let accepting: Vec<bool> = order.iter().map(|&s| raw.is_match_state(raw.next_eoi_state(s))).collect();
+
+        // Backward BFS from accepting states: distance to acceptance, and liveness.
+        let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for s in 0..n {
+            for c in 0..stride {
+                let t = raw_trans[s * stride + c];
+                if t != DEAD {
+                    rev[t as usize].push(s as u32);
+                }
+            }
+        }
+        let mut dist = vec![u32::MAX; n];
+        let mut queue: VecDeque<u32> = VecDeque::new();
+        for s in 0..n {
+            if accepting[s] {
+                dist[s] = 0;
+                queue.push_back(s as u32);
+            }
+        }
+        while let Some(t) = queue.pop_front() {
+            for &s in &rev[t as usize] {
+                if dist[s as usize] == u32::MAX {
+                    dist[s as usize] = dist[t as usize] + 1;
+                    queue.push_back(s);
+                }
+            }
+        }
+        if dist[0] == u32::MAX {
+            return Err(GrammarError::EmptyLanguage { detail: "no string fully matches the pattern".into() });
+        }
+
+        // Renumber the live states, start first, and drop transitions into dead ones.
+        let mut new_id = vec![DEAD; n];
+        let mut live = Vec::new();
+        for s in 0..n {
+            if dist[s] != u32::MAX {
+                new_id[s] = live.len() as u32;
+                live.push(s);
+            }
+        }
+        if live.len() > config.max_states {
+            return Err(GrammarError::TooLarge {
+                what: "regex DFA",
+                limit: config.max_states,
+                detail: format!("{} live states", live.len()),
+            });
+        }
+        let mut trans = Vec::with_capacity(live.len() * stride);
+        for &s in &live {
+            for c in 0..stride {
+                let t = raw_trans[s * stride + c];
+                trans.push(if t == DEAD { DEAD } else { new_id[t as usize] });
+            }
+        }
+        Ok(Dfa {
+            classes,
+            stride,
+            trans,
+            accepting: live.iter().map(|&s| accepting[s]).collect(),
+            byte_distance: live.iter().map(|&s| dist[s]).collect(),
+            class_rep,
+            class_size,
+        })
+    }
+
+    pub const fn start(&self) -> u32 {
+        0
+    }
+
+    pub fn num_states(&self) -> usize {
+        self.accepting.len()
+    }
+
+    /// The state after reading `byte` in `state`, or [`DEAD`].
+    #[inline(always)]
+    pub fn next(&self, state: u32, byte: u8) -> u32 {
+        self.trans[state as usize * self.stride + self.classes[byte as usize] as usize]
+    }
+
+    /// Walks `bytes` from `state`; [`DEAD`] as soon as one byte leaves the language.
+    #[inline]
+    pub fn walk(&self, mut state: u32, bytes: &[u8]) -> u32 {
+        for &b in bytes {
+            state = self.next(state, b);
+            if state == DEAD {
+                return DEAD;
+            }
+        }
+        state
+    }
+
+    /// True when the bytes that led to `state` fully match.
+    #[inline]
+    pub fn is_accepting(&self, state: u32) -> bool {
+        self.accepting[state as usize]
+    }
+
+    /// Fewest bytes from `state` to a full match.
+    pub fn byte_distance(&self, state: u32) -> u32 {
+        self.byte_distance[state as usize]
+    }
+
+    /// Calls `f(byte, next)` for every byte with a live transition out of `state`.
+    pub fn for_each_transition(&self, state: u32, mut f: impl FnMut(u8, u32)) {
+        let row = &self.trans[state as usize * self.stride..(state as usize + 1) * self.stride];
+        for b in 0..=255u8 {
+            let t = row[self.classes[b as usize] as usize];
+            if t != DEAD {
+                f(b, t);
+            }
+        }
+    }
+
+    /// The longest byte string every full match continuing from `state` begins with: follow
+    /// the state's only live byte while there is exactly one and the state is not accepting.
+    pub fn forced_bytes(&self, mut state: u32) -> Vec<u8> {
+        let mut out = Vec::new();
+        // A forced chain cannot revisit a state (it would never accept), so it is shorter
+        // than the number of states.
+        while out.len() <= self.num_states() && !self.is_accepting(state) {
+            let row = &self.trans[state as usize * self.stride..(state as usize + 1) * self.stride];
+            let mut only: Option<(u8, u32)> = None;
+            let mut count = 0usize;
+            for (c, &t) in row.iter().enumerate() {
+                if t != DEAD {
+                    count += self.class_size[c] as usize;
+                    only = Some((self.class_rep[c], t));
+                }
+            }
+            match only {
+                Some((b, t)) if count == 1 => {
+                    out.push(b);
+                    state = t;
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        256 + self.trans.len() * 4 + self.accepting.len() + self.byte_distance.len() * 4 + self.class_rep.len() * 3
+    }
+}
+
+/// Parses with `regex-syntax` first, so errors carry the offset where the pattern goes wrong.
+fn parse(pattern: &str) -> Result<regex_syntax::hir::Hir> {
+    let mut parser = regex_syntax::ParserBuilder::new().unicode(true).utf8(true).nest_limit(250).build();
+    parser.parse(pattern).map_err(|e| match e {
+        regex_syntax::Error::Parse(e) => {
+            let construct = match e.kind() {
+                AstErrorKind::UnsupportedBackreference => Some("backreference"),
+                AstErrorKind::UnsupportedLookAround => Some("look-around"),
+                _ => None,
+            };
+            match construct {
+                Some(c) => GrammarError::UnsupportedRegex {
+                    construct: c.into(),
+                    reason: format!("{} (at byte {}); a DFA cannot express it", e.kind(), e.span().start.offset),
+                },
+                None => GrammarError::InvalidRegex {
+                    pattern: pattern.to_string(),
+                    offset: e.span().start.offset,
+                    reason: e.kind().to_string(),
+                },
+            }
+        }
+        regex_syntax::Error::Translate(e) => GrammarError::InvalidRegex {
+            pattern: pattern.to_string(),
+            offset: e.span().start.offset,
+            reason: e.kind().to_string(),
+        },
+        other => GrammarError::InvalidRegex { pattern: pattern.to_string(), offset: 0, reason: other.to_string() },
+    })
+}
+
+fn build_error(msg: &str, config: &DfaConfig) -> GrammarError {
+    if msg.contains("word boundar") {
+        GrammarError::UnsupportedRegex {
+            construct: "Unicode word boundary".into(),
+            reason: "a DFA cannot express \\b in Unicode mode; use (?-u:\\b) for ASCII word boundaries".into(),
+        }
+    } else if msg.contains("exceeded") || msg.contains("limit") || msg.contains("too many") {
+        GrammarError::TooLarge { what: "regex automaton", limit: config.build_size_limit, detail: msg.to_string() }
+    } else {
+        GrammarError::UnsupportedRegex { construct: "pattern".into(), reason: msg.to_string() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dfa(p: &str) -> Dfa {
+        Dfa::from_regex(p, &DfaConfig::default()).unwrap()
+    }
+
+    fn full_match(d: &Dfa, s: &str) -> bool {
+        let t = d.walk(d.start(), s.as_bytes());
+        t != DEAD && d.is_accepting(t)
+    }
+
+    #[test]
+    fn full_match_semantics() {
+        let d = dfa("[0-9]{4}");
+        assert!(full_match(&d, "2024"));
+        assert!(!full_match(&d, "202"));
+        assert!(!full_match(&d, "20245"));
+        assert_eq!(d.walk(0, b"20245"), DEAD);
+        assert_eq!(d.walk(0, b"x"), DEAD);
+        assert_eq!(d.byte_distance(0), 4);
+        let d = dfa("a|ab");
+        assert!(full_match(&d, "a") && full_match(&d, "ab"));
+    }
+
+    #[test]
+    fn every_state_is_live() {
+        let d = dfa("(ab|cd)*e|f[0-9]+");
+        for s in 0..d.num_states() as u32 {
+            assert!(d.byte_distance(s) != u32::MAX);
+        }
+    }
+
+    #[test]
+    fn unicode_and_forced_bytes() {
+        let d = dfa("é+");
+        assert!(full_match(&d, "éé"));
+        assert_eq!(d.forced_bytes(0), "é".as_bytes());
+        let d = dfa(r#"\{"name":"[a-z]+"\}"#);
+        assert_eq!(d.forced_bytes(0), br#"{"name":""#);
+        assert_eq!(dfa("abc|abd").forced_bytes(0), b"ab");
+        assert_eq!(dfa("x?").forced_bytes(0), b"");
+    }
+
+    #[test]
+    fn errors() {
+        let cfg = DfaConfig::default();
+        match Dfa::from_regex("ab(c", &cfg) {
+            Err(GrammarError::InvalidRegex { offset, .. }) => assert_eq!(offset, 2),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(Dfa::from_regex(r"(a)\1", &cfg), Err(GrammarError::UnsupportedRegex { .. })));
+        assert!(matches!(Dfa::from_regex(r"a(?=b)", &cfg), Err(GrammarError::UnsupportedRegex { .. })));
+        assert!(matches!(Dfa::from_regex(r"\bfoo", &cfg), Err(GrammarError::UnsupportedRegex { .. })));
+        assert!(matches!(Dfa::from_regex(r"[^\s\S]", &cfg), Err(GrammarError::EmptyLanguage { .. })));
+        let small = DfaConfig { max_states: 10, ..DfaConfig::default() };
+        assert!(matches!(Dfa::from_regex("[a-z]{40}", &small), Err(GrammarError::TooLarge { .. })));
+        let tiny = DfaConfig { max_states: 100_000, build_size_limit: 10_000 };
+        assert!(matches!(Dfa::from_regex("[a-z]{500}", &tiny), Err(GrammarError::TooLarge { .. })));
+    }
+}

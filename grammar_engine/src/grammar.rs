@@ -1,0 +1,404 @@
+//! A compiled grammar and its step API: the decoding loop's view of a regex or JSON Schema.
+//!
+//! A grammar state is a plain `u32` (a DFA state), so the loop can keep one main state and any
+//! number of throw-away draft states without cloning anything. Rows of the token index are
+//! computed on first visit and cached (so the first mask comes fast), or all at once in
+//! parallel with [`Grammar::build_all`].
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use rayon::prelude::*;
+
+use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::error::{GrammarError, Result};
+use crate::index::{compute_row, Row};
+use crate::json_schema::{schema_to_regex, JsonSchemaOptions};
+use crate::vocab::Vocabulary;
+
+/// Limits for compiling and indexing a grammar.
+#[derive(Debug, Clone)]
+pub struct GrammarConfig {
+    pub dfa: DfaConfig,
+    /// Most heap bytes the token index may hold (masks plus transitions).
+    pub max_index_bytes: usize,
+}
+
+impl Default for GrammarConfig {
+    fn default() -> Self {
+        GrammarConfig { dfa: DfaConfig::default(), max_index_bytes: 2 << 30 }
+    }
+}
+
+/// A regex or JSON Schema compiled against one vocabulary.
+#[derive(Debug)]
+pub struct Grammar {
+    source: String,
+    dfa: Dfa,
+    vocab: Arc<Vocabulary>,
+    /// `Some` when some byte the DFA needs is not a token of its own: then a state is usable
+    /// only if a token path leads from it to acceptance, which this records per state.
+    token_live: Option<Vec<bool>>,
+    rows: Box<[OnceLock<Row>]>,
+    min_tokens: OnceLock<Vec<u32>>,
+    index_bytes: AtomicUsize,
+    max_index_bytes: usize,
+}
+
+impl Grammar {
+    /// Compiles a regex with full-match semantics.
+    pub fn from_regex(vocab: Arc<Vocabulary>, pattern: &str, config: &GrammarConfig) -> Result<Grammar> {
+        let dfa = Dfa::from_regex(pattern, &config.dfa)?;
+        Self::new(vocab, dfa, pattern.to_string(), config)
+    }
+
+    /// Compiles a JSON Schema through its regex.
+    pub fn from_json_schema(
+        vocab: Arc<Vocabulary>,
+        schema: &serde_json::Value,
+        options: &JsonSchemaOptions,
+        config: &GrammarConfig,
+    ) -> Result<Grammar> {
+        let regex = schema_to_regex(schema, options)?;
+        let dfa = Dfa::from_regex(&regex, &config.dfa).map_err(|e| match e {
+            GrammarError::EmptyLanguage { .. } => {
+                GrammarError::EmptyLanguage { detail: "no JSON value satisfies the schema".into() }
+            }
+            other => other,
+        })?;
+        Self::new(vocab, dfa, regex, config)
+    }
+
+    fn new(vocab: Arc<Vocabulary>, dfa: Dfa, source: String, config: &GrammarConfig) -> Result<Grammar> {
+        let n = dfa.num_states();
+        let rows: Box<[OnceLock<Row>]> = (0..n).map(|_| OnceLock::new()).collect();
+        let mut g = Grammar {
+            source,
+            dfa,
+            vocab,
+            token_live: None,
+            rows,
+            min_tokens: OnceLock::new(),
+            index_bytes: AtomicUsize::new(0),
+            max_index_bytes: config.max_index_bytes,
+        };
+        if !g.vocab_covers_dfa() {
+            g.token_live = Some(g.token_liveness());
+        }
+        let start = g.initial_state();
+        let usable = g.token_live.as_ref().map_or(true, |l| l[start as usize]);
+        if !usable {
+            return Err(GrammarError::NotCompletable {
+                detail: format!(
+                    "the grammar needs bytes no token writes (for example {:?} right at the start)",
+                    g.missing_bytes_example()
+                ),
+            });
+        }
+        Ok(g)
+    }
+
+    /// True when every byte with a live transition is some token's whole content.
+    fn vocab_covers_dfa(&self) -> bool {
+        let mut used = [false; 256];
+        for s in 0..self.dfa.num_states() as u32 {
+            self.dfa.for_each_transition(s, |b, _| used[b as usize] = true);
+        }
+        (0..=255u8).all(|b| !used[b as usize] || self.vocab.covers_byte(b))
+    }
+
+    fn missing_bytes_example(&self) -> String {
+        let mut missing = Vec::new();
+        self.dfa.for_each_transition(self.dfa.start(), |b, _| {
+            if !self.vocab.covers_byte(b) && missing.len() < 4 {
+                missing.push(b)
+            }
+        });
+        String::from_utf8_lossy(&missing).into_owned()
+    }
+
+    /// States from which some token sequence reaches acceptance (backward search over the
+    /// token transitions of every byte-live state).
+    fn token_liveness(&self) -> Vec<bool> {
+        let n = self.dfa.num_states();
+        let edges: Vec<Vec<u32>> = (0..n as u32)
+            .into_par_iter()
+            .map(|s| {
+                let row = compute_row(&self.dfa, &self.vocab, s, |_| true);
+                let mut next = row.next.to_vec();
+                next.sort_unstable();
+                next.dedup();
+                next
+            })
+            .collect();
+        let mut live: Vec<bool> = (0..n as u32).map(|s| self.dfa.is_accepting(s)).collect();
+        backward_closure(&edges, &mut live, |_, _| {});
+        live
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    pub fn vocab(&self) -> &Arc<Vocabulary> {
+        &self.vocab
+    }
+
+    pub fn dfa(&self) -> &Dfa {
+        &self.dfa
+    }
+
+    pub fn initial_state(&self) -> u32 {
+        self.dfa.start()
+    }
+
+    pub fn num_states(&self) -> usize {
+        self.dfa.num_states()
+    }
+
+    fn check(&self, state: u32) -> Result<()> {
+        if (state as usize) < self.num_states() {
+            Ok(())
+        } else {
+            Err(GrammarError::InvalidState { state, num_states: self.num_states() })
+        }
+    }
+
+    #[inline]
+    fn is_live(&self, state: u32) -> bool {
+        self.token_live.as_ref().map_or(true, |l| l[state as usize])
+    }
+
+    /// The row of `state`, computed on first use.
+    pub fn row(&self, state: u32) -> Result<&Row> {
+        self.check(state)?;
+        let cell = &self.rows[state as usize];
+        if let Some(row) = cell.get() {
+            return Ok(row);
+        }
+        let row = compute_row(&self.dfa, &self.vocab, state, |s| self.is_live(s));
+        let size = row.memory_bytes();
+        let total = self.index_bytes.fetch_add(size, Ordering::Relaxed) + size;
+        if total > self.max_index_bytes {
+            self.index_bytes.fetch_sub(size, Ordering::Relaxed);
+            return Err(GrammarError::TooLarge {
+                what: "token index",
+                limit: self.max_index_bytes,
+                detail: format!("{total} bytes needed after {} states", self.rows.iter().filter(|c| c.get().is_some()).count()),
+            });
+        }
+        if cell.set(row).is_err() {
+            // Another thread computed the same row first; keep its copy.
+            self.index_bytes.fetch_sub(size, Ordering::Relaxed);
+        }
+        cell.get().ok_or_else(|| GrammarError::InvalidState { state, num_states: self.num_states() })
+    }
+
+    /// The allowed-token bitmask of `state`: `ceil(V / 32)` words, bit `t % 32` of word `t / 32`.
+    pub fn token_bitmask(&self, state: u32) -> Result<&[u32]> {
+        Ok(&self.row(state)?.mask)
+    }
+
+    /// The allowed token ids of `state`, ascending (EOS included in accepting states).
+    pub fn allowed_token_ids(&self, state: u32) -> Result<Vec<u32>> {
+        let mask = self.token_bitmask(state)?;
+        let mut out = Vec::new();
+        for (w, &word) in mask.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                out.push((w as u32) << 5 | bits.trailing_zeros());
+                bits &= bits - 1;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The state after `token`, or an error when the token is not allowed in `state`. EOS in
+    /// an accepting state leaves the state unchanged.
+    pub fn advance(&self, state: u32, token: u32) -> Result<u32> {
+        self.check(state)?;
+        let refuse = |reason: &str| Err(GrammarError::TokenNotAllowed { state, token, reason: reason.to_string() });
+        if self.vocab.is_eos(token) {
+            return if self.dfa.is_accepting(state) { Ok(state) } else { refuse("EOS is only allowed once the output fully matches") };
+        }
+        let Some(bytes) = self.vocab.token_bytes(token) else {
+            return refuse("the id is outside the vocabulary");
+        };
+        if self.vocab.is_special(token) {
+            return refuse("special and control tokens are never allowed");
+        }
+        let next = self.dfa.walk(state, bytes);
+        if next == DEAD || !self.is_live(next) {
+            return refuse("its bytes leave the grammar");
+        }
+        Ok(next)
+    }
+
+    pub fn is_accepting(&self, state: u32) -> Result<bool> {
+        self.check(state)?;
+        Ok(self.dfa.is_accepting(state))
+    }
+
+    /// Bytes every valid continuation of `state` starts with (for jump-forward).
+    pub fn forced_bytes(&self, state: u32) -> Result<Vec<u8>> {
+        self.check(state)?;
+        Ok(self.dfa.forced_bytes(state))
+    }
+
+    /// Computes every row, in parallel over states.
+    pub fn build_all(&self) -> Result<()> {
+        (0..self.num_states() as u32).into_par_iter().try_for_each(|s| self.row(s).map(|_| ()))
+    }
+
+    /// Number of rows computed so far.
+    pub fn rows_built(&self) -> usize {
+        self.rows.iter().filter(|c| c.get().is_some()).count()
+    }
+
+    /// The fewest tokens from `state` to acceptance (0 when accepting). The first call builds
+    /// every row.
+    pub fn min_tokens_to_accept(&self, state: u32) -> Result<u32> {
+        self.check(state)?;
+        if let Some(m) = self.min_tokens.get() {
+            return Ok(m[state as usize]);
+        }
+        self.build_all()?;
+        let n = self.num_states();
+        let mut edges = Vec::with_capacity(n);
+        for s in 0..n as u32 {
+            let mut next = self.row(s)?.next.to_vec();
+            next.sort_unstable();
+            next.dedup();
+            edges.push(next);
+        }
+        let mut reached: Vec<bool> = (0..n as u32).map(|s| self.dfa.is_accepting(s)).collect();
+        let mut dist = vec![u32::MAX; n];
+        for (s, &acc) in reached.iter().enumerate() {
+            if acc {
+                dist[s] = 0;
+            }
+        }
+        backward_closure(&edges, &mut reached, |from, to| dist[from] = dist[to] + 1);
+        let _ = self.min_tokens.set(dist);
+        Ok(self.min_tokens.get().map_or(u32::MAX, |m| m[state as usize]))
+    }
+
+    /// Heap bytes held: the DFA, the rows built so far and the caches.
+    pub fn memory_bytes(&self) -> usize {
+        self.dfa.memory_bytes()
+            + self.index_bytes.load(Ordering::Relaxed)
+            + self.rows.len() * std::mem::size_of::<OnceLock<Row>>()
+            + self.min_tokens.get().map_or(0, |m| m.len() * 4)
+            + self.token_live.as_ref().map_or(0, |l| l.len())
+    }
+}
+
+/// Breadth-first search backwards along `edges` (state → successor states) from the states
+/// already marked in `reached`. `on_reach(from, to)` is called when `from` is first reached
+/// through its successor `to`, in order of increasing distance.
+fn backward_closure(edges: &[Vec<u32>], reached: &mut [bool], mut on_reach: impl FnMut(usize, usize)) {
+    let n = edges.len();
+    let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (s, succ) in edges.iter().enumerate() {
+        for &t in succ {
+            rev[t as usize].push(s as u32);
+        }
+    }
+    let mut queue: VecDeque<usize> = (0..n).filter(|&s| reached[s]).collect();
+    while let Some(t) = queue.pop_front() {
+        for &s in &rev[t] {
+            let s = s as usize;
+            if !reached[s] {
+                reached[s] = true;
+                on_reach(s, t);
+                queue.push_back(s);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::{Family, TokenSpec};
+
+    fn vocab(tokens: &[&str], eos: u32) -> Arc<Vocabulary> {
+        let mut specs: Vec<Option<TokenSpec>> =
+            tokens.iter().map(|t| Some(TokenSpec { bytes: t.as_bytes().to_vec(), special: false })).collect();
+        specs.push(Some(TokenSpec { bytes: b"</s>".to_vec(), special: true }));
+        let _ = eos;
+        Arc::new(Vocabulary::new(specs, vec![tokens.len() as u32], Family::Raw, None).unwrap())
+    }
+
+    fn ascii_vocab() -> Arc<Vocabulary> {
+        let mut toks: Vec<String> = (32u8..127).map(|b| (b as char).to_string()).collect();
+        toks.extend(["12", "123", "ab", "abc", "\"", "{\"", "\":", "\"}"].iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = toks.iter().map(String::as_str).collect();
+        vocab(&refs, 0)
+    }
+
+    fn bit(mask: &[u32], t: u32) -> bool {
+        mask[(t >> 5) as usize] >> (t & 31) & 1 == 1
+    }
+
+    #[test]
+    fn masks_transitions_and_eos() {
+        let v = ascii_vocab();
+        let eos = *v.eos_ids().first().unwrap();
+        let g = Grammar::from_regex(v.clone(), "[0-9]{3}", &GrammarConfig::default()).unwrap();
+        let s0 = g.initial_state();
+        let allowed = g.allowed_token_ids(s0).unwrap();
+        let texts: Vec<&[u8]> = allowed.iter().map(|&t| v.token_bytes(t).unwrap()).collect();
+        assert!(texts.contains(&&b"123"[..]) && texts.contains(&&b"7"[..]));
+        assert!(!texts.contains(&&b"a"[..]));
+        assert!(!bit(g.token_bitmask(s0).unwrap(), eos));
+        let id_123 = allowed.iter().copied().find(|&t| v.token_bytes(t) == Some(b"123")).unwrap();
+        let s = g.advance(s0, id_123).unwrap();
+        assert!(g.is_accepting(s).unwrap());
+        assert_eq!(g.allowed_token_ids(s).unwrap(), vec![eos]);
+        assert_eq!(g.advance(s, eos).unwrap(), s);
+        assert!(g.advance(s0, eos).is_err());
+        assert!(g.advance(s, id_123).is_err());
+        assert!(g.advance(9999, 0).is_err());
+        assert_eq!(g.min_tokens_to_accept(s0).unwrap(), 1);
+        assert_eq!(g.min_tokens_to_accept(s).unwrap(), 0);
+        let row = g.row(s0).unwrap();
+        for (&t, &n) in row.tokens.iter().zip(row.next.iter()) {
+            assert_eq!(g.advance(s0, t).unwrap(), n);
+        }
+    }
+
+    #[test]
+    fn eager_equals_lazy() {
+        let v = ascii_vocab();
+        let lazy = Grammar::from_regex(v.clone(), r#"\{"[a-c]+":[0-9]{1,3}\}"#, &GrammarConfig::default()).unwrap();
+        let eager = Grammar::from_regex(v, r#"\{"[a-c]+":[0-9]{1,3}\}"#, &GrammarConfig::default()).unwrap();
+        eager.build_all().unwrap();
+        assert_eq!(eager.rows_built(), eager.num_states());
+        for s in 0..lazy.num_states() as u32 {
+            assert_eq!(lazy.token_bitmask(s).unwrap(), eager.token_bitmask(s).unwrap());
+        }
+    }
+
+    #[test]
+    fn vocabulary_that_cannot_complete() {
+        // "c" is not a token, so "abc" can only be written as "abc" or "ab"+... : "ab" then "c"
+        // is impossible, and "x" is not writable at all.
+        let v = vocab(&["a", "b", "abc"], 0);
+        assert!(matches!(Grammar::from_regex(v.clone(), "x", &GrammarConfig::default()), Err(GrammarError::NotCompletable { .. })));
+        let g = Grammar::from_regex(v.clone(), "ab?c", &GrammarConfig::default()).unwrap();
+        // "a" leads to a state needing "c" or "bc": not token-completable, so only "abc" is allowed.
+        let allowed = g.allowed_token_ids(0).unwrap();
+        assert_eq!(allowed, vec![2]);
+        assert!(g.advance(0, 0).is_err());
+    }
+
+    #[test]
+    fn index_size_limit() {
+        let v = ascii_vocab();
+        let cfg = GrammarConfig { max_index_bytes: 100, ..GrammarConfig::default() };
+        let g = Grammar::from_regex(v, "[a-z ]+", &cfg).unwrap();
+        assert!(matches!(g.token_bitmask(0), Err(GrammarError::TooLarge { .. })));
+    }
+}

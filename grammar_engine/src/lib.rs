@@ -1,0 +1,24 @@
+//! The Onyx grammar core.
+//!
+//! Data flow: a tokenizer becomes a [`vocab::Vocabulary`] (token id → bytes, plus a trie of the
+//! tokens); a regex, or a JSON Schema through [`json_schema`], becomes a [`dfa::Dfa`] over
+//! bytes; a [`grammar::Grammar`] joins the two and answers, per DFA state, which tokens keep
+//! the output completable ([`index`]), where each one leads, and how far acceptance is.
+
+pub mod byte_level;
+pub mod dfa;
+pub mod error;
+pub mod gguf;
+pub mod grammar;
+pub mod index;
+pub mod json_schema;
+pub mod token_trie;
+pub mod tokenizer_json;
+pub mod vocab;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use error::{GrammarError, Result};
+pub use grammar::{Grammar, GrammarConfig};
+pub use vocab::Vocabulary;

@@ -1,0 +1,39 @@
+"""Onyx: guaranteed, fast structured output for local LLMs.
+
+The grammar core (`onyx._grammar`, Rust) compiles a regex or JSON Schema against a model's
+vocabulary into per-state token bitmasks; see `Vocabulary` and `Grammar`.
+"""
+
+from onyx._grammar import (
+    EmptyLanguageError,
+    Grammar,
+    GrammarError,
+    GrammarTooLargeError,
+    InvalidRegexError,
+    InvalidSchemaError,
+    InvalidStateError,
+    NotCompletableError,
+    TokenNotAllowedError,
+    UnsupportedRegexError,
+    UnsupportedSchemaError,
+    Vocabulary,
+    VocabularyError,
+    read_gguf_metadata,
+)
+
+__all__ = [
+    "EmptyLanguageError",
+    "Grammar",
+    "GrammarError",
+    "GrammarTooLargeError",
+    "InvalidRegexError",
+    "InvalidSchemaError",
+    "InvalidStateError",
+    "NotCompletableError",
+    "TokenNotAllowedError",
+    "UnsupportedRegexError",
+    "UnsupportedSchemaError",
+    "Vocabulary",
+    "VocabularyError",
+    "read_gguf_metadata",
+]
