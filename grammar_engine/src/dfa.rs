@@ -63,13 +63,19 @@ impl Dfa {
             )
             .build_from_hir(&hir)
             .map_err(|e| build_error(&e.to_string(), config))?;
+        // Bound determinization by the state limit: a raw DFA state is one row of
+        // `alphabet_len` 4-byte transitions, and pruning may drop some states, so allow twice
+        // the limit. Without this, a blow-up pattern would determinize for seconds before
+        // any limit triggered.
+        let row_bytes = (nfa.byte_classes().alphabet_len() + 1) * 4;
+        let dfa_limit = config.max_states.saturating_mul(2).saturating_add(64).saturating_mul(row_bytes);
         let raw = dense::Builder::new()
             .configure(
                 dense::Config::new()
                     .start_kind(StartKind::Anchored)
                     .match_kind(MatchKind::All)
                     .minimize(false)
-                    .dfa_size_limit(Some(config.build_size_limit))
+                    .dfa_size_limit(Some(dfa_limit.min(config.build_size_limit)))
                     .determinize_size_limit(Some(config.build_size_limit)),
             )
             .build_from_nfa(&nfa)
@@ -113,7 +119,7 @@ impl Dfa {
                 let id = match ids.get(&next) {
                     Some(&id) => id,
                     None => {
-                        if order.len() >= config.max_states.saturating_mul(4).max(1024) {
+                        if order.len() >= config.max_states.saturating_mul(2).saturating_add(64) {
                             return Err(GrammarError::TooLarge {
                                 what: "regex DFA",
                                 limit: config.max_states,
@@ -315,7 +321,11 @@ fn build_error(msg: &str, config: &DfaConfig) -> GrammarError {
             reason: "a DFA cannot express \\b in Unicode mode; use (?-u:\\b) for ASCII word boundaries".into(),
         }
     } else if msg.contains("exceeded") || msg.contains("limit") || msg.contains("too many") {
-        GrammarError::TooLarge { what: "regex automaton", limit: config.build_size_limit, detail: msg.to_string() }
+        GrammarError::TooLarge {
+            what: "regex DFA",
+            limit: config.max_states,
+            detail: format!("{msg} (raise max_states, or simplify the pattern: bounded repeats of wide classes grow the DFA)"),
+        }
     } else {
         GrammarError::UnsupportedRegex { construct: "pattern".into(), reason: msg.to_string() }
     }

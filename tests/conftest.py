@@ -1,0 +1,35 @@
+"""Shared fixtures: the three real tokenizers the grammar tests run on.
+
+They are fetched by `make test` (`python -m onyx.assets fetch ...`) into ~/.cache/onyx; a test
+run without them fails with the command to run rather than skipping silently.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import onyx
+from onyx import assets
+
+VOCABS = {
+    "smollm2": "smollm2",  # 49,152 tokens, byte-level BPE
+    "qwen2": "qwen2-tokenizer",  # 152,064 tokens, byte-level BPE
+    "gemma3": "gemma3-tokenizer",  # 262,144 tokens, SentencePiece with byte fallback
+}
+
+
+def gguf_path(asset: str):
+    path = assets.asset_path(asset)
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: run `python -m onyx.assets fetch {asset}` (make test does)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def vocabs() -> dict[str, onyx.Vocabulary]:
+    return {name: onyx.Vocabulary.from_gguf(gguf_path(asset)) for name, asset in VOCABS.items()}
+
+
+@pytest.fixture(scope="session")
+def smollm2(vocabs) -> onyx.Vocabulary:
+    return vocabs["smollm2"]
