@@ -33,3 +33,17 @@ def vocabs() -> dict[str, onyx.Vocabulary]:
 @pytest.fixture(scope="session")
 def smollm2(vocabs) -> onyx.Vocabulary:
     return vocabs["smollm2"]
+
+
+@pytest.fixture(scope="session")
+def hf_tokenizers(vocabs, tmp_path_factory):
+    """Each model's own tokenizer, rebuilt from its GGUF as a Hugging Face tokenizer.json."""
+    from tokenizers import Tokenizer
+
+    from onyx.gguf_tokenizer import write_tokenizer_files
+
+    out = {}
+    for name, asset in VOCABS.items():
+        path = write_tokenizer_files(gguf_path(asset), tmp_path_factory.mktemp(name))
+        out[name] = Tokenizer.from_file(str(path))
+    return out
