@@ -5,6 +5,7 @@
 //! computed on first visit and cached (so the first mask comes fast), or all at once in
 //! parallel with [`Grammar::build_all`].
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -200,6 +201,34 @@ impl Grammar {
         Ok(&self.row(state)?.mask)
     }
 
+    /// The mask of `state` restricted to tokens after which acceptance is still reachable within
+    /// `budget` more tokens (budget-aware masking: with `max_tokens` set, the output can then
+    /// always be completed). Borrowed, i.e. the plain mask, whenever the budget restricts
+    /// nothing, which a per-row bound decides without any search in the common case.
+    pub fn token_bitmask_within(&self, state: u32, budget: u32) -> Result<Cow<'_, [u32]>> {
+        let row = self.row(state)?;
+        if self.token_live.is_none() && row.max_next_distance <= budget {
+            return Ok(Cow::Borrowed(&row.mask));
+        }
+        self.min_tokens_to_accept(state)?;
+        let mins = self.min_tokens.get().ok_or(GrammarError::InvalidState { state, num_states: self.num_states() })?;
+        if row.next.iter().all(|&n| mins[n as usize] <= budget) {
+            return Ok(Cow::Borrowed(&row.mask));
+        }
+        let mut mask = vec![0u32; row.mask.len()];
+        if self.dfa.is_accepting(state) {
+            for &e in self.vocab.eos_ids() {
+                mask[(e >> 5) as usize] |= 1 << (e & 31);
+            }
+        }
+        for (&t, &n) in row.tokens.iter().zip(row.next.iter()) {
+            if mins[n as usize] <= budget {
+                mask[(t >> 5) as usize] |= 1 << (t & 31);
+            }
+        }
+        Ok(Cow::Owned(mask))
+    }
+
     /// The allowed token ids of `state`, ascending (EOS included in accepting states).
     pub fn allowed_token_ids(&self, state: u32) -> Result<Vec<u32>> {
         let mask = self.token_bitmask(state)?;
@@ -366,6 +395,29 @@ mod tests {
         let row = g.row(s0).unwrap();
         for (&t, &n) in row.tokens.iter().zip(row.next.iter()) {
             assert_eq!(g.advance(s0, t).unwrap(), n);
+        }
+    }
+
+    #[test]
+    fn budget_restricts_only_when_needed() {
+        let v = ascii_vocab();
+        let g = Grammar::from_regex(v.clone(), "[0-9]{1,2}|[a-z]{5}", &GrammarConfig::default()).unwrap();
+        let plain = g.token_bitmask(0).unwrap().to_vec();
+        assert!(matches!(g.token_bitmask_within(0, 10).unwrap(), Cow::Borrowed(_)));
+        // With no token left after this one, only tokens that complete a match remain.
+        let tight = g.token_bitmask_within(0, 0).unwrap();
+        let allowed: Vec<u32> = (0..v.size() as u32).filter(|&t| tight[(t >> 5) as usize] >> (t & 31) & 1 == 1).collect();
+        assert!(!allowed.is_empty());
+        for &t in &allowed {
+            let n = g.advance(0, t).unwrap();
+            assert!(g.is_accepting(n).unwrap(), "token {t} leaves acceptance out of reach");
+            assert!(plain[(t >> 5) as usize] >> (t & 31) & 1 == 1);
+        }
+        let one = g.token_bitmask_within(0, 1).unwrap();
+        for t in 0..v.size() as u32 {
+            if one[(t >> 5) as usize] >> (t & 31) & 1 == 1 {
+                assert!(g.min_tokens_to_accept(g.advance(0, t).unwrap()).unwrap() <= 1);
+            }
         }
     }
 

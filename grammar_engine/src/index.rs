@@ -14,6 +14,10 @@ pub struct Row {
     pub mask: Box<[u32]>,
     pub tokens: Box<[u32]>,
     pub next: Box<[u32]>,
+    /// The largest byte distance to acceptance over the states the allowed tokens lead to.
+    /// When every byte is a token of its own, a state `d` bytes from acceptance is at most `d`
+    /// tokens from it, so a budget of at least this many tokens needs no extra masking.
+    pub max_next_distance: u32,
 }
 
 impl Row {
@@ -34,6 +38,7 @@ pub fn compute_row(dfa: &Dfa, vocab: &Vocabulary, state: u32, live: impl Fn(u32)
     let mut mask = vec![0u32; mask_words(vocab.size())];
     let mut tokens = Vec::new();
     let mut next = Vec::new();
+    let mut max_next_distance = 0u32;
     // stack[d] is the DFA state after the first d bytes of the current trie path.
     let mut stack = vec![DEAD; trie.max_depth() + 1];
     stack[0] = state;
@@ -49,6 +54,7 @@ pub fn compute_row(dfa: &Dfa, vocab: &Vocabulary, state: u32, live: impl Fn(u32)
         stack[d] = s;
         let here = trie.tokens_at(i);
         if !here.is_empty() && live(s) {
+            max_next_distance = max_next_distance.max(dfa.byte_distance(s));
             for &t in here {
                 mask[(t >> 5) as usize] |= 1 << (t & 31);
                 tokens.push(t);
@@ -62,5 +68,10 @@ pub fn compute_row(dfa: &Dfa, vocab: &Vocabulary, state: u32, live: impl Fn(u32)
             mask[(e >> 5) as usize] |= 1 << (e & 31);
         }
     }
-    Row { mask: mask.into_boxed_slice(), tokens: tokens.into_boxed_slice(), next: next.into_boxed_slice() }
+    Row {
+        mask: mask.into_boxed_slice(),
+        tokens: tokens.into_boxed_slice(),
+        next: next.into_boxed_slice(),
+        max_next_distance,
+    }
 }

@@ -383,6 +383,26 @@ impl Grammar {
         Ok(cell.get().map(|v| v.bind(py).clone()).unwrap_or(array))
     }
 
+    /// `token_bitmask(state)` restricted to tokens after which acceptance stays reachable
+    /// within `budget` more tokens. Returns the shared mask itself when the budget restricts
+    /// nothing (the usual case), else a fresh array.
+    fn token_bitmask_within<'py>(slf: Bound<'py, Self>, state: i64, budget: i64) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let py = slf.py();
+        let g = slf.get().inner.clone();
+        let s = state_id(state);
+        let budget = u32::try_from(budget.max(0)).unwrap_or(u32::MAX);
+        let restricted = run(py, move || {
+            Ok(match g.token_bitmask_within(s, budget)? {
+                std::borrow::Cow::Borrowed(_) => None,
+                std::borrow::Cow::Owned(mask) => Some(mask),
+            })
+        })?;
+        match restricted {
+            None => Grammar::token_bitmask(slf, state),
+            Some(mask) => Ok(PyArray1::from_vec(py, mask)),
+        }
+    }
+
     /// The state after `token_id`; raises `TokenNotAllowedError` if the mask forbids it.
     fn advance(&self, py: Python<'_>, state: i64, token_id: i64) -> PyResult<u32> {
         let token = u32::try_from(token_id).unwrap_or(u32::MAX);
