@@ -151,3 +151,13 @@ def test_invalid_schema(smollm2, schema):
 def test_non_serialisable_schema(smollm2):
     with pytest.raises(onyx.InvalidSchemaError):
         smollm2.compile_json_schema({"type": object()})
+
+
+def test_bytes_no_token_contains_are_pruned(smollm2):
+    # SmolLM2 has no token containing byte 0xF1 (the lead byte of U+40000..U+7FFFF).
+    g = smollm2.compile_regex("[\U00040000-\U00040010]|x")
+    allowed = [smollm2.token_bytes(t) for t in g.allowed_token_ids(g.initial_state).tolist()]
+    assert allowed and all(b.startswith(b"x") for b in allowed)
+    with pytest.raises(onyx.NotCompletableError) as e:
+        smollm2.compile_regex("[\U00040000-\U00040010]+")
+    assert "0xF1" in str(e.value)

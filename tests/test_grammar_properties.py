@@ -67,7 +67,7 @@ def check_walk(vocab, g, pattern: str, rng: random.Random, steps: int = 6) -> No
     assert text is not None and re.fullmatch(pattern, text), f"{out!r} does not fully match {pattern!r}"
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pattern=regexes, seed=st.integers(0, 2**32 - 1))
 def test_soundness_on_generated_regexes(vocabs, pattern, seed):
     for vocab in vocabs.values():
@@ -75,11 +75,21 @@ def test_soundness_on_generated_regexes(vocabs, pattern, seed):
         check_walk(vocab, g, pattern, random.Random(seed))
 
 
+_PRODUCIBLE: dict[int, set[int]] = {}
+
+
+def producible_bytes(vocab) -> set[int]:
+    key = id(vocab)
+    if key not in _PRODUCIBLE:
+        _PRODUCIBLE[key] = {b for t in range(vocab.size) if not vocab.is_special(t) for b in vocab.token_bytes(t)}
+    return _PRODUCIBLE[key]
+
+
 def _is_clean(s: str) -> bool:
     return not any(0xD800 <= ord(c) <= 0xDFFF for c in s)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data(), pattern=regexes)
 def test_completeness_own_tokenization(hf_tokenizers, vocabs, data, pattern):
     """A string in the language, tokenized by the model's own tokenizer, is allowed token by
@@ -89,7 +99,12 @@ def test_completeness_own_tokenization(hf_tokenizers, vocabs, data, pattern):
         vocab = vocabs[name]
         g = vocab.compile_regex(pattern)
         ids = tok.encode(s, add_special_tokens=False).ids
-        assert text_of(vocab, ids) == s.encode(), f"{name} tokenization does not spell {s!r}"
+        if text_of(vocab, ids) != s.encode():
+            # Only a string with a byte no token contains may be unspellable (SmolLM2 has no
+            # token with byte 0xF1, so its tokenizer drops it); the grammar excludes those.
+            missing = set(s.encode()) - producible_bytes(vocab)
+            assert missing, f"{name} tokenization does not spell {s!r}"
+            continue
         state = g.initial_state
         for t in ids:
             assert g.token_bitmask(state)[t >> 5] >> (t & 31) & 1, f"{name}: token {t} refused in {s!r}"

@@ -94,12 +94,7 @@ impl Dfa {
             classes[b as usize] = ra_classes.get(b);
             stride = stride.max(ra_classes.get(b) as usize + 1);
         }
-        let mut class_rep = vec![0u8; stride];
-        let mut class_size = vec![0u16; stride];
-        for b in (0..=255u8).rev() {
-            class_rep[classes[b as usize] as usize] = b;
-            class_size[classes[b as usize] as usize] += 1;
-        }
+        let (class_rep, _) = class_tables(&classes, stride);
 
         // Breadth-first walk over the raw DFA's non-dead states.
         let mut ids: HashMap<StateID, u32> = HashMap::new();
@@ -136,14 +131,27 @@ impl Dfa {
                 raw_trans.push(id);
             }
         }
-        let n = order.len();
         let accepting: Vec<bool> = order.iter().map(|&s| raw.is_match_state(raw.next_eoi_state(s))).collect();
+        let dfa = Dfa::prune(classes, stride, &raw_trans, &accepting)
+            .ok_or_else(|| GrammarError::EmptyLanguage { detail: "no string fully matches the pattern".into() })?;
+        if dfa.num_states() > config.max_states {
+            return Err(GrammarError::TooLarge {
+                what: "regex DFA",
+                limit: config.max_states,
+                detail: format!("{} live states", dfa.num_states()),
+            });
+        }
+        Ok(dfa)
+    }
 
-        // Backward BFS from accepting states: distance to acceptance, and liveness.
+    /// Keeps the states of a raw table (state 0 = start) from which an accepting state is
+    /// reachable, renumbered in order with the start first, and computes byte distances to
+    /// acceptance. `None` when the start state cannot reach acceptance.
+    fn prune(classes: [u8; 256], stride: usize, raw_trans: &[u32], accepting: &[bool]) -> Option<Dfa> {
+        let n = accepting.len();
         let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
         for s in 0..n {
-            for c in 0..stride {
-                let t = raw_trans[s * stride + c];
+            for &t in &raw_trans[s * stride..(s + 1) * stride] {
                 if t != DEAD {
                     rev[t as usize].push(s as u32);
                 }
@@ -165,11 +173,9 @@ impl Dfa {
                 }
             }
         }
-        if dist[0] == u32::MAX {
-            return Err(GrammarError::EmptyLanguage { detail: "no string fully matches the pattern".into() });
+        if dist.first().copied().unwrap_or(u32::MAX) == u32::MAX {
+            return None;
         }
-
-        // Renumber the live states, start first, and drop transitions into dead ones.
         let mut new_id = vec![DEAD; n];
         let mut live = Vec::new();
         for s in 0..n {
@@ -178,21 +184,14 @@ impl Dfa {
                 live.push(s);
             }
         }
-        if live.len() > config.max_states {
-            return Err(GrammarError::TooLarge {
-                what: "regex DFA",
-                limit: config.max_states,
-                detail: format!("{} live states", live.len()),
-            });
-        }
         let mut trans = Vec::with_capacity(live.len() * stride);
         for &s in &live {
-            for c in 0..stride {
-                let t = raw_trans[s * stride + c];
+            for &t in &raw_trans[s * stride..(s + 1) * stride] {
                 trans.push(if t == DEAD { DEAD } else { new_id[t as usize] });
             }
         }
-        Ok(Dfa {
+        let (class_rep, class_size) = class_tables(&classes, stride);
+        Some(Dfa {
             classes,
             stride,
             trans,
@@ -201,6 +200,38 @@ impl Dfa {
             class_rep,
             class_size,
         })
+    }
+
+    /// The same language without the strings that use a byte outside `allowed`: transitions on
+    /// those bytes are removed and states that can no longer reach acceptance are pruned.
+    /// `None` when nothing is left. Used to drop bytes that no token of a vocabulary contains.
+    pub fn restrict_bytes(&self, allowed: &[bool; 256]) -> Option<Dfa> {
+        // Refine the byte classes so no class mixes allowed and removed bytes.
+        let mut key_to_class: HashMap<(u8, bool), u8> = HashMap::new();
+        let mut classes = [0u8; 256];
+        for b in 0..256usize {
+            let key = (self.classes[b], allowed[b]);
+            let next_id = key_to_class.len() as u8;
+            classes[b] = *key_to_class.entry(key).or_insert(next_id);
+        }
+        let stride = key_to_class.len();
+        let mut class_old = vec![(0u8, false); stride];
+        for (&key, &c) in &key_to_class {
+            class_old[c as usize] = key;
+        }
+        let mut raw = Vec::with_capacity(self.num_states() * stride);
+        for s in 0..self.num_states() {
+            for &(old, ok) in &class_old {
+                raw.push(if ok { self.trans[s * self.stride + old as usize] } else { DEAD });
+            }
+        }
+        Dfa::prune(classes, stride, &raw, &self.accepting)
+    }
+
+    /// True when some live transition reads byte `b`.
+    pub fn uses_byte(&self, b: u8) -> bool {
+        let c = self.classes[b as usize] as usize;
+        (0..self.num_states()).any(|s| self.trans[s * self.stride + c] != DEAD)
     }
 
     pub const fn start(&self) -> u32 {
@@ -281,6 +312,17 @@ impl Dfa {
     pub fn memory_bytes(&self) -> usize {
         256 + self.trans.len() * 4 + self.accepting.len() + self.byte_distance.len() * 4 + self.class_rep.len() * 3
     }
+}
+
+/// One byte of each class, and the number of bytes in each class.
+fn class_tables(classes: &[u8; 256], stride: usize) -> (Vec<u8>, Vec<u16>) {
+    let mut rep = vec![0u8; stride];
+    let mut size = vec![0u16; stride];
+    for b in (0..=255u8).rev() {
+        rep[classes[b as usize] as usize] = b;
+        size[classes[b as usize] as usize] += 1;
+    }
+    (rep, size)
 }
 
 /// Parses with `regex-syntax` first, so errors carry the offset where the pattern goes wrong.
@@ -374,6 +416,20 @@ mod tests {
         assert_eq!(d.forced_bytes(0), br#"{"name":""#);
         assert_eq!(dfa("abc|abd").forced_bytes(0), b"ab");
         assert_eq!(dfa("x?").forced_bytes(0), b"");
+    }
+
+    #[test]
+    fn restricting_bytes_prunes_what_needs_them() {
+        let d = dfa("a[bc]+|x");
+        let mut allowed = [true; 256];
+        allowed[b'b' as usize] = false;
+        let r = d.restrict_bytes(&allowed).unwrap();
+        assert!(full_match(&r, "acc") && full_match(&r, "x") && !full_match(&r, "ab"));
+        assert_eq!(r.walk(0, b"ab"), DEAD);
+        allowed[b'c' as usize] = false;
+        allowed[b'x' as usize] = false;
+        assert!(d.restrict_bytes(&allowed).is_none());
+        assert!(d.uses_byte(b'b') && !d.uses_byte(b'z'));
     }
 
     #[test]

@@ -72,6 +72,20 @@ impl Grammar {
     }
 
     fn new(vocab: Arc<Vocabulary>, dfa: Dfa, source: String, config: &GrammarConfig) -> Result<Grammar> {
+        // Strings needing a byte that no token contains can never be written: drop them from
+        // the DFA first (a cheap byte-level pass), so only bytes some token holds remain.
+        let producible = vocab.producible_bytes();
+        let dfa = if (0..=255u8).any(|b| !producible[b as usize] && dfa.uses_byte(b)) {
+            let missing: Vec<u8> = (0..=255u8).filter(|&b| !producible[b as usize] && dfa.uses_byte(b)).collect();
+            dfa.restrict_bytes(producible).ok_or_else(|| GrammarError::NotCompletable {
+                detail: format!(
+                    "every matching string needs a byte that no token contains (for example {})",
+                    missing.iter().take(4).map(|b| format!("0x{b:02X}")).collect::<Vec<_>>().join(", ")
+                ),
+            })?
+        } else {
+            dfa
+        };
         let n = dfa.num_states();
         let rows: Box<[OnceLock<Row>]> = (0..n).map(|_| OnceLock::new()).collect();
         let mut g = Grammar {
@@ -84,17 +98,15 @@ impl Grammar {
             index_bytes: AtomicUsize::new(0),
             max_index_bytes: config.max_index_bytes,
         };
+        // Rare: a byte that occurs only inside longer tokens. Then byte-level liveness is not
+        // enough and token-level liveness is computed over the whole index.
         if !g.vocab_covers_dfa() {
             g.token_live = Some(g.token_liveness());
         }
         let start = g.initial_state();
-        let usable = g.token_live.as_ref().map_or(true, |l| l[start as usize]);
-        if !usable {
+        if !g.is_live(start) {
             return Err(GrammarError::NotCompletable {
-                detail: format!(
-                    "the grammar needs bytes no token writes (for example {:?} right at the start)",
-                    g.missing_bytes_example()
-                ),
+                detail: "every matching string needs a byte that no token writes on its own where the grammar needs it".into(),
             });
         }
         Ok(g)
@@ -107,16 +119,6 @@ impl Grammar {
             self.dfa.for_each_transition(s, |b, _| used[b as usize] = true);
         }
         (0..=255u8).all(|b| !used[b as usize] || self.vocab.covers_byte(b))
-    }
-
-    fn missing_bytes_example(&self) -> String {
-        let mut missing = Vec::new();
-        self.dfa.for_each_transition(self.dfa.start(), |b, _| {
-            if !self.vocab.covers_byte(b) && missing.len() < 4 {
-                missing.push(b)
-            }
-        });
-        String::from_utf8_lossy(&missing).into_owned()
     }
 
     /// States from which some token sequence reaches acceptance (backward search over the

@@ -49,6 +49,8 @@ pub struct Vocabulary {
     family: Family,
     trie: TokenTrie,
     single_byte: [bool; 256],
+    /// Bytes that occur anywhere in an allowed token.
+    any_byte: [bool; 256],
 }
 
 impl Vocabulary {
@@ -97,6 +99,7 @@ impl Vocabulary {
             special[id as usize] = true;
         }
         let mut single_byte = [false; 256];
+        let mut any_byte = [false; 256];
         let mut candidates = Vec::new();
         for id in 0..size {
             if special[id] {
@@ -106,10 +109,13 @@ impl Vocabulary {
             if b.len() == 1 {
                 single_byte[b[0] as usize] = true;
             }
+            for &x in b {
+                any_byte[x as usize] = true;
+            }
             candidates.push(id as u32);
         }
         let trie = TokenTrie::build(&candidates, |id| &bytes[offsets[id as usize] as usize..offsets[id as usize + 1] as usize])?;
-        Ok(Vocabulary { bytes, offsets, special, eos: eos_ids, family, trie, single_byte })
+        Ok(Vocabulary { bytes, offsets, special, eos: eos_ids, family, trie, single_byte, any_byte })
     }
 
     /// Number of token ids (the width of a mask in bits).
@@ -152,6 +158,12 @@ impl Vocabulary {
     /// equals token-level liveness.
     pub fn covers_byte(&self, b: u8) -> bool {
         self.single_byte[b as usize]
+    }
+
+    /// Which bytes occur in some allowed token. A grammar's strings that need any other byte
+    /// can never be written, so the DFA drops them before indexing.
+    pub fn producible_bytes(&self) -> &[bool; 256] {
+        &self.any_byte
     }
 
     /// Number of tokens a grammar may allow (not special, not empty).
