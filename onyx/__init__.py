@@ -20,6 +20,7 @@ from onyx._grammar import (
     VocabularyError,
     read_gguf_metadata,
 )
+from onyx.tokenizer_check import TokenizerMismatchError, TokenizerMismatchWarning, self_test
 
 __all__ = [
     "EmptyLanguageError",
@@ -36,4 +37,7 @@ __all__ = [
     "Vocabulary",
     "VocabularyError",
     "read_gguf_metadata",
+    "self_test",
+    "TokenizerMismatchError",
+    "TokenizerMismatchWarning",
 ]

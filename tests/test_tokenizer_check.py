@@ -303,3 +303,20 @@ def test_report_summary_lists_the_first_failures():
     text = SelfTestReport(False, "ab" * 32, 10, failures).summary()
     assert "8 token_bytes" in text and "token 0" in text and "token 4" in text
     assert "token 5" not in text and "3 more" in text
+
+
+def test_vocabulary_from_hf_runs_the_self_test(monkeypatch, tmp_path):
+    """Building a vocabulary from a tokenizer runs the self-test and caches its verdict."""
+    import tokenizers
+
+    from onyx.gguf_tokenizer import write_tokenizer_files
+
+    path = write_tokenizer_files(onyx.assets.asset_path("smollm2"), tmp_path / "tok")
+    monkeypatch.setenv("ONYX_CACHE", str(tmp_path / "cache"))
+    tok = tokenizers.Tokenizer.from_file(str(path))
+    onyx.Vocabulary.from_hf(tok, eos_token_ids=[2], strict=True)
+    verdicts = list((tmp_path / "cache" / "selftest").glob("*.json"))
+    assert len(verdicts) == 1 and json.loads(verdicts[0].read_text())["ok"] is True
+    onyx.Vocabulary.from_tokenizer_json(path, strict=True)
+    assert len(list((tmp_path / "cache" / "selftest").glob("*.json"))) >= 1
+    onyx.Vocabulary.from_hf(tok, self_test=False)

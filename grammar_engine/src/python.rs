@@ -97,15 +97,29 @@ impl Vocabulary {
     /// `tokenizer_config.json` / `generation_config.json` / `config.json` next to it, else from
     /// well-known end-of-turn special tokens. `vocab_size` pads to the model's logits width.
     #[staticmethod]
-    #[pyo3(signature = (path, eos_token_ids=None, vocab_size=None))]
-    fn from_tokenizer_json(py: Python<'_>, path: PathBuf, eos_token_ids: Option<Vec<u32>>, vocab_size: Option<usize>) -> PyResult<Self> {
+    #[pyo3(signature = (path, eos_token_ids=None, vocab_size=None, *, self_test=true, strict=false))]
+    fn from_tokenizer_json(
+        py: Python<'_>,
+        path: PathBuf,
+        eos_token_ids: Option<Vec<u32>>,
+        vocab_size: Option<usize>,
+        self_test: bool,
+        strict: bool,
+    ) -> PyResult<Py<Self>> {
+        let file = path.clone();
         let inner = run(py, move || {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| CoreError::Vocabulary { reason: format!("cannot read {}: {e}", path.display()) })?;
-            let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| CoreError::Vocabulary { reason: format!("cannot read {}: {e}", file.display()) })?;
+            let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
             build_from_json(&text, eos_token_ids, Some(&dir), vocab_size)
         })?;
-        Ok(Vocabulary { inner: Arc::new(inner) })
+        let vocab = Py::new(py, Vocabulary { inner: Arc::new(inner) })?;
+        if self_test {
+            let tokenizers = py.import("tokenizers")?;
+            let tok = tokenizers.getattr("Tokenizer")?.call_method1("from_file", (path,))?;
+            run_self_test(py, &vocab, &tok, strict)?;
+        }
+        Ok(vocab)
     }
 
     /// Same as `from_tokenizer_json`, from the file's text.
@@ -129,10 +143,20 @@ impl Vocabulary {
     }
 
     /// From a Hugging Face fast tokenizer (`transformers`), a `tokenizers.Tokenizer`, or
-    /// mlx-lm's `TokenizerWrapper`.
+    /// mlx-lm's `TokenizerWrapper`. Unless `self_test=False`, the tokenizer self-test then
+    /// checks that its tokens decode to the bytes assumed here (warning on a mismatch, or
+    /// raising with `strict=True`); its result is cached by a hash of the tokenizer.
     #[staticmethod]
-    #[pyo3(signature = (tokenizer, eos_token_ids=None, vocab_size=None))]
-    fn from_hf(py: Python<'_>, tokenizer: Bound<'_, PyAny>, eos_token_ids: Option<Vec<u32>>, vocab_size: Option<usize>) -> PyResult<Self> {
+    #[pyo3(signature = (tokenizer, eos_token_ids=None, vocab_size=None, *, self_test=true, strict=false))]
+    fn from_hf(
+        py: Python<'_>,
+        tokenizer: Bound<'_, PyAny>,
+        eos_token_ids: Option<Vec<u32>>,
+        vocab_size: Option<usize>,
+        self_test: bool,
+        strict: bool,
+    ) -> PyResult<Py<Self>> {
+        let original = tokenizer.clone();
         let mut eos = eos_token_ids.or_else(|| eos_ids_of(&tokenizer));
         let mut tok = tokenizer;
         // mlx-lm wraps the Hugging Face tokenizer.
@@ -150,7 +174,11 @@ impl Vocabulary {
             ));
         };
         let inner = run(py, move || build_from_json(&text, eos, None, vocab_size))?;
-        Ok(Vocabulary { inner: Arc::new(inner) })
+        let vocab = Py::new(py, Vocabulary { inner: Arc::new(inner) })?;
+        if self_test {
+            run_self_test(py, &vocab, &original, strict)?;
+        }
+        Ok(vocab)
     }
 
     /// Compiles a regex (full-match semantics) to a `Grammar`.
@@ -253,6 +281,14 @@ impl Vocabulary {
             self.inner.eos_ids()
         )
     }
+}
+
+/// Runs `onyx.tokenizer_check.self_test(vocab, tokenizer, strict=strict)`.
+fn run_self_test(py: Python<'_>, vocab: &Py<Vocabulary>, tokenizer: &Bound<'_, PyAny>, strict: bool) -> PyResult<()> {
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("strict", strict)?;
+    py.import("onyx.tokenizer_check")?.getattr("self_test")?.call((vocab.clone_ref(py), tokenizer), Some(&kwargs))?;
+    Ok(())
 }
 
 fn config(max_states: Option<usize>, max_index_bytes: Option<usize>) -> GrammarConfig {
