@@ -116,7 +116,7 @@ impl Vocabulary {
         let vocab = Py::new(py, Vocabulary { inner: Arc::new(inner) })?;
         if self_test {
             let tokenizers = py.import("tokenizers")?;
-            let tok = tokenizers.getattr("Tokenizer")?.call_method1("from_file", (path,))?;
+            let tok = tokenizers.getattr("Tokenizer")?.call_method1("from_file", (path.to_string_lossy().into_owned(),))?;
             run_self_test(py, &vocab, &tok, strict)?;
         }
         Ok(vocab)
