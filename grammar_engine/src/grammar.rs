@@ -129,7 +129,7 @@ impl Grammar {
             .into_par_iter()
             .map(|s| {
                 let row = compute_row(&self.dfa, &self.vocab, s, |_| true);
-                let mut next = row.next.to_vec();
+                let mut next: Vec<u32> = row.next.iter().collect();
                 next.sort_unstable();
                 next.dedup();
                 next
@@ -214,7 +214,7 @@ impl Grammar {
         }
         self.min_tokens_to_accept(state)?;
         let mins = self.min_tokens.get().ok_or(GrammarError::InvalidState { state, num_states: self.num_states() })?;
-        if row.next.iter().all(|&n| mins[n as usize] <= budget) {
+        if row.next.iter().all(|n| mins[n as usize] <= budget) {
             return Ok(Cow::Borrowed(&row.mask));
         }
         let mut mask = vec![0u32; row.mask.len()];
@@ -223,7 +223,7 @@ impl Grammar {
                 mask[(e >> 5) as usize] |= 1 << (e & 31);
             }
         }
-        for (&t, &n) in row.tokens.iter().zip(row.next.iter()) {
+        for (t, n) in row.transitions(&self.vocab) {
             if mins[n as usize] <= budget {
                 mask[(t >> 5) as usize] |= 1 << (t & 31);
             }
@@ -277,6 +277,11 @@ impl Grammar {
         Ok(self.dfa.forced_bytes(state))
     }
 
+    /// The (token, next state) pairs of the ordinary tokens allowed in `state`.
+    pub fn transitions(&self, state: u32) -> Result<Vec<(u32, u32)>> {
+        Ok(self.row(state)?.transitions(&self.vocab).collect())
+    }
+
     /// Computes every row, in parallel over states.
     pub fn build_all(&self) -> Result<()> {
         (0..self.num_states() as u32).into_par_iter().try_for_each(|s| self.row(s).map(|_| ()))
@@ -298,7 +303,7 @@ impl Grammar {
         let n = self.num_states();
         let mut edges = Vec::with_capacity(n);
         for s in 0..n as u32 {
-            let mut next = self.row(s)?.next.to_vec();
+            let mut next: Vec<u32> = self.row(s)?.next.iter().collect();
             next.sort_unstable();
             next.dedup();
             edges.push(next);
@@ -395,7 +400,8 @@ mod tests {
         assert_eq!(g.min_tokens_to_accept(s0).unwrap(), 1);
         assert_eq!(g.min_tokens_to_accept(s).unwrap(), 0);
         let row = g.row(s0).unwrap();
-        for (&t, &n) in row.tokens.iter().zip(row.next.iter()) {
+        assert_eq!(row.transitions(&v).count(), g.allowed_token_ids(s0).unwrap().len());
+        for (t, n) in row.transitions(&v) {
             assert_eq!(g.advance(s0, t).unwrap(), n);
         }
     }
@@ -451,7 +457,7 @@ mod tests {
     #[test]
     fn index_size_limit() {
         let v = ascii_vocab();
-        let cfg = GrammarConfig { max_index_bytes: 100, ..GrammarConfig::default() };
+        let cfg = GrammarConfig { max_index_bytes: 8, ..GrammarConfig::default() };
         let g = Grammar::from_regex(v, "[a-z ]+", &cfg).unwrap();
         assert!(matches!(g.token_bitmask(0), Err(GrammarError::TooLarge { .. })));
     }

@@ -7,22 +7,67 @@
 use crate::dfa::{Dfa, DEAD};
 use crate::vocab::Vocabulary;
 
-/// A computed row: the bitmask over all token ids, and the (token, next state) transitions of
-/// the ordinary tokens it allows, in trie order.
+/// A computed row: the bitmask over all token ids, and for each allowed ordinary token, in
+/// trie order, the state it leads to. The token ids themselves are not stored: they are the
+/// trie's tokens in order, filtered by the mask (see [`Row::transitions`]), which halves the
+/// work of building a row compared with storing (token, next) pairs.
 #[derive(Debug)]
 pub struct Row {
     pub mask: Box<[u32]>,
-    pub tokens: Box<[u32]>,
-    pub next: Box<[u32]>,
+    pub next: NextStates,
     /// The largest byte distance to acceptance over the states the allowed tokens lead to.
     /// When every byte is a token of its own, a state `d` bytes from acceptance is at most `d`
     /// tokens from it, so a budget of at least this many tokens needs no extra masking.
     pub max_next_distance: u32,
 }
 
+/// Next states of a row, two bytes each when the grammar has at most 65,536 states.
+#[derive(Debug)]
+pub enum NextStates {
+    Narrow(Box<[u16]>),
+    Wide(Box<[u32]>),
+}
+
+impl NextStates {
+    pub fn len(&self) -> usize {
+        match self {
+            NextStates::Narrow(v) => v.len(),
+            NextStates::Wide(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn iter(&self) -> Box<dyn Iterator<Item = u32> + '_> {
+        match self {
+            NextStates::Narrow(v) => Box::new(v.iter().map(|&x| x as u32)),
+            NextStates::Wide(v) => Box::new(v.iter().copied()),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            NextStates::Narrow(v) => v.len() * 2,
+            NextStates::Wide(v) => v.len() * 4,
+        }
+    }
+}
+
 impl Row {
     pub fn memory_bytes(&self) -> usize {
-        (self.mask.len() + self.tokens.len() + self.next.len()) * 4
+        self.mask.len() * 4 + self.next.bytes()
+    }
+
+    #[inline]
+    pub fn allows(&self, token: u32) -> bool {
+        self.mask.get((token >> 5) as usize).is_some_and(|w| w >> (token & 31) & 1 == 1)
+    }
+
+    /// The (token, next state) pairs of the allowed ordinary tokens, in trie order.
+    pub fn transitions<'a>(&'a self, vocab: &'a Vocabulary) -> impl Iterator<Item = (u32, u32)> + 'a {
+        vocab.trie().token_order().iter().copied().filter(|&t| self.allows(t)).zip(self.next.iter())
     }
 }
 
@@ -34,31 +79,46 @@ pub fn mask_words(vocab_size: usize) -> usize {
 /// Computes the row of `state`. A token is allowed when its bytes walk the DFA to a state for
 /// which `live(next)` holds; EOS ids are allowed exactly when `state` is accepting.
 pub fn compute_row(dfa: &Dfa, vocab: &Vocabulary, state: u32, live: impl Fn(u32) -> bool) -> Row {
+    if dfa.num_states() <= 1 << 16 {
+        let mut next: Vec<u16> = Vec::new();
+        let (mask, max_next_distance) = walk(dfa, vocab, state, live, |s| next.push(s as u16));
+        Row { mask, next: NextStates::Narrow(next.into_boxed_slice()), max_next_distance }
+    } else {
+        let mut next: Vec<u32> = Vec::new();
+        let (mask, max_next_distance) = walk(dfa, vocab, state, live, |s| next.push(s));
+        Row { mask, next: NextStates::Wide(next.into_boxed_slice()), max_next_distance }
+    }
+}
+
+/// The trie walk behind [`compute_row`]: sets mask bits and reports each allowed token's next
+/// state, in trie order.
+#[inline]
+fn walk(dfa: &Dfa, vocab: &Vocabulary, state: u32, live: impl Fn(u32) -> bool, mut on_token: impl FnMut(u32)) -> (Box<[u32]>, u32) {
     let trie = vocab.trie();
     let mut mask = vec![0u32; mask_words(vocab.size())];
-    let mut tokens = Vec::new();
-    let mut next = Vec::new();
     let mut max_next_distance = 0u32;
     // stack[d] is the DFA state after the first d bytes of the current trie path.
     let mut stack = vec![DEAD; trie.max_depth() + 1];
     stack[0] = state;
+    let nodes = trie.nodes();
+    let tokens = trie.token_order();
     let n = trie.num_nodes();
     let mut i = 0;
     while i < n {
-        let d = trie.depth(i);
-        let s = dfa.next(stack[d - 1], trie.label(i));
+        let node = nodes[i];
+        let d = node.depth as usize;
+        let s = dfa.next(stack[d - 1], node.label);
         if s == DEAD {
-            i = trie.skip(i);
+            i = node.skip as usize;
             continue;
         }
         stack[d] = s;
-        let here = trie.tokens_at(i);
-        if !here.is_empty() && live(s) {
+        let (lo, hi) = (node.token_start as usize, nodes[i + 1].token_start as usize);
+        if lo < hi && live(s) {
             max_next_distance = max_next_distance.max(dfa.byte_distance(s));
-            for &t in here {
+            for &t in &tokens[lo..hi] {
                 mask[(t >> 5) as usize] |= 1 << (t & 31);
-                tokens.push(t);
-                next.push(s);
+                on_token(s);
             }
         }
         i += 1;
@@ -68,10 +128,5 @@ pub fn compute_row(dfa: &Dfa, vocab: &Vocabulary, state: u32, live: impl Fn(u32)
             mask[(e >> 5) as usize] |= 1 << (e & 31);
         }
     }
-    Row {
-        mask: mask.into_boxed_slice(),
-        tokens: tokens.into_boxed_slice(),
-        next: next.into_boxed_slice(),
-        max_next_distance,
-    }
+    (mask.into_boxed_slice(), max_next_distance)
 }

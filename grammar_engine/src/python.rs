@@ -468,11 +468,10 @@ impl Grammar {
     fn transitions<'py>(&self, py: Python<'py>, state: i64) -> PyResult<(Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<i32>>)> {
         let g = self.inner.clone();
         let s = state_id(state);
-        run(py, move || g.row(s).map(|_| ()))?;
-        let row = self.inner.row(s).map_err(|e| to_py(py, e))?;
+        let pairs = run(py, move || g.transitions(s))?;
         Ok((
-            PyArray1::from_iter(py, row.tokens.iter().map(|&t| t as i32)),
-            PyArray1::from_iter(py, row.next.iter().map(|&t| t as i32)),
+            PyArray1::from_iter(py, pairs.iter().map(|&(t, _)| t as i32)),
+            PyArray1::from_iter(py, pairs.iter().map(|&(_, n)| n as i32)),
         ))
     }
 

@@ -6,15 +6,25 @@
 
 use crate::error::{GrammarError, Result};
 
-/// The flat trie. Node `i` sits at depth `depth[i]` (1 for children of the root), is reached
-/// by byte `label[i]`, and its subtree ends just before node `skip[i]`. The tokens whose bytes
-/// end exactly at node `i` are `token_ids[token_start[i]..token_start[i + 1]]`.
+/// One trie node, packed so a walk reads one array front to back.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Node {
+    /// Index of the first node after this node's subtree.
+    pub skip: u32,
+    /// Start of this node's tokens in `token_ids` (they end at the next node's start).
+    pub token_start: u32,
+    /// 1 for children of the root.
+    pub depth: u16,
+    /// The byte on the edge into this node.
+    pub label: u8,
+}
+
+/// The flat trie: `nodes` in preorder plus one sentinel whose `token_start` closes the last
+/// node's token range. The tokens whose bytes end exactly at node `i` are
+/// `token_ids[nodes[i].token_start..nodes[i + 1].token_start]`.
 #[derive(Debug, Default)]
 pub struct TokenTrie {
-    label: Vec<u8>,
-    depth: Vec<u16>,
-    skip: Vec<u32>,
-    token_start: Vec<u32>,
+    nodes: Vec<Node>,
     token_ids: Vec<u32>,
     max_depth: usize,
 }
@@ -37,31 +47,34 @@ impl TokenTrie {
             // Close the nodes below the common prefix: their subtrees end here.
             while path.len() > lcp {
                 if let Some(node) = path.pop() {
-                    t.skip[node] = t.label.len() as u32;
+                    t.nodes[node].skip = t.nodes.len() as u32;
                 }
             }
             for (d, &byte) in cur.iter().enumerate().skip(lcp) {
-                let node = t.label.len();
-                t.label.push(byte);
-                t.depth.push((d + 1) as u16);
-                t.skip.push(0);
-                t.token_start.push(t.token_ids.len() as u32);
-                path.push(node);
+                path.push(t.nodes.len());
+                t.nodes.push(Node { skip: 0, token_start: t.token_ids.len() as u32, depth: (d + 1) as u16, label: byte });
             }
             t.token_ids.push(id);
             t.max_depth = t.max_depth.max(cur.len());
             prev = cur;
         }
+        let end = t.nodes.len() as u32;
         while let Some(node) = path.pop() {
-            t.skip[node] = t.label.len() as u32;
+            t.nodes[node].skip = end;
         }
-        t.token_start.push(t.token_ids.len() as u32);
+        t.nodes.push(Node { skip: end, token_start: t.token_ids.len() as u32, depth: 0, label: 0 });
         // Tokens were pushed as they ended, so node i's tokens run up to node i + 1's start.
         Ok(t)
     }
 
     pub fn num_nodes(&self) -> usize {
-        self.label.len()
+        self.nodes.len() - 1
+    }
+
+    /// The nodes in preorder, followed by the sentinel.
+    #[inline]
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
     }
 
     pub fn num_tokens(&self) -> usize {
@@ -74,27 +87,32 @@ impl TokenTrie {
 
     #[inline]
     pub fn label(&self, node: usize) -> u8 {
-        self.label[node]
+        self.nodes[node].label
     }
 
     #[inline]
     pub fn depth(&self, node: usize) -> usize {
-        self.depth[node] as usize
+        self.nodes[node].depth as usize
     }
 
     #[inline]
     pub fn skip(&self, node: usize) -> usize {
-        self.skip[node] as usize
+        self.nodes[node].skip as usize
     }
 
     /// Token ids whose bytes end exactly at `node`.
     #[inline]
     pub fn tokens_at(&self, node: usize) -> &[u32] {
-        &self.token_ids[self.token_start[node] as usize..self.token_start[node + 1] as usize]
+        &self.token_ids[self.nodes[node].token_start as usize..self.nodes[node + 1].token_start as usize]
+    }
+
+    /// Every token id, in the order a preorder walk meets them.
+    pub fn token_order(&self) -> &[u32] {
+        &self.token_ids
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.label.len() + self.depth.len() * 2 + self.skip.len() * 4 + self.token_start.len() * 4 + self.token_ids.len() * 4
+        self.nodes.len() * std::mem::size_of::<Node>() + self.token_ids.len() * 4
     }
 }
 
