@@ -12,6 +12,7 @@ pub mod gguf;
 pub mod grammar;
 pub mod index;
 pub mod json_schema;
+pub mod repair;
 pub mod token_trie;
 pub mod tokenizer_json;
 pub mod vocab;
