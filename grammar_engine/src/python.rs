@@ -21,6 +21,7 @@ use crate::error::GrammarError as CoreError;
 use crate::gguf::{self, GgufValue};
 use crate::grammar::{Grammar as CoreGrammar, GrammarConfig};
 use crate::json_schema::JsonSchemaOptions;
+use crate::repair::{self, EditKind, RepairOptions, RepairStatus};
 use crate::tokenizer_json;
 use crate::vocab::Vocabulary as CoreVocabulary;
 
@@ -475,6 +476,74 @@ impl Grammar {
         ))
     }
 
+    /// Does `text` (str or bytes) fully match? Returns a `Validation` whose `error_offset` is the
+    /// byte offset where a match first becomes impossible (the text's length when it is a valid
+    /// but incomplete prefix).
+    fn validate(&self, py: Python<'_>, text: Bound<'_, PyAny>) -> PyResult<Validation> {
+        let bytes = text_bytes(&text)?;
+        let g = self.inner.clone();
+        let v = run(py, move || Ok(repair::validate(g.dfa(), &bytes)))?;
+        Ok(Validation { valid: v.valid, error_offset: v.error_offset })
+    }
+
+    /// The string of the grammar's language closest to `text` in byte edit distance
+    /// (insertions, deletions, substitutions; unit costs by default). With `deadline_ms` or
+    /// `max_expansions`, returns the best repair found in time with a proven lower bound.
+    #[pyo3(signature = (text, max_cost=None, deadline_ms=None, *, insert_cost=1, delete_cost=1, substitute_cost=1, max_expansions=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn repair(
+        &self,
+        py: Python<'_>,
+        text: Bound<'_, PyAny>,
+        max_cost: Option<u32>,
+        deadline_ms: Option<f64>,
+        insert_cost: u32,
+        delete_cost: u32,
+        substitute_cost: u32,
+        max_expansions: Option<usize>,
+    ) -> PyResult<RepairResult> {
+        let bytes = text_bytes(&text)?;
+        if insert_cost == 0 || delete_cost == 0 || substitute_cost == 0 {
+            return Err(PyValueError::new_err("edit costs must be at least 1"));
+        }
+        let deadline = match deadline_ms {
+            Some(ms) if !(ms >= 0.0 && ms.is_finite()) => {
+                return Err(PyValueError::new_err(format!("deadline_ms must be a non-negative number, got {ms}")))
+            }
+            Some(ms) => Some(std::time::Duration::from_secs_f64(ms / 1000.0)),
+            None => None,
+        };
+        let opts = RepairOptions { insert_cost, delete_cost, substitute_cost, max_cost, deadline, max_expansions };
+        let g = self.inner.clone();
+        let r = run(py, move || Ok(repair::repair(g.dfa(), &bytes, &opts)))?;
+        let status = match r.status {
+            RepairStatus::Optimal => "optimal",
+            RepairStatus::Anytime => "anytime",
+            RepairStatus::NoRepairWithinMaxCost => "no_repair_within_max_cost",
+            RepairStatus::NotFound => "not_found",
+        };
+        let edits = r
+            .edits
+            .iter()
+            .map(|e| {
+                let kind = match e.kind {
+                    EditKind::Insert => "insert",
+                    EditKind::Delete => "delete",
+                    EditKind::Substitute => "substitute",
+                };
+                (kind, e.offset, e.old, e.new)
+            })
+            .collect();
+        Ok(RepairResult {
+            status,
+            text: r.text.map(|t| String::from_utf8_lossy(&t).into_owned()),
+            cost: r.cost,
+            lower_bound: r.lower_bound,
+            edits,
+            expansions: r.expansions,
+        })
+    }
+
     /// Computes every state's row now, in parallel (the eager build).
     fn build_all(&self, py: Python<'_>) -> PyResult<()> {
         let g = self.inner.clone();
@@ -483,6 +552,76 @@ impl Grammar {
 
     fn __repr__(&self) -> String {
         format!("Grammar(num_states={}, vocab_size={})", self.inner.num_states(), self.inner.vocab().size())
+    }
+}
+
+fn text_bytes(text: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(s) = text.cast::<PyString>() {
+        return Ok(s.to_str()?.as_bytes().to_vec());
+    }
+    if let Ok(b) = text.cast::<PyBytes>() {
+        return Ok(b.as_bytes().to_vec());
+    }
+    Err(pyo3::exceptions::PyTypeError::new_err("text must be str or bytes"))
+}
+
+/// The answer of `Grammar.validate`: truthy when the text fully matches.
+#[pyclass(frozen, module = "onyx._grammar")]
+pub struct Validation {
+    #[pyo3(get)]
+    valid: bool,
+    /// Byte offset where a match first becomes impossible; `None` when valid.
+    #[pyo3(get)]
+    error_offset: Option<usize>,
+}
+
+#[pymethods]
+impl Validation {
+    fn __bool__(&self) -> bool {
+        self.valid
+    }
+
+    fn __repr__(&self) -> String {
+        match self.error_offset {
+            None => "Validation(valid=True)".into(),
+            Some(o) => format!("Validation(valid=False, error_offset={o})"),
+        }
+    }
+}
+
+/// The answer of `Grammar.repair`.
+#[pyclass(frozen, module = "onyx._grammar")]
+pub struct RepairResult {
+    /// "optimal", "anytime" (budget ran out: best found, within `lower_bound` of optimal),
+    /// "no_repair_within_max_cost" or "not_found" (budget ran out before any repair).
+    #[pyo3(get)]
+    status: &'static str,
+    /// The repaired text, or None when there is none.
+    #[pyo3(get)]
+    text: Option<String>,
+    #[pyo3(get)]
+    cost: Option<u32>,
+    /// A proven lower bound on the optimal cost (equal to `cost` when optimal).
+    #[pyo3(get)]
+    lower_bound: u32,
+    /// (kind, offset in the original bytes, old byte or None, new byte or None), in text order.
+    #[pyo3(get)]
+    edits: Vec<(&'static str, usize, Option<u8>, Option<u8>)>,
+    #[pyo3(get)]
+    expansions: usize,
+}
+
+#[pymethods]
+impl RepairResult {
+    #[getter]
+    fn found(&self) -> bool {
+        self.text.is_some()
+    }
+
+    fn __repr__(&self) -> String {
+        let cost = self.cost.map_or("None".to_string(), |c| c.to_string());
+        let text = self.text.as_ref().map_or("None".to_string(), |t| format!("{t:?}"));
+        format!("RepairResult(status='{}', cost={cost}, lower_bound={}, text={text})", self.status, self.lower_bound)
     }
 }
 
@@ -519,6 +658,8 @@ fn _grammar(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<Vocabulary>()?;
     m.add_class::<Grammar>()?;
+    m.add_class::<Validation>()?;
+    m.add_class::<RepairResult>()?;
     m.add_function(wrap_pyfunction!(read_gguf_metadata, m)?)?;
     m.add("GrammarError", py.get_type::<GrammarError>())?;
     m.add("InvalidRegexError", py.get_type::<InvalidRegexError>())?;
