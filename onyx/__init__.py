@@ -41,3 +41,19 @@ __all__ = [
     "TokenizerMismatchError",
     "TokenizerMismatchWarning",
 ]
+
+# The engine pulls in MLX and the model runtime: imported on first use, so `import onyx` stays
+# light for grammar-only users.
+_ENGINE_NAMES = {"Engine", "Result", "Chunk", "RequestError"}
+
+
+def __getattr__(name: str):
+    if name in _ENGINE_NAMES:
+        from onyx import engine
+
+        return getattr(engine, name)
+    if name == "ModelError":
+        from onyx.models import ModelError
+
+        return ModelError
+    raise AttributeError(f"module 'onyx' has no attribute {name!r}")

@@ -58,6 +58,7 @@ class MaskCache:
         self.grammar = grammar
         self.width = width
         self._masks: dict[int, mx.array] = {}
+        self._only_eos: dict[int, bool] = {}
 
     def get(self, state: int) -> mx.array:
         mask = self._masks.get(state)
@@ -67,11 +68,21 @@ class MaskCache:
         return mask
 
     def within(self, state: int, budget: int) -> mx.array:
-        """The mask of `state` for a token after which at most `budget` tokens remain."""
+        """The mask of `state` for a token after which at most `budget` tokens remain. When even
+        the shortest completion no longer fits, the plain mask (the output will be cut short)."""
         words = self.grammar.token_bitmask_within(state, budget)
-        if words is self.grammar.token_bitmask(state):
+        if words is self.grammar.token_bitmask(state) or not words.any():
             return self.get(state)
         return bitmask_to_bool(words, self.width)
+
+    def only_eos(self, state: int) -> bool:
+        """True when the output is complete and nothing but EOS may follow."""
+        done = self._only_eos.get(state)
+        if done is None:
+            done = bool(self.grammar.is_accepting(state)) and set(
+                self.grammar.allowed_token_ids(state).tolist()) <= set(self.grammar.eos_token_ids)
+            self._only_eos[state] = done
+        return done
 
 
 def apply_mask(logits: mx.array, mask: mx.array | None) -> mx.array:

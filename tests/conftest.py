@@ -47,3 +47,11 @@ def hf_tokenizers(vocabs, tmp_path_factory):
         path = write_tokenizer_files(gguf_path(asset), tmp_path_factory.mktemp(name))
         out[name] = Tokenizer.from_file(str(path))
     return out
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """The embedded default model (SmolLM2-135M-Instruct), loaded once per test session."""
+    import onyx
+
+    return onyx.Engine()

@@ -375,6 +375,12 @@ impl Grammar {
         self.inner.vocab().size()
     }
 
+    /// The EOS ids of the grammar's vocabulary (allowed exactly in accepting states).
+    #[getter]
+    fn eos_token_ids(&self) -> Vec<u32> {
+        self.inner.vocab().eos_ids().to_vec()
+    }
+
     /// The regex the grammar was compiled from (for a schema, the regex it compiled to).
     #[getter]
     fn regex(&self) -> &str {
