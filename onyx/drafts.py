@@ -1,0 +1,171 @@
+"""Where draft tokens come from, and how many to ask for.
+
+Three sources, tried in this order each round:
+- **forced** (jump-forward): the bytes every valid continuation starts with
+  (`grammar.forced_bytes`), tokenized by the model's own tokenizer, minus a last token that
+  could merge with what follows. Free to propose; still verified by the target.
+- **model**: a small draft model sharing the target's tokenizer, sampling with the same
+  settings (masked by the grammar in `aware` mode, unmasked in `blind` mode).
+- **lookup**: prompt lookup, the continuation of the latest n-gram's previous occurrence in the
+  prompt or the output so far (filtered through the grammar in `aware` mode).
+
+A proposal carries, per token, the draft's probability vector `q` (model drafts) or None for a
+deterministic proposal (a point mass), which is what exact verification needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import mlx.core as mx
+
+import onyx._grammar as _g
+from onyx.sampling import MaskCache, Sampler, SamplingParams, apply_mask, distribution
+
+
+@dataclass
+class Proposal:
+    tokens: list[int] = field(default_factory=list)
+    probs: list[mx.array | None] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+    def add(self, token: int, prob: mx.array | None, source: str) -> None:
+        self.tokens.append(token)
+        self.probs.append(prob)
+        self.sources.append(source)
+
+
+class ForcedTokens:
+    """Jump-forward: tokens for the grammar's forced bytes at a state, cached per state."""
+
+    def __init__(self, grammar, tokenizer) -> None:
+        self.grammar = grammar
+        self.tokenizer = tokenizer
+        self._cache: dict[int, list[int]] = {}
+
+    def at(self, state: int) -> list[int]:
+        hit = self._cache.get(state)
+        if hit is None:
+            hit = self._compute(state)
+            self._cache[state] = hit
+        return hit
+
+    def _compute(self, state: int) -> list[int]:
+        forced = self.grammar.forced_bytes(state)
+        text = forced.decode("utf-8", errors="ignore")
+        if not text:
+            return []
+        ids = list(self.tokenizer.encode(text, add_special_tokens=False))
+        # The last token could merge with whatever follows the forced span, unless nothing can.
+        end = self.grammar.initial_state
+        tokens, s = [], state
+        for t in ids:
+            try:
+                s = self.grammar.advance(s, t)
+            except _g.GrammarError:
+                break
+            tokens.append(t)
+        end = s
+        ends_grammar = len(tokens) == len(ids) and self.grammar.is_accepting(end) and not len(
+            set(self.grammar.allowed_token_ids(end).tolist()) - set(self.grammar.eos_token_ids))
+        return tokens if ends_grammar else tokens[:-1]
+
+
+def lookup(context: list[int], k: int, *, max_ngram: int = 3, min_ngram: int = 1) -> list[int]:
+    """Prompt lookup: up to `k` tokens that followed the most recent earlier occurrence of the
+    longest suffix n-gram of `context`."""
+    n_ctx = len(context)
+    for n in range(min(max_ngram, n_ctx - 1), min_ngram - 1, -1):
+        tail = context[n_ctx - n:]
+        for start in range(n_ctx - n - 1, -1, -1):
+            if context[start:start + n] == tail:
+                follow = context[start + n:start + n + k]
+                if follow:
+                    return follow
+    return []
+
+
+class DraftModel:
+    """A draft model with its own paged KV sequence, kept in step with the committed tokens."""
+
+    def __init__(self, runner, params: SamplingParams, seed: int | None) -> None:
+        self.runner = runner
+        self.params = params
+        self.sampler = Sampler(SamplingParams(params.temperature, params.top_p, params.top_k, params.min_p,
+                                              None if seed is None else seed + 7919))
+        self.seq = None
+        self.masks: MaskCache | None = None
+
+    def start(self, prompt_ids: list[int]) -> None:
+        self.seq, _, _ = self.runner.prefill(prompt_ids[:-1]) if len(prompt_ids) > 1 else (self.runner.pool.sequence(), None, 0)
+
+    def close(self) -> None:
+        if self.seq is not None:
+            self.seq.free()
+            self.seq = None
+
+    def propose(self, context: list[int], k: int, out: Proposal, *, grammar=None, masks: MaskCache | None = None,
+                state: int | None = None, budget: int = 1 << 30, eos: set[int] = frozenset()) -> None:
+        """Appends up to `k` sampled tokens to `out`, continuing `context + out.tokens`."""
+        full = context + out.tokens
+        # Feed what the draft cache lacks (the pending token, and drafts accepted last round).
+        if self.seq.length > len(full) - 1:
+            self.seq.rollback(self.seq.length - (len(full) - 1))
+        feed = full[self.seq.length:]
+        logits = self.runner.logits(mx.array(feed), self.seq, last_only=True)
+        for i in range(k):
+            mask = masks.within(state, budget - i - 1) if grammar is not None else None
+            masked = apply_mask(logits, mask)
+            q = distribution(masked, self.params)
+            token = int((mx.argmax(masked) if self.params.greedy else self.sampler.draw(q)).item())
+            out.add(token, q, "model")
+            if token in eos:
+                break
+            if grammar is not None:
+                state = grammar.advance(state, token)
+                if masks.only_eos(state):
+                    break
+            if i + 1 < k:
+                logits = self.runner.logits(mx.array([token]), self.seq, last_only=True)
+
+
+class GammaController:
+    """Chooses the number of draft tokens per round.
+
+    A fixed `gamma`, or adaptive (`"auto"`): with the recent acceptance rate a (an exponential
+    average), a round with g drafts yields (1 - a^(g+1)) / (1 - a) tokens on average and costs
+    one target forward, slightly wider per draft (`width_cost`), plus g draft steps
+    (`draft_cost`, the draft/target step-time ratio; 0 for free drafts). It picks the g that
+    maximises tokens per unit cost, so a poor draft source drives g to 0, i.e. plain decoding."""
+
+    def __init__(self, gamma: int | str, *, max_gamma: int = 8, width_cost: float = 0.03) -> None:
+        self.adaptive = gamma == "auto"
+        self.fixed = 0 if self.adaptive else int(gamma)
+        self.max_gamma = max_gamma
+        self.width_cost = width_cost
+        self.acceptance = 0.6
+        self.draft_cost = 0.0
+        self.idle_rounds = 0
+
+    def next(self) -> int:
+        if not self.adaptive:
+            return self.fixed
+        a = min(max(self.acceptance, 0.0), 0.99)
+        best, best_rate = 0, 1.0 / 1.0
+        for g in range(1, self.max_gamma + 1):
+            tokens = (1 - a ** (g + 1)) / (1 - a)
+            cost = 1.0 + self.width_cost * g + self.draft_cost * g
+            if tokens / cost > best_rate:
+                best, best_rate = g, tokens / cost
+        if best == 0:
+            # Probe again now and then: the text may have become predictable.
+            self.idle_rounds += 1
+            if self.idle_rounds % 16 == 0:
+                return 1
+        return best
+
+    def update(self, drafted: int, accepted: int, draft_cost: float | None = None) -> None:
+        if drafted:
+            self.acceptance = 0.8 * self.acceptance + 0.2 * (accepted / drafted)
+        if draft_cost is not None:
+            self.draft_cost = 0.8 * self.draft_cost + 0.2 * draft_cost
