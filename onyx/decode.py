@@ -127,6 +127,10 @@ class SpecConfig:
     draft: ModelRunner | None = None  # draft model; None: model-free drafts (prompt lookup)
     jump_forward: bool = True
     tokenizer: object = None  # the target's tokenizer, for jump-forward
+    # Future-validity reweighting (onyx/phi.py): the verifier's target becomes p·Φ normalised.
+    # An object with prepare(runner, seq, context, grammar, params) and
+    # log_weights(context, state, masked_logits_row) -> (V,) log Φ or None.
+    phi: object = None
 
     def __post_init__(self) -> None:
         if self.mode not in ("baseline", "blind", "aware"):
@@ -178,6 +182,8 @@ def decode(
         draft.start(prompt_ids)
     stats.prefill_s = time.perf_counter() - t0
     context = list(prompt_ids)  # committed tokens; the last one is not yet in the target's KV
+    if spec.phi is not None and grammar is not None:
+        spec.phi.prepare(runner, seq, context, grammar, params)
     state = grammar.initial_state if grammar is not None else None
     stats.extra["grammar_state"] = state
     reason = "length"
@@ -202,7 +208,7 @@ def decode(
             prefetched = None
             stats.target_forwards += 1
             accepted, new_token, states = _verify(logits, proposal, grammar, masks, state, params, sampler,
-                                                  max_tokens - produced)
+                                                  max_tokens - produced, spec.phi, context)
             for src, acc in zip(proposal.sources, [True] * accepted + [False] * (len(drafts) - accepted)):
                 counts[src][0] += 1
                 counts[src][1] += acc
@@ -279,7 +285,7 @@ def _propose(out: Proposal, k: int, context, grammar, masks, state, spec: SpecCo
 
 
 def _verify(logits: mx.array, proposal: Proposal, grammar, masks, state, params: SamplingParams,
-            sampler: Sampler, remaining: int) -> tuple[int, int, list]:
+            sampler: Sampler, remaining: int, phi=None, context: list[int] | None = None) -> tuple[int, int, list]:
     """Verifies the drafts against the target's logits (one row per position). Returns how many
     drafts were accepted, the target's own next token, and the grammar states along the drafts."""
     drafts = proposal.tokens
@@ -296,6 +302,10 @@ def _verify(logits: mx.array, proposal: Proposal, grammar, masks, state, params:
     logits = logits[:rows]
     if grammar is not None:
         logits = apply_mask(logits, mx.stack([masks.within(states[i], remaining - i - 1) for i in range(rows)]))
+        if phi is not None:
+            rows_w = [phi.log_weights(context + drafts[:i], states[i], logits[i]) for i in range(rows)]
+            if any(w is not None for w in rows_w):
+                logits = logits + mx.stack([w if w is not None else mx.zeros_like(logits[i]) for i, w in enumerate(rows_w)])
     if params.greedy:
         target = mx.argmax(logits, axis=-1).tolist()
         m = 0

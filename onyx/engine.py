@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 import onyx._grammar as _g
 from onyx.decode import DecodeStats, Finish, ModelRunner, SpecConfig, decode
-from onyx.models import LoadedModel, load
+from onyx.models import LoadedModel, ModelError, load
 from onyx.sampling import MaskCache, SamplingParams
 
 
@@ -156,7 +156,8 @@ class Engine:
 
     def _parse_options(self, ids: list[int], options: dict) -> tuple:
         known = {"regex", "json_schema", "max_tokens", "temperature", "top_p", "top_k", "min_p",
-                 "seed", "stop", "max_whitespace", "cancel", "speculative", "num_draft_tokens", "jump_forward"}
+                 "seed", "stop", "max_whitespace", "cancel", "speculative", "num_draft_tokens", "jump_forward",
+                 "phi"}
         unknown = set(options) - known
         if unknown:
             raise RequestError(f"unknown option(s): {', '.join(sorted(unknown))}")
@@ -184,11 +185,16 @@ class Engine:
             raise RequestError("stop must be a non-empty string or a list of them")
         grammar, masks = self._constraint(options.get("regex"), options.get("json_schema"),
                                           int(options.get("max_whitespace", 0) or 0))
+        phi = options.get("phi") or "none"
+        if phi not in ("none", "onestep", "exact"):
+            raise RequestError(f"phi must be 'none', 'onestep' or 'exact', got {phi!r}")
+        if phi != "none" and grammar is None:
+            raise RequestError("phi reweighting needs a regex or json_schema constraint")
         try:
             spec = SpecConfig(mode=options.get("speculative") or "aware",
                               gamma=options.get("num_draft_tokens") if options.get("num_draft_tokens") is not None else "auto",
                               draft=self.draft_runner, jump_forward=bool(options.get("jump_forward", True)),
-                              tokenizer=self.loaded.tokenizer)
+                              tokenizer=self.loaded.tokenizer, phi=_make_phi(phi))
         except ValueError as e:
             raise RequestError(str(e)) from None
         return ids, grammar, masks, params, max_tokens, stop, options.get("cancel"), spec
@@ -264,12 +270,21 @@ class _TextBuilder:
         return delta
 
 
+def _make_phi(kind: str):
+    """The Φ provider for `phi=` (onyx/phi.py), or None."""
+    if kind == "none":
+        return None
+    from onyx.phi import make_phi
+
+    return make_phi(kind)
+
+
 def _check_same_vocabulary(target: LoadedModel, draft: LoadedModel) -> None:
     """A draft must speak the target's tokens: same ids for the same token strings."""
     tv, dv = target.tokenizer.get_vocab(), draft.tokenizer.get_vocab()
     if tv != dv:
         only_t = len(set(tv.items()) - set(dv.items()))
-        raise RequestError(
+        raise ModelError(
             f"draft model {draft.name!r} does not share the target's vocabulary ({len(dv)} vs {len(tv)} "
             f"tokens, {only_t} target tokens differ); speculative decoding needs the same tokenizer")
 
