@@ -4,9 +4,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: test build venv system-deps fetch-test-data cargo-test pytest bench clean
+.PHONY: test serve build venv system-deps fetch-test-data cargo-test pytest bench clean
 
 test: system-deps build fetch-test-data cargo-test pytest
+
+# Serves the embedded default model (fetched and converted on first use) on 127.0.0.1:8000.
+serve: system-deps build
+	$(BIN)/onyx serve --host 127.0.0.1 --port 8000
 
 # Linux: OpenBLAS for MLX's CPU backend (loaded by onyx at import; ~40x faster than the BLAS the
 # mlx[cpu] wheel bundles) and a C compiler for its small sgemv shim. Nothing to do on macOS.

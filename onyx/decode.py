@@ -129,7 +129,8 @@ class SpecConfig:
     tokenizer: object = None  # the target's tokenizer, for jump-forward
     # Future-validity reweighting (onyx/phi.py): the verifier's target becomes p·Φ normalised.
     # An object with prepare(runner, seq, context, grammar, params) and
-    # log_weights(context, state, masked_logits_row) -> (V,) log Φ or None.
+    # log_weights(context, state, masked_logits_row, raw_logits_row) -> (V,) log Φ or None; its
+    # `stats` dict (if any) joins the request's stats after prepare.
     phi: object = None
 
     def __post_init__(self) -> None:
@@ -184,6 +185,7 @@ def decode(
     context = list(prompt_ids)  # committed tokens; the last one is not yet in the target's KV
     if spec.phi is not None and grammar is not None:
         spec.phi.prepare(runner, seq, context, grammar, params)
+        stats.extra.update(getattr(spec.phi, "stats", None) or {})
     state = grammar.initial_state if grammar is not None else None
     stats.extra["grammar_state"] = state
     reason = "length"
@@ -243,8 +245,10 @@ def decode(
     finally:
         stats.decode_s = time.perf_counter() - t_start
         seq.free()
+        runner.pool.materialize()
         if draft is not None:
             draft.close()
+            spec.draft.pool.materialize()
 
 
 def _prefill_all_but_last(runner: ModelRunner, prompt_ids: list[int]):
@@ -301,9 +305,10 @@ def _verify(logits: mx.array, proposal: Proposal, grammar, masks, state, params:
     rows = min(usable, len(drafts)) + 1
     logits = logits[:rows]
     if grammar is not None:
+        raw = logits
         logits = apply_mask(logits, mx.stack([masks.within(states[i], remaining - i - 1) for i in range(rows)]))
         if phi is not None:
-            rows_w = [phi.log_weights(context + drafts[:i], states[i], logits[i]) for i in range(rows)]
+            rows_w = [phi.log_weights(context + drafts[:i], states[i], logits[i], raw[i]) for i in range(rows)]
             if any(w is not None for w in rows_w):
                 logits = logits + mx.stack([w if w is not None else mx.zeros_like(logits[i]) for i, w in enumerate(rows_w)])
     if params.greedy:

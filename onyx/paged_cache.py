@@ -126,6 +126,7 @@ class PagedKVPool:
         rows = num_blocks * block_size
         self._k = [mx.zeros((rows, h, d), dtype) for h, d in zip(self.kv_heads, self.head_dims)]
         self._v = [mx.zeros((rows, h, d), dtype) for h, d in zip(self.kv_heads, self.v_head_dims)]
+        self.materialize()
         self._ref = [0] * num_blocks
         self._free = list(range(num_blocks - 1, -1, -1))  # a stack: low ids are handed out first
         self._epoch = 0  # bumped by every refcount increase (invalidates cached write plans)
@@ -194,6 +195,12 @@ class PagedKVPool:
         item = self.dtype.size
         return sum(self.block_size * h * (dk + dv) * item
                    for h, dk, dv in zip(self.kv_heads, self.head_dims, self.v_head_dims))
+
+    def materialize(self) -> None:
+        """Evaluates the pool's arrays now. MLX streams are per thread: a lazy array made in one
+        thread cannot be evaluated in another, so the pool is kept evaluated at creation and at
+        the end of each generation, and any thread may run the next one."""
+        mx.eval(self._k, self._v)
 
     def stats(self) -> dict:
         """Counters for leak checks and health endpoints (plain ints)."""

@@ -145,3 +145,22 @@ def test_gemma3_loads_and_answers_under_a_regex():
     assert re.fullmatch(r" [0-9]{4}", r.text) and r.valid
     r = gemma.generate("Question: Is water wet? Answer (yes or no):", regex=r" (yes|no)", max_tokens=4)
     assert r.text in (" yes", " no")
+
+
+def test_generations_may_run_on_any_thread(engine):
+    """MLX streams are per thread; the engine keeps its KV pool evaluated so a server worker
+    thread can run a generation after the main thread did, and the other way round."""
+    import threading
+
+    out = {}
+
+    def run(key):
+        out[key] = engine.chat(ask("Say hi."), max_tokens=4, regex=r"[a-z ]+").text
+
+    first = engine.chat(ask("Say hi."), max_tokens=4, regex=r"[a-z ]+").text
+    for key in ("a", "b"):
+        t = threading.Thread(target=run, args=(key,))
+        t.start()
+        t.join()
+    assert out == {"a": first, "b": first}
+    assert engine.chat(ask("Say hi."), max_tokens=4, regex=r"[a-z ]+").text == first

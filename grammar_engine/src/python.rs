@@ -501,7 +501,7 @@ impl Grammar {
         &self,
         py: Python<'_>,
         text: Bound<'_, PyAny>,
-        max_cost: Option<u32>,
+        max_cost: Option<i64>,
         deadline_ms: Option<f64>,
         insert_cost: u32,
         delete_cost: u32,
@@ -517,6 +517,11 @@ impl Grammar {
                 return Err(PyValueError::new_err(format!("deadline_ms must be a non-negative number, got {ms}")))
             }
             Some(ms) => Some(std::time::Duration::from_secs_f64(ms / 1000.0)),
+            None => None,
+        };
+        let max_cost = match max_cost {
+            Some(c) if c < 0 => return Err(PyValueError::new_err(format!("max_cost must be >= 0, got {c}"))),
+            Some(c) => Some(u32::try_from(c).unwrap_or(u32::MAX)),
             None => None,
         };
         let opts = RepairOptions { insert_cost, delete_cost, substitute_cost, max_cost, deadline, max_expansions };

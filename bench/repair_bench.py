@@ -1,0 +1,669 @@
+#!/usr/bin/env python3
+"""Repair benchmark: Onyx's minimal-edit `Grammar.repair`, and json_repair on broken LLM JSON.
+
+Four parts:
+  * length   – repair time against text length: JSON documents of 100 B .. 8 KB (an array of
+               records) with a fixed number of random byte errors (1, 3 and 10);
+  * grammar  – repair time against grammar size (DFA states, `g.num_states`): small regexes,
+               JSON Schemas up to a ~6,600-state invoice, all on ~1 KB inputs with 3 errors;
+  * anytime  – on hard inputs (heavily corrupted JSON, printable garbage), the answer at fixed
+               deadlines (1, 5, 20, 100 ms): its cost, the proven lower bound, the gap between
+               them, the cost against the optimum (searched without a deadline), and how long the
+               call really took;
+  * compare  – the broken-JSON corpus of the tests (bench/broken_json_corpus.py) through Onyx
+               (with each case's documented costs, and with unit costs everywhere), through
+               `json_repair.repair_json`, and through json_repair followed by Onyx: the share of
+               outputs that are strict JSON, that validate against the schema (`jsonschema`, format
+               checker on), that equal the intended value, and the time per repair.
+
+The machine is shared and noisy: read ratios and trends, not absolute numbers. Grammars are
+compiled once, outside the timings (their compile times are reported separately).
+
+    python bench/repair_bench.py            # ~1-2 minutes
+    python bench/repair_bench.py --quick    # ~15 s
+    python bench/repair_bench.py --out /tmp/rb --no-plot
+
+Results: a table on stdout, `repair_bench.json` and `repair_bench.png` in `--out` (default
+bench/results). Needs `json-repair` for the comparison (the bench extra); without it that part
+reports only Onyx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import string
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import broken_json_corpus as corpus  # noqa: E402
+
+# --------------------------------------------------------------------------------------------
+# Grammars and generators of valid texts
+# --------------------------------------------------------------------------------------------
+
+RECORDS = {
+    "type": "object",
+    "properties": {
+        "records": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "integer", "minimum": 0},
+                    "name": {"type": "string", "maxLength": 32},
+                    "email": {"type": "string", "format": "email"},
+                    "score": {"type": "number"},
+                    "tags": {"type": "array", "items": {"enum": ["red", "green", "blue", "black"]}, "maxItems": 4},
+                    "active": {"type": "boolean"},
+                },
+                "required": ["id", "name", "email", "score", "tags", "active"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["records"],
+    "additionalProperties": False,
+}
+
+COUNTRIES = ["US", "CA", "MX", "GB", "DE", "FR", "IT", "ES", "NL", "BE", "SE", "NO", "DK", "FI", "PL", "CZ",
+             "AT", "CH", "JP", "KR", "CN", "IN", "BR", "AR", "AU", "NZ", "ZA"]
+
+INVOICE = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "format": "uuid"},
+        "issued": {"type": "string", "format": "date-time"},
+        "due": {"type": "string", "format": "date"},
+        "customer": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": 60},
+                "email": {"type": "string", "format": "email"},
+                "address": {
+                    "type": "object",
+                    "properties": {
+                        "street": {"type": "string", "maxLength": 80},
+                        "city": {"type": "string", "maxLength": 40},
+                        "zip": {"type": "string", "pattern": "^[0-9]{5}(-[0-9]{4})?$"},
+                        "country": {"enum": COUNTRIES},
+                    },
+                    "required": ["street", "city", "zip", "country"],
+                    "additionalProperties": False,
+                },
+            },
+            "required": ["name", "email", "address"],
+            "additionalProperties": False,
+        },
+        "currency": {"enum": ["USD", "EUR", "GBP", "JPY", "CHF"]},
+        "lines": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{5}$"},
+                    "description": {"type": "string", "maxLength": 60},
+                    "qty": {"type": "integer", "minimum": 1, "maximum": 999},
+                    "unit_price": {"type": "number", "minimum": 0},
+                    "tax_rate": {"enum": [0, 7, 19, 20]},
+                    "discount": {"type": ["number", "null"]},
+                },
+                "required": ["sku", "description", "qty", "unit_price", "tax_rate", "discount"],
+                "additionalProperties": False,
+            },
+        },
+        "notes": {"type": ["string", "null"], "maxLength": 200},
+        "paid": {"type": "boolean"},
+    },
+    "required": ["id", "issued", "due", "customer", "currency", "lines", "notes", "paid"],
+    "additionalProperties": False,
+}
+
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
+         "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
+
+OCTET = "(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])"
+IPV4 = rf"{OCTET}(\.{OCTET}){{3}}"
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _fill(target: int, head: str, tail: str, piece, sep: str = ",") -> str:
+    """head + piece(0) sep piece(1) ... + tail, with as many pieces as keep it near `target`
+    bytes (at least one)."""
+    parts = [piece(0)]
+    size = len(head) + len(tail) + len(parts[0])
+    while size + len(sep) + len(piece(len(parts))) <= target:
+        parts.append(piece(len(parts)))
+        size += len(sep) + len(parts[-1])
+    return head + sep.join(parts) + tail
+
+
+def gen_record(rng: random.Random, i: int) -> str:
+    name = rng.choice(WORDS).title() + " " + rng.choice(WORDS).title()
+    return _dumps({
+        "id": i, "name": name, "email": f"{rng.choice(WORDS)}{i}@example.com",
+        "score": round(rng.uniform(0, 100), 2), "tags": rng.sample(["red", "green", "blue", "black"], rng.randint(0, 3)),
+        "active": rng.random() < 0.5,
+    })
+
+
+def gen_records(rng: random.Random, target: int) -> str:
+    pieces: dict[int, str] = {}
+
+    def piece(i):
+        if i not in pieces:
+            pieces[i] = gen_record(rng, i)
+        return pieces[i]
+
+    return _fill(target, '{"records":[', "]}", piece)
+
+
+def gen_order(rng: random.Random, target: int) -> str:
+    pieces: dict[int, str] = {}
+
+    def piece(i):
+        if i not in pieces:
+            pieces[i] = _dumps({"sku": "".join(rng.choices(string.ascii_uppercase, k=2)) + f"{rng.randint(0, 999):03d}",
+                                "qty": rng.randint(1, 9), "price": round(rng.uniform(1, 99), 2)})
+        return pieces[i]
+
+    return _fill(target, '{"id":"ORD-0042","items":[', '],"status":"paid"}', piece)
+
+
+def gen_invoice(rng: random.Random, target: int) -> str:
+    head = ('{"id":"3f2b8c1e-9a4d-4e6f-8b7a-1c2d3e4f5a6b","issued":"2024-05-01T09:30:00Z","due":"2024-05-31",'
+            '"customer":{"name":"Ada Lovelace","email":"ada@example.com","address":{"street":"12 Analytical Way",'
+            '"city":"London","zip":"12345","country":"GB"}},"currency":"GBP","lines":[')
+    tail = '],"notes":null,"paid":false}'
+    pieces: dict[int, str] = {}
+
+    def piece(i):
+        if i not in pieces:
+            pieces[i] = _dumps({
+                "sku": "".join(rng.choices(string.ascii_uppercase, k=3)) + f"-{rng.randint(0, 99999):05d}",
+                "description": " ".join(rng.sample(WORDS, 3)), "qty": rng.randint(1, 50),
+                "unit_price": round(rng.uniform(1, 500), 2), "tax_rate": rng.choice([0, 7, 19, 20]),
+                "discount": rng.choice([None, 0.1, 5]),
+            })
+        return pieces[i]
+
+    return _fill(target, head, tail, piece)
+
+
+def gen_words(rng: random.Random, target: int) -> str:
+    return _fill(target - 1, rng.choice(WORDS).title(), ".", lambda i: rng.choice(WORDS), sep=" ")
+
+
+def gen_csv(rng: random.Random, target: int) -> str:
+    return _fill(target, "", "\n", lambda i: f"{rng.randint(0, 999999)},{rng.choice(WORDS)},{rng.choice(['true', 'false'])}",
+                 sep="\n")
+
+
+def gen_ips(rng: random.Random, target: int) -> str:
+    return _fill(target, "", "", lambda i: ".".join(str(rng.randint(0, 255)) for _ in range(4)), sep=" ")
+
+
+# name -> (kind, spec, generator of valid texts of about n bytes)
+GRAMMARS = {
+    "regex: sentence": ("regex", r"[A-Z][a-z]*( [a-z]+)*\.", gen_words),
+    "regex: IPv4 list": ("regex", rf"{IPV4}( {IPV4})*", gen_ips),
+    "regex: CSV rows": ("regex", r"([0-9]{1,6},[a-z]{1,12},(true|false)\n)+", gen_csv),
+    "schema: order": ("schema", corpus.ORDER, gen_order),
+    "schema: records": ("schema", RECORDS, gen_records),
+    "schema: invoice": ("schema", INVOICE, gen_invoice),
+}
+
+ERROR_CHARS = ",'\":{}[] aZ09"
+
+
+def inject_errors(text: str, k: int, rng: random.Random, grammar) -> str:
+    """`text` with `k` random one-byte errors (delete, insert or replace a byte by one of
+    ERROR_CHARS: the quotes, commas and brackets LLMs get wrong, a letter, a digit) at distinct
+    positions; retried until the grammar rejects the result."""
+    for _ in range(100):
+        chars = list(text)
+        for pos in sorted(rng.sample(range(len(chars)), min(k, len(chars))), reverse=True):
+            op = rng.choice(("delete", "insert", "replace"))
+            if op == "delete":
+                del chars[pos]
+            elif op == "insert":
+                chars.insert(pos, rng.choice(ERROR_CHARS))
+            else:
+                chars[pos] = rng.choice([c for c in ERROR_CHARS if c != chars[pos]])
+        out = "".join(chars)
+        if not grammar.validate(out).valid:
+            return out
+    raise RuntimeError("could not make an invalid text")
+
+
+def garbage(n: int, rng: random.Random) -> str:
+    return "".join(rng.choice(string.printable[:94]) for _ in range(n))
+
+
+# --------------------------------------------------------------------------------------------
+# Timing helpers
+# --------------------------------------------------------------------------------------------
+
+
+def timed(fn, reps: int, budget_s: float = 2.0):
+    """(result of the last call, median seconds, min seconds) over up to `reps` calls, fewer if
+    the calls take longer than `budget_s` in total."""
+    times = []
+    result = None
+    start = time.perf_counter()
+    for _ in range(reps):
+        t = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t)
+        if time.perf_counter() - start > budget_s:
+            break
+    return result, statistics.median(times), min(times)
+
+
+def fmt_ms(s: float | None) -> str:
+    if s is None:
+        return "-"
+    ms = s * 1e3
+    return f"{ms:.3f}" if ms < 1 else (f"{ms:.2f}" if ms < 10 else f"{ms:.1f}")
+
+
+# --------------------------------------------------------------------------------------------
+# Parts
+# --------------------------------------------------------------------------------------------
+
+
+def bench_length(vocab, quick: bool, seed: int) -> list[dict]:
+    g = vocab.compile_json_schema(RECORDS)
+    sizes = [100, 500, 2000, 8000] if quick else [100, 250, 500, 1000, 2000, 4000, 8000]
+    errors = [3] if quick else [1, 3, 10]
+    docs = 2 if quick else 5
+    reps = 3 if quick else 5
+    rows = []
+    for k in errors:
+        for size in sizes:
+            for d in range(docs):
+                rng = random.Random(f"{seed}/length/{k}/{size}/{d}")
+                text = inject_errors(gen_records(rng, size), k, rng, g)
+                r, med, best = timed(lambda: g.repair(text), reps)
+                rows.append({"errors": k, "target_bytes": size, "doc": d, "bytes": len(text.encode()),
+                             "status": r.status, "cost": r.cost, "expansions": r.expansions,
+                             "time_median_s": med, "time_min_s": best})
+    return rows
+
+
+def summarize_length(rows: list[dict]) -> list[dict]:
+    out = []
+    for k in sorted({r["errors"] for r in rows}):
+        for size in sorted({r["target_bytes"] for r in rows}):
+            sel = [r for r in rows if r["errors"] == k and r["target_bytes"] == size]
+            out.append({
+                "errors": k, "target_bytes": size,
+                "bytes_median": statistics.median(r["bytes"] for r in sel),
+                "time_median_s": statistics.median(r["time_median_s"] for r in sel),
+                "time_max_s": max(r["time_median_s"] for r in sel),
+                "cost_median": statistics.median(r["cost"] for r in sel),
+                "expansions_median": statistics.median(r["expansions"] for r in sel),
+                "all_optimal": all(r["status"] == "optimal" for r in sel),
+            })
+    return out
+
+
+def bench_grammar_size(vocab, quick: bool, seed: int) -> list[dict]:
+    target = 1000
+    docs = 2 if quick else 5
+    reps = 3 if quick else 5
+    rows = []
+    for name, (kind, spec, gen) in GRAMMARS.items():
+        t = time.perf_counter()
+        g = vocab.compile_regex(spec) if kind == "regex" else vocab.compile_json_schema(spec)
+        compile_s = time.perf_counter() - t
+        times, costs, lengths, optimal = [], [], [], True
+        for d in range(docs):
+            rng = random.Random(f"{seed}/grammar/{name}/{d}")
+            valid = gen(rng, target)
+            assert g.validate(valid).valid, (name, valid[:80])
+            text = inject_errors(valid, 3, rng, g)
+            r, med, _ = timed(lambda: g.repair(text), reps)
+            times.append(med)
+            costs.append(r.cost)
+            lengths.append(len(text.encode()))
+            optimal &= r.status == "optimal"
+        rows.append({"grammar": name, "kind": kind, "num_states": g.num_states, "compile_s": compile_s,
+                     "bytes_median": statistics.median(lengths), "time_median_s": statistics.median(times),
+                     "time_max_s": max(times), "us_per_byte": statistics.median(times) / statistics.median(lengths) * 1e6,
+                     "cost_median": statistics.median(costs), "all_optimal": optimal})
+    return rows
+
+
+def anytime_inputs(vocab, quick: bool, seed: int):
+    """(name, grammar, text) of inputs whose optimal repair takes well over the deadlines."""
+    rng = random.Random(f"{seed}/anytime")
+    records = vocab.compile_json_schema(RECORDS)
+    order = vocab.compile_json_schema(corpus.ORDER)
+    invoice = vocab.compile_json_schema(INVOICE)
+    out = [
+        ("records 4 KB, 40 errors", records, inject_errors(gen_records(rng, 4000), 40, rng, records)),
+        ("invoice 2 KB, 20 errors", invoice, inject_errors(gen_invoice(rng, 2000), 20, rng, invoice)),
+        ("order vs 1 KB garbage", order, garbage(1000, rng)),
+    ]
+    if not quick:
+        out.append(("records 8 KB, 80 errors", records, inject_errors(gen_records(rng, 8000), 80, rng, records)))
+    return out
+
+
+def bench_anytime(vocab, quick: bool, seed: int) -> list[dict]:
+    deadlines = [1, 5, 20, 100]
+    optimum_deadline_ms = 5_000 if quick else 30_000
+    rows = []
+    for name, g, text in anytime_inputs(vocab, quick, seed):
+        t = time.perf_counter()
+        full = g.repair(text, deadline_ms=optimum_deadline_ms)
+        full_s = time.perf_counter() - t
+        optimum = full.cost if full.status == "optimal" else None
+        for ms in deadlines:
+            t = time.perf_counter()
+            r = g.repair(text, deadline_ms=ms)
+            took = time.perf_counter() - t
+            rows.append({
+                "input": name, "bytes": len(text.encode()), "num_states": g.num_states, "deadline_ms": ms,
+                "status": r.status, "cost": r.cost, "lower_bound": r.lower_bound,
+                "gap": None if r.cost is None else r.cost - r.lower_bound,
+                "optimum": optimum, "optimum_lower_bound": full.lower_bound, "optimum_status": full.status,
+                "optimum_time_s": full_s, "cost_over_optimum": (r.cost / optimum) if optimum and r.cost else None,
+                "elapsed_ms": took * 1e3, "expansions": r.expansions,
+            })
+    return rows
+
+
+def _strict_loads(text: str):
+    def no_constants(name):
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=no_constants)
+
+
+def _judge(text: str | None, case, validator) -> dict:
+    """Is the output strict JSON, valid under the schema, the intended value?"""
+    out = {"json": False, "schema": False, "intended": None}
+    if text is None:
+        return out
+    try:
+        value = _strict_loads(text)
+    except (ValueError, RecursionError):
+        return out
+    out["json"] = True
+    out["schema"] = validator(case.schema).is_valid(value)
+    if case.expected is not None:
+        out["intended"] = value == case.expected
+    return out
+
+
+def bench_compare(vocab, quick: bool) -> dict:
+    import jsonschema
+
+    try:
+        import json_repair
+
+        jr_version = _version("json-repair")
+    except ImportError:
+        json_repair, jr_version = None, None
+    checker = jsonschema.FormatChecker()
+    validators = {k: jsonschema.Draft202012Validator(s, format_checker=checker) for k, s in corpus.SCHEMAS.items()}
+    reps = 5 if quick else 20
+
+    grammars, compile_s = {}, {}
+    for case in corpus.CASES:
+        key = (case.schema, case.max_whitespace)
+        if key not in grammars:
+            t = time.perf_counter()
+            grammars[key] = vocab.compile_json_schema(case.schema_dict, max_whitespace=case.max_whitespace)
+            compile_s[f"{case.schema}/ws{case.max_whitespace}"] = time.perf_counter() - t
+    # json_repair's output has spaces after ',' and ':': the second stage re-dumps it compactly
+    # when it parses (a normalization, not an edit), else repairs it as is.
+    compact = {k: vocab.compile_json_schema(s) for k, s in corpus.SCHEMAS.items()}
+
+    def onyx_case(case):
+        return lambda: grammars[case.schema, case.max_whitespace].repair(case.text, **case.costs).text
+
+    def onyx_unit(case):
+        return lambda: grammars[case.schema, case.max_whitespace].repair(case.text).text
+
+    def jr(case):
+        return lambda: json_repair.repair_json(case.text)
+
+    def jr_then_onyx(case):
+        def run():
+            fixed = json_repair.repair_json(case.text)
+            try:
+                fixed = _dumps(_strict_loads(fixed))
+            except (ValueError, TypeError):
+                pass
+            return compact[case.schema].repair(fixed).text
+        return run
+
+    methods = {"onyx (case costs)": onyx_case, "onyx (unit costs)": onyx_unit}
+    if json_repair is not None:
+        methods["json_repair"] = jr
+        methods["json_repair -> onyx"] = jr_then_onyx
+    cases_out = []
+    summary = []
+    for mname, make in methods.items():
+        times, judged = [], []
+        for case in corpus.CASES:
+            text, med, _ = timed(make(case), reps, budget_s=1.0)
+            j = _judge(text, case, lambda k: validators[k])
+            times.append(med)
+            judged.append(j)
+            cases_out.append({"method": mname, "case": case.name, "output": text, "time_s": med, **j})
+        with_intent = [j for j in judged if j["intended"] is not None]
+        summary.append({
+            "method": mname, "cases": len(judged),
+            "valid_json_pct": 100 * sum(j["json"] for j in judged) / len(judged),
+            "schema_valid_pct": 100 * sum(j["schema"] for j in judged) / len(judged),
+            "intended_pct": 100 * sum(j["intended"] for j in with_intent) / len(with_intent),
+            "intended_cases": len(with_intent),
+            "time_mean_s": statistics.mean(times), "time_median_s": statistics.median(times),
+        })
+    return {"json_repair_version": jr_version, "compile_s": compile_s, "summary": summary, "cases": cases_out}
+
+
+def _version(dist: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------
+
+
+def print_tables(res: dict) -> None:
+    print("\n== repair time against text length (records schema, "
+          f"{res['grammar_states']['records']} states; median over docs of the median of reps)")
+    print(f"{'errors':>6} {'bytes':>6} {'median ms':>10} {'max ms':>8} {'cost':>5} {'expansions':>10} {'optimal':>7}")
+    for r in res["length_summary"]:
+        print(f"{r['errors']:>6} {r['bytes_median']:>6.0f} {fmt_ms(r['time_median_s']):>10} {fmt_ms(r['time_max_s']):>8} "
+              f"{r['cost_median']:>5.0f} {r['expansions_median']:>10.0f} {'yes' if r['all_optimal'] else 'NO':>7}")
+
+    print("\n== repair time against grammar size (~1 KB inputs, 3 errors)")
+    print(f"{'grammar':<18} {'states':>6} {'compile ms':>10} {'bytes':>6} {'median ms':>10} {'max ms':>8} {'us/byte':>8} {'cost':>5}")
+    for r in res["grammar_size"]:
+        print(f"{r['grammar']:<18} {r['num_states']:>6} {fmt_ms(r['compile_s']):>10} {r['bytes_median']:>6.0f} "
+              f"{fmt_ms(r['time_median_s']):>10} {fmt_ms(r['time_max_s']):>8} {r['us_per_byte']:>8.2f} {r['cost_median']:>5.0f}")
+
+    print("\n== anytime answers at fixed deadlines (gap = cost - proven lower bound)")
+    print(f"{'input':<26} {'deadline':>8} {'took ms':>8} {'status':>8} {'cost':>6} {'lower':>6} {'gap':>6} "
+          f"{'optimum':>8} {'cost/opt':>8}")
+    for r in res["anytime"]:
+        opt = r["optimum"] if r["optimum"] is not None else f">={r['optimum_lower_bound']}"
+        ratio = f"{r['cost_over_optimum']:.3f}" if r["cost_over_optimum"] else "-"
+        print(f"{r['input']:<26} {r['deadline_ms']:>6}ms {r['elapsed_ms']:>8.1f} {r['status']:>8} {r['cost'] or '-':>6} "
+              f"{r['lower_bound']:>6} {r['gap'] if r['gap'] is not None else '-':>6} {opt:>8} {ratio:>8}")
+    seen = set()
+    for r in res["anytime"]:
+        if r["input"] not in seen:
+            seen.add(r["input"])
+            print(f"  {r['input']}: optimum search without deadline took {r['optimum_time_s'] * 1e3:.0f} ms "
+                  f"({r['optimum_status']})")
+
+    cmp_ = res["compare"]
+    n = len(corpus.CASES)
+    print(f"\n== broken-JSON corpus ({n} cases; json-repair {cmp_['json_repair_version'] or 'not installed'})")
+    print(f"{'method':<22} {'valid JSON':>10} {'schema-valid':>12} {'intended':>12} {'mean ms':>8} {'median ms':>9}")
+    for s in cmp_["summary"]:
+        print(f"{s['method']:<22} {s['valid_json_pct']:>9.0f}% {s['schema_valid_pct']:>11.0f}% "
+              f"{s['intended_pct']:>6.0f}% of {s['intended_cases']:<2} {fmt_ms(s['time_mean_s']):>8} "
+              f"{fmt_ms(s['time_median_s']):>9}")
+    by = {s["method"]: s for s in cmp_["summary"]}
+    if "json_repair" in by:
+        o, j = by["onyx (case costs)"], by["json_repair"]
+        print(f"  time ratio onyx / json_repair: mean {o['time_mean_s'] / j['time_mean_s']:.2f}x, "
+              f"median {o['time_median_s'] / j['time_median_s']:.2f}x "
+              f"(onyx excludes its one-off grammar compile: "
+              + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in cmp_["compile_s"].items()) + ")")
+        misses = {}
+        for c in cmp_["cases"]:
+            if c["method"] in ("onyx (case costs)", "json_repair") and not c["schema"]:
+                misses.setdefault(c["method"], []).append(c["case"])
+        for m, names in misses.items():
+            print(f"  {m}: not schema-valid on {', '.join(names)}")
+
+
+def plot(res: dict, path: Path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot", file=sys.stderr)
+        return None
+    fig, axes = plt.subplots(2, 2, figsize=(13, 9))
+
+    ax = axes[0][0]
+    for k in sorted({r["errors"] for r in res["length_summary"]}):
+        sel = [r for r in res["length_summary"] if r["errors"] == k]
+        ax.plot([r["bytes_median"] for r in sel], [r["time_median_s"] * 1e3 for r in sel], "o-", label=f"{k} error{'s' if k > 1 else ''}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("text length (bytes)")
+    ax.set_ylabel("repair time (ms, median)")
+    ax.set_title(f"time vs length (records schema, {res['grammar_states']['records']} states)")
+    ax.grid(which="both", alpha=0.3)
+    ax.legend()
+
+    ax = axes[0][1]
+    rows = res["grammar_size"]
+    ax.scatter([r["num_states"] for r in rows], [r["time_median_s"] * 1e3 for r in rows])
+    for r in rows:
+        ax.annotate(r["grammar"], (r["num_states"], r["time_median_s"] * 1e3), fontsize=8,
+                    xytext=(4, 4), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("DFA states")
+    ax.set_ylabel("repair time (ms, median)")
+    ax.set_title("time vs grammar size (~1 KB inputs, 3 errors)")
+    ax.grid(which="both", alpha=0.3)
+
+    ax = axes[1][0]
+    for name in dict.fromkeys(r["input"] for r in res["anytime"]):
+        sel = [r for r in res["anytime"] if r["input"] == name]
+        ref = sel[0]["optimum"] or sel[0]["optimum_lower_bound"]
+        xs = [r["deadline_ms"] for r in sel]
+        line, = ax.plot(xs, [r["cost"] / ref for r in sel], "o-", label=f"{name}: cost")
+        ax.plot(xs, [r["lower_bound"] / ref for r in sel], "s--", color=line.get_color(), alpha=0.6,
+                label=f"{name}: lower bound")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("deadline (ms)")
+    ax.set_ylabel("relative to the optimum (1 = optimal)")
+    ax.set_title("anytime: cost (above 1) and proven lower bound (below 1)")
+    ax.grid(which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="center right")
+
+    ax = axes[1][1]
+    summ = res["compare"]["summary"]
+    metrics = (("valid_json_pct", "valid JSON"), ("schema_valid_pct", "schema-valid"), ("intended_pct", "intended value"))
+    width = 0.8 / len(summ)
+    for i, s in enumerate(summ):
+        ax.bar([m + (i - (len(summ) - 1) / 2) * width for m in range(len(metrics))],
+               [s[k] for k, _ in metrics], width=width, label=s["method"])
+    ax.set_xticks(range(len(metrics)))
+    ax.set_xticklabels([label for _, label in metrics])
+    ax.set_ylabel("% of corpus cases")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"broken-JSON corpus ({len(corpus.CASES)} cases)")
+    ax.legend(fontsize=8, loc="lower left")
+    ax.grid(axis="y", alpha=0.3)
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer sizes, documents and repetitions")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"), help="output directory")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-plot", action="store_true")
+    args = ap.parse_args(argv)
+
+    import onyx
+    from onyx import assets
+
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    vocab = onyx.Vocabulary.from_gguf(assets.fetch("smollm2"))
+    t0 = time.perf_counter()
+    load_before = os.getloadavg()
+    res: dict = {
+        "meta": {
+            "quick": args.quick, "seed": args.seed, "python": platform.python_version(),
+            "platform": platform.platform(), "cpus": os.cpu_count(), "vocab": "smollm2",
+            "onyx": _version("onyx"), "json_repair": _version("json-repair"),
+        },
+        "grammar_states": {"records": vocab.compile_json_schema(RECORDS).num_states},
+    }
+    for part, fn in (("length", bench_length), ("grammar_size", bench_grammar_size), ("anytime", bench_anytime)):
+        print(f"running {part} ...", file=sys.stderr, flush=True)
+        res[part] = fn(vocab, args.quick, args.seed)
+    res["length_summary"] = summarize_length(res["length"])
+    print("running compare ...", file=sys.stderr, flush=True)
+    res["compare"] = bench_compare(vocab, args.quick)
+    res["meta"]["seconds"] = time.perf_counter() - t0
+    res["meta"]["loadavg_before_after"] = [load_before, os.getloadavg()]
+
+    print_tables(res)
+    json_path = out_dir / "repair_bench.json"
+    json_path.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
+    print(f"\nwrote {json_path}")
+    if not args.no_plot:
+        png = plot(res, out_dir / "repair_bench.png")
+        if png:
+            print(f"wrote {png}")
+    print(f"({res['meta']['seconds']:.0f} s; load average before/after: "
+          f"{load_before[0]:.1f} / {res['meta']['loadavg_before_after'][1][0]:.1f} on {os.cpu_count()} CPUs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""Request bodies of the OpenAI-compatible endpoints (pydantic models).
+
+Only *types* are checked here: a body that does not have the right shape (not JSON, a missing
+`messages`, a string where a number belongs) is a 422. Values (temperature range, max_tokens
+bounds, regex syntax, schema keywords, ...) are checked by the app and the engine, and are 400s,
+as in OpenAI's API.
+
+Fields a client may send are of three kinds:
+
+* OpenAI fields Onyx implements (messages/prompt, max_tokens, max_completion_tokens, temperature,
+  top_p, seed, stop, stream, stream_options, response_format);
+* OpenAI fields accepted for compatibility when they ask for nothing Onyx lacks (`n` = 1,
+  penalties = 0, `logprobs` false, no tools, ...) and otherwise refused with a 400 naming them;
+  `user`, `metadata`, `store`, ... are ignored;
+* Onyx extensions: `regex` (declared here), and the engine options listed in
+  `app.ENGINE_PASSTHROUGH` (speculative, num_draft_tokens, phi, ...), which are not declared:
+  they arrive as extra fields and go to the engine unchanged, so a new engine option needs no
+  server change. Any other unknown field is a 400 (a typo like `regexp` must not silently give
+  unconstrained output).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Open(BaseModel):
+    """A body that keeps unknown fields (the app decides what they mean)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class TextPart(_Open):
+    type: str
+    text: Optional[str] = None
+
+
+class ChatMessage(_Open):
+    role: str
+    content: Union[str, list[TextPart], None] = None
+    name: Optional[str] = None
+
+
+class JSONSchemaFormat(_Open):
+    name: Optional[str] = None
+    description: Optional[str] = None
+    # `schema` would shadow a BaseModel attribute: stored as schema_, spelt "schema" on the wire.
+    schema_: Union[dict[str, Any], bool, None] = Field(default=None, alias="schema")
+    strict: Optional[bool] = None
+
+
+class ResponseFormat(_Open):
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: Optional[JSONSchemaFormat] = None
+
+
+class StreamOptions(_Open):
+    include_usage: Optional[bool] = None
+
+
+class _Common(_Open):
+    model: Optional[str] = None
+    max_tokens: Optional[int] = None
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    seed: Optional[int] = None
+    stop: Union[str, list[str], None] = None
+    stream: Optional[bool] = False
+    stream_options: Optional[StreamOptions] = None
+    # Onyx extension (the paper's field): the output must fully match this regex.
+    regex: Optional[str] = None
+    # OpenAI fields accepted only with values that ask for nothing Onyx lacks.
+    n: Optional[int] = None
+    presence_penalty: Optional[float] = None
+    frequency_penalty: Optional[float] = None
+    logit_bias: Optional[dict[str, Any]] = None
+    logprobs: Union[bool, int, None] = None
+    # OpenAI fields with no effect here.
+    user: Optional[str] = None
+    metadata: Optional[dict[str, Any]] = None
+    store: Optional[bool] = None
+    service_tier: Optional[str] = None
+
+
+class ChatCompletionRequest(_Common):
+    messages: list[ChatMessage]
+    max_completion_tokens: Optional[int] = None
+    response_format: Optional[ResponseFormat] = None
+    top_logprobs: Optional[int] = None
+    tools: Optional[list[Any]] = None
+    tool_choice: Union[str, dict[str, Any], None] = None
+    parallel_tool_calls: Optional[bool] = None
+    functions: Optional[list[Any]] = None
+    function_call: Union[str, dict[str, Any], None] = None
+
+
+class CompletionRequest(_Common):
+    prompt: Union[str, list[str], list[int], list[list[int]]]
+    response_format: Optional[ResponseFormat] = None  # an Onyx extension on /v1/completions
+    echo: Optional[bool] = None
+    suffix: Optional[str] = None
+    best_of: Optional[int] = None
+
+
+class RepairRequest(BaseModel):
+    """`POST /v1/repair`: the closest text to `text` that matches `regex` or `json_schema`."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    regex: Optional[str] = None
+    json_schema: Union[dict[str, Any], str, None] = None
+    max_whitespace: int = 0
+    max_cost: Optional[int] = None
+    deadline_ms: Optional[float] = None
+    insert_cost: int = 1
+    delete_cost: int = 1
+    substitute_cost: int = 1
