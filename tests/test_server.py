@@ -1,7 +1,7 @@
 """The OpenAI-compatible server, end to end: a real `python -m server` subprocess with the real
 default model on a loopback port, driven by the official `openai` client and raw `httpx`.
 
-The soak test runs for $ONYX_SOAK_SECONDS (default 60) with a bounded request count.
+The soak test runs for $ONYX_SOAK_SECONDS (default 120) with a bounded request count.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 API_KEY = "sk-onyx-test-key"
 MAX_TOKENS_LIMIT = 512
 MAX_BODY_BYTES = 64 * 1024
-SOAK_SECONDS = float(os.environ.get("ONYX_SOAK_SECONDS", "60"))
+SOAK_SECONDS = float(os.environ.get("ONYX_SOAK_SECONDS", "120"))
 SOAK_MAX_REQUESTS = 400
 
 
