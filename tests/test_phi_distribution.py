@@ -1,0 +1,266 @@
+"""Distribution tests of Φ reweighting on the real default model (SmolLM2-135M-Instruct).
+
+Language: the JSON Schema {"enum": ["ok", "okay", "failed"]} after a status question. Its full
+token trie (every tokenization of '"ok"', '"okay"', '"failed"' the grammar allows) has ~100
+nodes. The model's local preferences mislead here: masking keeps lots of mass on odd
+tokenizations and on '"okay"' (28% under μ^proj, 4% under μ*), branches the model rarely
+completes validly on its own, so μ^proj and μ* are far apart (TV ~0.7 over token sequences).
+
+Ground truth, computed here independently of onyx.phi: the model's next-token logits at every
+trie prefix, run through mlx-lm's own KV cache (not Onyx's paged cache); from them μ^proj (the
+product of masked, renormalised conditionals along each token path, times the masked EOS
+probability) and μ* (the model's probability of each full output incl. EOS, renormalised over
+the language).
+
+Checks: the product's trie scoring (`ExactPhi.prepare`: forks of the prompt's paged KV, one
+forward per leaf) gives the same log-probabilities; then >= 20,000 outputs per arm are drawn by
+the product's own verifier (`onyx.decode._verify`, `Proposal`, `Sampler`, `MaskCache`, the
+`onyx.phi` provider) at temperature 1 with a draft law q != p (the masked target tempered to
+T = 0.5), so accept/reject and residual resampling both run. TV(empirical phi="none", μ^proj) and
+TV(empirical phi="exact", μ*) must be under the sampling floor (the 99.9% quantile of the TV of
+a same-size multinomial sample from the law itself), while TV(μ^proj, μ*) is far above it. The
+appendix-H "accept when the draft equals an independent target sample" verifier fails the
+same check. Each arm can fail: swapping the laws makes every assertion false.
+
+Speed: sampling runs in a compact vocabulary that preserves every probability exactly. The same
+schema is compiled by the real grammar core against a real tokenizer whose tokens are exactly
+the trie's tokens (same bytes), plus one special token the grammar never allows that carries the
+log-sum-exp of all other logits, plus EOS. The grammar's token trie is then the same (checked),
+each row's softmax gives the real model's probabilities for every trie token, and a verifier
+round works on ~30-wide rows instead of 49,152-wide ones.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import onyx  # noqa: F401  (before mlx: OpenBLAS)
+import mlx.core as mx
+
+from onyx.phi import DEAD_LOG_WEIGHT, ExactPhi, TokenTrie, _logsumexp, make_phi
+from onyx.sampling import MaskCache, SamplingParams, distribution
+
+_spec = importlib.util.spec_from_file_location("phi_dyck_helpers", Path(__file__).with_name("test_phi_dyck.py"))
+H = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(H)
+
+PROMPT = [{"role": "user", "content": "What is the status of the job?"}]
+SCHEMA = {"enum": ["ok", "okay", "failed"]}
+N = 20_000
+DRAFT_T = 0.5  # the draft law q: the masked target sharpened to T = 0.5 (q != p)
+
+
+def _byte_level_alphabet() -> dict[int, str]:
+    """GPT-2's byte -> printable character map (how byte-level BPE vocabularies spell bytes)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    chars = keep[:]
+    extra = 0
+    for b in range(256):
+        if b not in keep:
+            keep.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {b: chr(c) for b, c in zip(keep, chars)}
+
+
+def reference_rows(model, prompt_ids: list[int], trie: TokenTrie) -> dict[int, np.ndarray]:
+    """Every trie node's next-token logits through mlx-lm's KVCache (independent of Onyx's
+    paged cache): prompt once, then each leaf path from its common prefix with the previous."""
+    from mlx_lm.models.cache import make_prompt_cache
+
+    cache = make_prompt_cache(model)
+    mx.eval(model(mx.array(prompt_ids[:-1])[None], cache=cache))
+    base = len(prompt_ids)
+    rows: dict[int, np.ndarray] = {}
+    prev = None
+    for leaf in trie.leaves():
+        path = trie.path(leaf)
+        along = [0]
+        for t in path:
+            along.append(trie.children[along[-1]][t])
+        if prev is None:
+            feed, nodes = [prompt_ids[-1]] + path, along
+        else:
+            k = 0
+            while k < min(len(prev), len(path)) and prev[k] == path[k]:
+                k += 1
+            for c in cache:
+                c.trim(c.offset - (base + k))
+            feed, nodes = path[k:], along[k + 1:]
+        out = model(mx.array(feed)[None], cache=cache)[0].astype(mx.float32)
+        out = np.asarray(out, dtype=np.float64)
+        for n, row in zip(nodes, out):
+            rows[n] = row
+        prev = path
+    return rows
+
+
+@pytest.fixture(scope="module")
+def setup(engine):
+    return build_case(engine, PROMPT, SCHEMA)
+
+
+def build_case(engine, prompt, schema) -> dict:
+    """The product's exact-Φ preparation, the independent reference logits and the compact
+    vocabulary for one (prompt, schema)."""
+    ids = engine.chat_prompt_ids(prompt)
+    grammar = engine.compile(json_schema=schema)
+    # The product's own preparation: trie + scoring on forks of the prompt's paged KV.
+    seq, _, _ = engine.runner.prefill(ids[:-1], leave_last=False)
+    try:
+        phi = ExactPhi()
+        phi.prepare(engine.runner, seq, ids, grammar, SamplingParams(temperature=1.0))
+    finally:
+        seq.free()
+    trie = phi.trie
+    assert phi.stats["phi_trie"] == "full" and len(trie) < 400
+    ref = reference_rows(engine.loaded.model, ids, trie)
+    eos = [int(e) for e in grammar.eos_token_ids]
+
+    # The compact vocabulary: the trie's tokens (same bytes), OTHER, EOS.
+    big_ids = sorted({t for t in trie.token[1:]})
+    alphabet = _byte_level_alphabet()
+    spelled = ["".join(alphabet[b] for b in engine.vocab.token_bytes(t)) for t in big_ids]
+    small_vocab = H.tiny_vocab(spelled, extra_special=1)
+    other, small_eos = len(big_ids), len(big_ids) + 1
+    width = len(big_ids) + 2
+    to_small = {t: i for i, t in enumerate(big_ids)}
+    small_g = small_vocab.compile_json_schema(json.dumps(schema))
+    small_trie = TokenTrie.full(small_g, max_nodes=10_000)
+    mapped = {tuple(to_small[t] for t in k) for k in trie.sequences()}
+    assert set(small_trie.sequences()) == mapped, "the compact grammar must have the same token trie"
+
+    big_index = np.array(big_ids, dtype=np.int64)
+    rest = np.ones(engine.loaded.vocab_size, dtype=bool)
+    rest[big_index] = False
+    rest[eos] = False
+    compact: dict[tuple, np.ndarray] = {}
+    for n, row in ref.items():
+        small = np.empty(width)
+        small[:len(big_ids)] = row[big_index]
+        small[other] = _logsumexp(row[rest])
+        small[small_eos] = _logsumexp(row[eos])
+        compact[tuple(to_small[t] for t in trie.path(n))] = small
+
+    def logits_of(path):
+        return compact[tuple(path)]
+
+    return dict(ids=ids, grammar=grammar, phi=phi, trie=trie, ref=ref, eos=eos, small_g=small_g,
+                small_trie=small_trie, width=width, logits_of=logits_of, to_small=to_small, small_eos=small_eos)
+
+
+@pytest.fixture(scope="module")
+def laws(setup):
+    out = H.trie_laws(setup["small_trie"], setup["logits_of"], [setup["small_eos"]])
+    assert abs(sum(out["star"].values()) - 1) < 1e-9
+    return out
+
+
+def test_product_scoring_matches_an_independent_forward(setup):
+    """ExactPhi.prepare's per-node log-probabilities (paged-KV forks, one forward per leaf) equal
+    mlx-lm's KVCache forwards at every trie node."""
+    phi, ref, trie = setup["phi"], setup["ref"], setup["trie"]
+    worst = 0.0
+    for n in range(len(trie)):
+        row = ref[n]
+        lp = row - _logsumexp(row)
+        for t, v in phi.node_lp[n].items():
+            worst = max(worst, abs(v - lp[t]))
+    assert worst < 2e-3, worst
+
+
+def test_exact_phi_from_prepare_matches_the_reference_dp(setup):
+    """Φ from the product's prepare = Φ fitted on the independent logits (via the isomorphic
+    compact trie), and Φ(root) is the model's probability of a valid unconstrained output."""
+    phi, small = setup["phi"], ExactPhi(max_nodes=10_000)
+    small.fit(setup["small_trie"], H.score_with_function(setup["small_trie"], setup["logits_of"]),
+              grammar=setup["small_g"], vocab_size=setup["width"])
+    to_small = setup["to_small"]
+    for n in range(len(phi.trie)):
+        m = small.trie.walk([to_small[t] for t in phi.trie.path(n)])
+        assert abs(phi.log_v[n] - small.log_v[m]) < 5e-3 * max(1.0, abs(small.log_v[m]) / 10)
+    assert 0 < phi.stats["phi_valid_mass"] < 1
+
+
+def test_laws_differ_clearly(laws):
+    gap = H.tv(laws["proj"], laws["star"])
+    assert gap > 0.3, gap
+    assert gap > 10 * H.tv_floor(laws["star"], N)
+
+
+@pytest.fixture(scope="module")
+def rows(setup):
+    g = setup["small_g"]
+    return H.Rows(setup["logits_of"], g, MaskCache(g, setup["width"]), draft_temperature=DRAFT_T, width=setup["width"])
+
+
+def _providers(setup):
+    exact = ExactPhi(max_nodes=10_000).fit(setup["small_trie"], H.score_with_function(setup["small_trie"], setup["logits_of"]),
+                                           grammar=setup["small_g"], vocab_size=setup["width"],
+                                           prompt_len=len(setup["ids"]))
+    return {"none": None, "exact": exact}
+
+
+def test_masking_samples_mu_proj_and_exact_phi_samples_mu_star(setup, laws, rows):
+    phis = _providers(setup)
+    prompt = tuple(setup["ids"])
+    results = {}
+    for name, target, other in (("none", "proj", "star"), ("exact", "star", "proj")):
+        counts, acc = H.fvo_sample(N, setup["small_g"], rows, phis[name], gamma=4, seed=5, prompt=prompt)
+        emp = H.empirical(counts)
+        floor = H.tv_floor(laws[target], N)
+        results[name] = (H.tv(emp, laws[target]), floor, H.tv(emp, laws[other]), acc)
+        print(f"phi={name}: TV(emp, {target}) {results[name][0]:.4f} (floor {floor:.4f}), "
+              f"TV(emp, {other}) {results[name][2]:.4f}, acceptance {acc:.3f}")
+    for name, (to_own, floor, to_other, acc) in results.items():
+        assert to_own <= floor, (name, to_own, floor)
+        assert to_other > 10 * floor, (name, to_other, floor)  # the check can fail
+        assert 0.05 < acc < 0.99, (name, acc)
+
+
+def _equality_verify(logits, proposal, grammar, masks, state, params, sampler, remaining, phi=None, context=None):
+    """Appendix H's biased verifier: accept a draft iff it equals an independent sample of the
+    (Φ-reweighted) target; on a mismatch emit a fresh target sample. Same targets as _verify."""
+    drafts = proposal.tokens
+    states = [state]
+    for t in drafts:
+        states.append(grammar.advance(states[-1], t))
+    rows = len(drafts) + 1
+    logits = mx.where(mx.stack([masks.get(states[i]) for i in range(rows)]), logits[:rows], -mx.inf)
+    if phi is not None:
+        w = [phi.log_weights(context + drafts[:i], states[i], logits[i]) for i in range(rows)]
+        logits = logits + mx.stack([x if x is not None else mx.zeros_like(logits[i]) for i, x in enumerate(w)])
+    p = distribution(logits, params)
+    for m, d in enumerate(drafts):
+        if int(sampler.draw(p[m]).item()) != d:
+            return m, int(sampler.draw(p[m]).item()), states
+    return len(drafts), int(sampler.draw(p[len(drafts)]).item()), states
+
+
+def test_appendix_h_equality_verifier_fails_the_same_check(setup, laws, rows):
+    n = 10_000
+    counts, _ = H.fvo_sample(n, setup["small_g"], rows, _providers(setup)["exact"], gamma=4, seed=9,
+                             prompt=tuple(setup["ids"]), verify=_equality_verify)
+    got = H.tv(H.empirical(counts), laws["star"])
+    floor = H.tv_floor(laws["star"], n)
+    print(f"equality verifier: TV(emp, mu*) {got:.4f} (floor {floor:.4f})")
+    assert got > 2.5 * floor, (got, floor)
+
+
+def test_engine_chat_runs_each_phi_kind(engine):
+    """The wiring: engine.chat(phi=...) prepares the provider, stays valid, reports its stats."""
+    schema = {"enum": ["yes", "no"]}
+    for kind in ("onestep", "exact"):
+        r = engine.chat(PROMPT, json_schema=schema, temperature=1.0, seed=3, max_tokens=8, phi=kind)
+        assert r.valid and json.loads(r.text) in ("yes", "no")
+        assert r.stats["phi"] == kind
+    assert r.stats["phi_trie"] == "full" and r.stats["phi_forwards"] >= 2
+    assert make_phi("none") is None
+    with pytest.raises(onyx.RequestError, match="token trie"):
+        engine.chat(PROMPT, regex=r"[a-z]+", phi="exact", max_tokens=4)
+    assert DEAD_LOG_WEIGHT < -1000
