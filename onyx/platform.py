@@ -13,10 +13,12 @@ Nothing here is hard-coded for one OS: every choice is made from what the runnin
 
   Decoding multiplies one token's activations by every weight matrix: MLX calls `cblas_sgemm`
   with M=1, which OpenBLAS 0.3.21 (Debian 12) runs 3-4x slower than `cblas_sgemv` (it packs the
-  whole weight matrix first). So, when a C compiler is available, `ensure_fast_blas()` also
-  builds (once, cached next to the assets) and preloads a 40-line shim that exports
-  `cblas_sgemm`, sends M==1 / N==1 products to OpenBLAS's `cblas_sgemv` and everything else to
-  OpenBLAS's `cblas_sgemm`. Without a compiler it falls back to plain OpenBLAS.
+  whole weight matrix first), and with M = 2..8 (verifying a few draft tokens) it costs twice a
+  single token. So, when a C compiler is available, `ensure_fast_blas()` also builds (once,
+  cached next to the assets) and preloads a small shim that exports `cblas_sgemm`, sends M==1 /
+  N==1 products to OpenBLAS's `cblas_sgemv`, runs x @ W^T with 2..8 rows in its own kernel that
+  reads each weight row once, and sends everything else to OpenBLAS's `cblas_sgemm`. Without a
+  compiler it falls back to plain OpenBLAS.
 
   OpenBLAS runs single-threaded by default here: on a 2-core machine its spinning helper threads
   starve MLX's own worker thread and Python (measured slower with 2 threads).
@@ -94,6 +96,64 @@ static void gemv(int trans, int m, int n, float alpha, const float *a, int lda, 
     real_gemv(RowMajor, trans, m, n, alpha, a, lda, x, incx, beta, y, incy);
 }
 
+/* Few rows times a weight matrix, C = alpha * A @ B^T + beta * C with A (M x K), B (N x K), both
+   row-major: each weight row is read once for all M rows of A, so verifying a few draft tokens
+   costs about what one token does (OpenBLAS's sgemm repacks the whole matrix on every call,
+   which doubles the cost of a 2-row product). Eight-lane partial sums, one per row of A. */
+typedef float v8 __attribute__((vector_size(32)));
+enum { SMALL_M = 8 };
+
+static inline __attribute__((always_inline)) void
+gemm_few_rows(const int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+              int ldb, float beta, float *C, int ldc) {
+    enum { TILE = 64 };  /* outputs are staged per tile and written row by row: M long streams */
+    const int K8 = K & ~7;
+    float out[SMALL_M][TILE];
+    for (int j0 = 0; j0 < N; j0 += TILE) {
+        const int nj = N - j0 < TILE ? N - j0 : TILE;
+        for (int jj = 0; jj < nj; jj++) {
+            const float *w = B + (size_t)(j0 + jj) * ldb;
+            v8 acc[SMALL_M];
+            for (int m = 0; m < M; m++) acc[m] = (v8){0, 0, 0, 0, 0, 0, 0, 0};
+            for (int k = 0; k < K8; k += 8) {
+                v8 wv;
+                memcpy(&wv, w + k, sizeof wv);
+                for (int m = 0; m < M; m++) {
+                    v8 xv;
+                    memcpy(&xv, A + (size_t)m * lda + k, sizeof xv);
+                    acc[m] += xv * wv;
+                }
+            }
+            for (int m = 0; m < M; m++) {
+                const float *x = A + (size_t)m * lda;
+                float s = 0.0f;
+                for (int l = 0; l < 8; l++) s += acc[m][l];
+                for (int k = K8; k < K; k++) s += x[k] * w[k];
+                out[m][jj] = s;
+            }
+        }
+        for (int m = 0; m < M; m++) {
+            float *c = C + (size_t)m * ldc + j0;
+            if (beta == 0.0f) for (int jj = 0; jj < nj; jj++) c[jj] = alpha * out[m][jj];
+            else for (int jj = 0; jj < nj; jj++) c[jj] = alpha * out[m][jj] + beta * c[jj];
+        }
+    }
+}
+
+static int few_rows(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                    int ldb, float beta, float *C, int ldc) {
+    switch (M) {  /* a constant M per case: the accumulators stay in registers */
+    case 2: gemm_few_rows(2, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return 1;
+    case 3: gemm_few_rows(3, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return 1;
+    case 4: gemm_few_rows(4, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return 1;
+    case 5: gemm_few_rows(5, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return 1;
+    case 6: gemm_few_rows(6, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return 1;
+    case 7: gemm_few_rows(7, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return 1;
+    case 8: gemm_few_rows(8, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return 1;
+    default: return 0;
+    }
+}
+
 void cblas_sgemm(int order, int ta, int tb, int M, int N, int K, float alpha, const float *A,
                  int lda, const float *B, int ldb, float beta, float *C, int ldc) {
     if (!real_gemm) {
@@ -113,6 +173,8 @@ void cblas_sgemm(int order, int ta, int tb, int M, int N, int K, float alpha, co
             else gemv(Trans, K, M, alpha, A, lda, B, incx, beta, C, ldc, M);
             return;
         }
+        if (ta == NoTrans && tb == Trans && few_rows(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+            return;
     }
     real_gemm(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
@@ -162,11 +224,23 @@ def find_blas_library() -> str | None:
     return found
 
 
+def _cpu_flags() -> str:
+    """The CPU's feature flags (Linux), so a shim built with -march=native is rebuilt on another
+    CPU sharing the same cache directory."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
 def shim_path() -> Path:
     """Where the compiled shim is cached (keyed by its source and the machine)."""
     from onyx.assets import cache_dir
 
-    key = hashlib.sha256(f"{_SHIM_SOURCE}|{_platform.machine()}".encode()).hexdigest()[:12]
+    key = hashlib.sha256(f"{_SHIM_SOURCE}|{_platform.machine()}|{_cpu_flags()}".encode()).hexdigest()[:12]
     return cache_dir() / "blas" / f"libonyx_sgemv_shim-{key}.so"
 
 
@@ -184,9 +258,12 @@ def build_shim() -> Path | None:
             src = Path(tmp) / "shim.c"
             src.write_text(_SHIM_SOURCE)
             out = Path(tmp) / dest.name
-            proc = subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-o", str(out), str(src), "-ldl"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
-            if proc.returncode != 0 or not out.is_file():
+            for flags in (["-O3", "-march=native"], ["-O2"]):  # native vector width, else portable
+                proc = subprocess.run([compiler, *flags, "-shared", "-fPIC", "-o", str(out), str(src), "-ldl"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+                if proc.returncode == 0 and out.is_file():
+                    break
+            else:
                 return None
             os.replace(out, dest)
         return dest
@@ -310,6 +387,6 @@ def blas_status() -> str:
         extras = [_state["note"]]
         if _state["threads"]:
             extras.append(f"{_state['threads']} thread(s)")
-        extras.append("sgemm(M=1)->sgemv shim" if _state["shim"] else "no sgemv shim")
+        extras.append("sgemm shim: M=1 -> sgemv, M=2..8 -> few-rows kernel" if _state["shim"] else "no sgemm shim")
         return f"OpenBLAS {_state['loaded']} ({'; '.join(extras)})"
     return f"MLX's bundled reference BLAS (slow): {_state['note']}"
