@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 import mlx.core as mx
+from mlx.utils import tree_flatten
 
 from onyx.models import LoadedModel
 from onyx.paged_cache import PagedKVPool, PagedSequence
@@ -35,6 +36,9 @@ class ModelRunner:
         self.loaded = loaded
         self.model = loaded.model
         self.pool = PagedKVPool.for_model(loaded.model, block_size=block_size)
+        # Bytes of weights one decode step reads: the relative cost of a step (decoding is
+        # memory-bound), used to price a draft model's steps against the target's.
+        self.weight_bytes = sum(v.nbytes for _, v in tree_flatten(loaded.model.parameters()))
 
     def logits(self, tokens: mx.array, seq: PagedSequence, *, last_only: bool = False) -> mx.array:
         """Runs `tokens` (shape (n,)) through the model, appending to `seq`'s KV. Returns float32
@@ -169,12 +173,13 @@ def decode(
     stats = stats if stats is not None else DecodeStats()
     stats.prompt_tokens = len(prompt_ids)
     drafting = spec.mode != "baseline"
-    gamma = GammaController(spec.gamma if drafting else 0)
     counts = {src: [0, 0] for src in ("model", "lookup", "forced")}  # drafted, accepted
     sampler = Sampler(params)
     forced = ForcedTokens(grammar, spec.tokenizer) if (grammar is not None and drafting and spec.mode == "aware"
                                                       and spec.jump_forward and spec.tokenizer is not None) else None
     draft = DraftModel(spec.draft, params, params.seed) if (drafting and spec.draft is not None) else None
+    gamma = GammaController(spec.gamma if drafting else 0, device=runner.loaded.device,
+                            draft_cost=spec.draft.weight_bytes / runner.weight_bytes if draft is not None else 0.0)
 
     t0 = time.perf_counter()
     seq, cached = _prefill_all_but_last(runner, prompt_ids)

@@ -70,11 +70,14 @@ def test_self_draft_is_always_accepted_and_refuses_other_vocabularies(self_draft
 
 def test_sampling_with_drafts_stays_valid_and_seeded(self_draft):
     for seed in (1, 2):
-        a = self_draft.chat(ASK, json_schema=ORDER, max_tokens=60, temperature=0.9, seed=seed, speculative="aware")
+        a = self_draft.chat(ASK, json_schema=ORDER, max_tokens=60, temperature=0.9, seed=seed, speculative="aware",
+                           num_draft_tokens=4)
         jsonschema.validate(json.loads(a.text), ORDER)
-        b = self_draft.chat(ASK, json_schema=ORDER, max_tokens=60, temperature=0.9, seed=seed, speculative="aware")
+        b = self_draft.chat(ASK, json_schema=ORDER, max_tokens=60, temperature=0.9, seed=seed, speculative="aware",
+                           num_draft_tokens=4)
         assert a.token_ids == b.token_ids
-        blind = self_draft.chat(ASK, json_schema=ORDER, max_tokens=60, temperature=0.9, seed=seed, speculative="blind")
+        blind = self_draft.chat(ASK, json_schema=ORDER, max_tokens=60, temperature=0.9, seed=seed, speculative="blind",
+                               num_draft_tokens=3)
         jsonschema.validate(json.loads(blind.text), ORDER)
 
 
@@ -84,12 +87,13 @@ def test_no_block_leaks_in_either_pool(self_draft):
         p.clear_prefix_cache()
     start = [p.num_used_blocks for p in pools]
     for i in range(4):
-        stream = self_draft.chat(ASK, json_schema=ORDER, max_tokens=40, temperature=0.8, seed=i, stream=True)
+        stream = self_draft.chat(ASK, json_schema=ORDER, max_tokens=40, temperature=0.8, seed=i, stream=True,
+                                num_draft_tokens=3)
         for n, _ in enumerate(stream):
             if n == i:
                 break
         stream.close()
-        self_draft.chat(ASK, max_tokens=10, speculative="blind", temperature=0.5, seed=i)
+        self_draft.chat(ASK, max_tokens=10, speculative="blind", temperature=0.5, seed=i, num_draft_tokens=2)
     for p, s in zip(pools, start):
         p.clear_prefix_cache()
         assert p.num_used_blocks == s and p.stats()["live_sequences"] == 0
@@ -102,3 +106,26 @@ def test_bad_speculative_options(engine):
         engine.chat(ASK, num_draft_tokens=-1)
     with pytest.raises(onyx.RequestError, match="phi"):
         engine.chat(ASK, phi="magic", regex="[a-z]+")
+
+
+def test_adaptive_gamma_prices_drafts():
+    from onyx.drafts import GammaController
+
+    free = GammaController("auto")  # model-free drafts on the CPU
+    for _ in range(20):
+        free.update(4, 4)
+    assert free.next() >= 4  # reliable free drafts: speculate far
+    for _ in range(40):
+        free.update(4, 0)
+    picks = [free.next() for _ in range(32)]
+    assert picks.count(0) >= 30 and 1 in picks  # useless drafts: plain decoding, with rare probes
+    twin = GammaController("auto", draft_cost=1.0)  # a draft model as big as the target
+    for _ in range(20):
+        twin.update(4, 4)
+    assert [twin.next() for _ in range(40)] == [0] * 40  # never pays, never probes
+    small = GammaController("auto", draft_cost=0.07)  # e.g. a 0.5B draft for a 7B target
+    for _ in range(20):
+        small.update(4, 3)
+    assert small.next() >= 2
+    assert GammaController("auto", device="gpu").width_cost < GammaController("auto").width_cost
+    assert GammaController(3).next() == 3
