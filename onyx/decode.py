@@ -205,8 +205,8 @@ def decode(
             room = max_tokens - produced - 1  # drafts that still fit after this round's own token
             proposal = Proposal()
             if drafting and room > 0:
-                _propose(proposal, min(gamma.next(), room), context, grammar, masks, state, spec, forced, draft,
-                         eos, max_tokens - produced, stats)
+                _propose(proposal, gamma.next(), gamma.forced_limit(), min(room, gamma.cap), context, grammar,
+                         masks, state, spec, forced, draft, eos, max_tokens - produced, stats)
             drafts = proposal.tokens
             if prefetched is not None and not drafts:
                 logits = prefetched[None]
@@ -219,7 +219,8 @@ def decode(
             for src, acc in zip(proposal.sources, [True] * accepted + [False] * (len(drafts) - accepted)):
                 counts[src][0] += 1
                 counts[src][1] += acc
-            gamma.update(len(drafts), accepted)
+            n_forced = proposal.sources.count("forced")  # forced drafts come first
+            gamma.update(len(drafts) - n_forced, accepted - n_forced, n_forced, min(accepted, n_forced))
             # Emit the accepted drafts, then the target's own token.
             finished = False
             for i, token in enumerate(drafts[:accepted] + [new_token]):
@@ -264,16 +265,18 @@ def _prefill_all_but_last(runner: ModelRunner, prompt_ids: list[int]):
     return runner.pool.sequence(), 0
 
 
-def _propose(out: Proposal, k: int, context, grammar, masks, state, spec: SpecConfig, forced, draft, eos,
-             remaining: int, stats: DecodeStats) -> None:
-    """Fills `out` with up to `k` drafts: forced tokens first, then model or lookup drafts."""
+def _propose(out: Proposal, k: int, forced_limit: int | None, room: int, context, grammar, masks, state,
+             spec: SpecConfig, forced, draft, eos, remaining: int, stats: DecodeStats) -> None:
+    """Fills `out` with drafts, at most `room`: forced tokens first, then up to `k` model or
+    lookup drafts. With `forced_limit` None (a fixed γ) forced tokens count toward `k`;
+    otherwise up to `forced_limit` of them come on top of it."""
     aware = spec.mode == "aware" and grammar is not None
     s = state
-    if forced is not None and k > 0:
-        for t in forced.at(s)[:k]:
+    if forced is not None:
+        for t in forced.at(s)[:min(room, k if forced_limit is None else forced_limit)]:
             out.add(t, None, "forced")
             s = grammar.advance(s, t)
-    k -= len(out.tokens)
+    k = min(k - len(out.tokens) if forced_limit is None else k, room - len(out.tokens))
     if k <= 0 or (aware and masks.only_eos(s)):
         return
     if draft is not None:

@@ -147,17 +147,22 @@ class GammaController:
 
     WIDTH_COST = {"cpu": 0.12, "gpu": 0.03}
 
-    def __init__(self, gamma: int | str, *, max_gamma: int = 8, device: str = "cpu",
+    def __init__(self, gamma: int | str, *, max_gamma: int = 7, device: str = "cpu",
                  draft_cost: float = 0.0) -> None:
         self.adaptive = gamma == "auto"
         self.fixed = 0 if self.adaptive else int(gamma)
+        # Adaptive rounds draft at most max_gamma tokens in all: 1 + 7 rows is the widest
+        # forward the CPU's few-row matmul kernel takes (onyx/platform.py); wider costs 2x.
         self.max_gamma = max_gamma
+        self.cap = max_gamma if self.adaptive else self.fixed
         self.width_cost = self.WIDTH_COST.get(device, self.WIDTH_COST["cpu"])
-        self.acceptance = 0.6
+        self.acceptance = 0.6  # of model / lookup drafts
+        self.forced_acceptance = 0.9  # of grammar-forced drafts (jump-forward)
         self.draft_cost = draft_cost
         self.idle_rounds = 0
 
     def next(self) -> int:
+        """Model or lookup drafts to ask for this round."""
         if not self.adaptive:
             return self.fixed
         best = self._best(min(max(self.acceptance, 0.0), 0.99))
@@ -169,16 +174,29 @@ class GammaController:
                 return 1
         return best
 
-    def _best(self, a: float) -> int:
+    def forced_limit(self) -> int | None:
+        """How many grammar-forced drafts may come on top of `next()`'s (None with a fixed γ:
+        they count toward it). They cost no draft steps, only width, and have their own
+        acceptance (the target may prefer another tokenization of the forced bytes)."""
+        if not self.adaptive:
+            return None
+        return self._best(min(max(self.forced_acceptance, 0.0), 0.99), draft_cost=0.0)
+
+    def _best(self, a: float, draft_cost: float | None = None) -> int:
         """The g with the most tokens per unit cost at acceptance a (0: drafting does not pay)."""
+        draft_cost = self.draft_cost if draft_cost is None else draft_cost
         best, best_rate = 0, 1.0
         for g in range(1, self.max_gamma + 1):
             tokens = (1 - a ** (g + 1)) / (1 - a)
-            cost = 1.0 + self.width_cost * g + self.draft_cost * g
+            cost = 1.0 + self.width_cost * g + draft_cost * g
             if tokens / cost > best_rate:
                 best, best_rate = g, tokens / cost
         return best
 
-    def update(self, drafted: int, accepted: int) -> None:
-        if drafted:
+    def update(self, drafted: int, accepted: int, forced_drafted: int = 0, forced_accepted: int = 0) -> None:
+        """Counts of one round. Model / lookup drafts after a rejected forced one were never
+        tested: call with drafted <= 0 then (nothing is learnt about them)."""
+        if drafted > 0 and accepted >= 0:
             self.acceptance = 0.8 * self.acceptance + 0.2 * (accepted / drafted)
+        if forced_drafted:
+            self.forced_acceptance = 0.8 * self.forced_acceptance + 0.2 * (forced_accepted / forced_drafted)

@@ -128,4 +128,11 @@ def test_adaptive_gamma_prices_drafts():
         small.update(4, 3)
     assert small.next() >= 2
     assert GammaController("auto", device="gpu").width_cost < GammaController("auto").width_cost
-    assert GammaController(3).next() == 3
+    assert GammaController(3).next() == 3 and GammaController(3).forced_limit() is None
+    jf = GammaController("auto")  # forced drafts are priced by their own acceptance
+    assert 0 < jf.forced_limit() <= jf.cap == 7
+    for _ in range(30):
+        jf.update(0, 0, 4, 0)  # the target never takes the forced tokenization
+    assert jf.forced_limit() == 0
+    jf.update(2, -1, 3, 1)  # a forced draft was rejected: the lookup drafts after it taught nothing
+    assert jf.acceptance == 0.6
