@@ -187,13 +187,13 @@ def measure(engine, pattern, row, inner: int) -> dict:
 
 def forced_span_tokens(engine, pattern, token_ids: list[int]) -> dict:
     """Walks an output through the grammar: how many of its tokens jump-forward would propose as
-    forced (the grammar's forced bytes, tokenized as `onyx.drafts.ForcedTokens` does, matching the
-    output), in how many spans; and the forward-count bound if those tokens cost nothing."""
+    forced (tokenized or learned as `onyx.drafts.ForcedTokens` does, matching the output), in how
+    many spans; and the forward-count bound if those tokens cost nothing."""
     from onyx.drafts import ForcedTokens
 
     _key, _label, _kind, constraint, _messages, _max = pattern
     grammar = engine.compile(**constraint)
-    forced = ForcedTokens(grammar, engine.loaded.tokenizer)
+    forced = ForcedTokens(grammar, engine.loaded.tokenizer, engine.vocab)
     eos = set(engine.loaded.eos_token_ids)
     ids = [t for t in token_ids if t not in eos]
     state, i, n_forced, spans, cut = grammar.initial_state, 0, 0, 0, 0
@@ -208,9 +208,11 @@ def forced_span_tokens(engine, pattern, token_ids: list[int]) -> dict:
             spans += 1
             n_forced += m
             for t in ids[i:i + m]:
+                forced.observe(state, t)
                 state = grammar.advance(state, t)
             i += m
             continue
+        forced.observe(state, ids[i])
         state = grammar.advance(state, ids[i])
         i += 1
     n = len(ids)

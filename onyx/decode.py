@@ -131,6 +131,7 @@ class SpecConfig:
     draft: ModelRunner | None = None  # draft model; None: model-free drafts (prompt lookup)
     jump_forward: bool = True
     tokenizer: object = None  # the target's tokenizer, for jump-forward
+    vocab: object = None  # the grammar core's Vocabulary (token bytes), for jump-forward
     # Future-validity reweighting (onyx/phi.py): the verifier's target becomes p·Φ normalised.
     # An object with prepare(runner, seq, context, grammar, params) and
     # log_weights(context, state, masked_logits_row, raw_logits_row) -> (V,) log Φ or None; its
@@ -175,8 +176,9 @@ def decode(
     drafting = spec.mode != "baseline"
     counts = {src: [0, 0] for src in ("model", "lookup", "forced")}  # drafted, accepted
     sampler = Sampler(params)
-    forced = ForcedTokens(grammar, spec.tokenizer) if (grammar is not None and drafting and spec.mode == "aware"
-                                                      and spec.jump_forward and spec.tokenizer is not None) else None
+    forced = ForcedTokens(grammar, spec.tokenizer, spec.vocab) if (
+        grammar is not None and drafting and spec.mode == "aware" and spec.jump_forward
+        and spec.tokenizer is not None and spec.vocab is not None) else None
     draft = DraftModel(spec.draft, params, params.seed) if (drafting and spec.draft is not None) else None
     gamma = GammaController(spec.gamma if drafting else 0, device=runner.loaded.device,
                             draft_cost=spec.draft.weight_bytes / runner.weight_bytes if draft is not None else 0.0)
@@ -228,6 +230,8 @@ def decode(
                     reason, finished = "stop", True
                     break
                 if grammar is not None:
+                    if forced is not None:
+                        forced.observe(state, token)
                     state = states[i + 1] if i < accepted else grammar.advance(state, token)
                     stats.extra["grammar_state"] = state
                 context.append(token)

@@ -36,12 +36,25 @@ class Proposal:
 
 
 class ForcedTokens:
-    """Jump-forward: tokens for the grammar's forced bytes at a state, cached per state."""
+    """Jump-forward: tokens that spell the grammar's forced bytes at a state.
 
-    def __init__(self, grammar, tokenizer) -> None:
+    The spelling is the model tokenizer's, corrected by what the target itself committed earlier
+    in the request: a model often spells a literal its own way (SmolLM2 writes `{` `"` where its
+    tokenizer writes `{"`, and `":` `"` for `":"`), and it does so again at the next key. So
+    each step takes the tokenizer's first token for the remaining forced bytes, or the token the
+    target committed the last time that was the tokenizer's first token. A last tokenizer token
+    that a longer allowed token starts with is left out (it could merge with what follows the
+    span) unless the target has been seen to commit it. Cached per state."""
+
+    MAX_CHAIN = 32
+
+    def __init__(self, grammar, tokenizer, vocab) -> None:
         self.grammar = grammar
         self.tokenizer = tokenizer
+        self.vocab = vocab
         self._cache: dict[int, list[int]] = {}
+        self._spelling: dict[int, list[int]] = {}  # state -> tokenizer's tokens for its forced bytes
+        self._choice: dict[int, int] = {}  # tokenizer's token -> the token the target committed
 
     def at(self, state: int) -> list[int]:
         hit = self._cache.get(state)
@@ -50,25 +63,57 @@ class ForcedTokens:
             self._cache[state] = hit
         return hit
 
+    def observe(self, state: int, token: int) -> None:
+        """Learns from the token the target committed at `state`."""
+        spelled = self.spell(state)
+        if spelled and self._choice.get(spelled[0]) != token:
+            self._choice[spelled[0]] = token
+            self._cache.clear()
+
+    def spell(self, state: int) -> list[int]:
+        """The model tokenizer's tokens for the forced bytes at `state`, as far as the grammar
+        allows them."""
+        hit = self._spelling.get(state)
+        if hit is not None:
+            return hit
+        hit, s = [], state
+        text = self.grammar.forced_bytes(state).decode("utf-8", errors="ignore")
+        for t in self.tokenizer.encode(text, add_special_tokens=False) if text else ():
+            try:
+                s = self.grammar.advance(s, t)
+            except _g.GrammarError:
+                break
+            hit.append(t)
+        self._spelling[state] = hit
+        return hit
+
     def _compute(self, state: int) -> list[int]:
-        forced = self.grammar.forced_bytes(state)
-        text = forced.decode("utf-8", errors="ignore")
-        if not text:
-            return []
-        ids = list(self.tokenizer.encode(text, add_special_tokens=False))
-        # The last token could merge with whatever follows the forced span, unless nothing can.
-        end = self.grammar.initial_state
         tokens, s = [], state
-        for t in ids:
+        while len(tokens) < self.MAX_CHAIN:
+            spelled = self.spell(s)
+            if not spelled:
+                break
+            t = self._choice.get(spelled[0])
+            if t is None:
+                if len(spelled) == 1 and self._could_merge(s, spelled[0]):
+                    break
+                t = spelled[0]
             try:
                 s = self.grammar.advance(s, t)
             except _g.GrammarError:
                 break
             tokens.append(t)
-        end = s
-        ends_grammar = len(tokens) == len(ids) and self.grammar.is_accepting(end) and not len(
-            set(self.grammar.allowed_token_ids(end).tolist()) - set(self.grammar.eos_token_ids))
-        return tokens if ends_grammar else tokens[:-1]
+        return tokens
+
+    def _could_merge(self, state: int, token: int) -> bool:
+        """Whether a longer token allowed at `state` starts with `token`'s bytes."""
+        head = self.vocab.token_bytes(token)
+        for other in self.grammar.allowed_token_ids(state).tolist():
+            if other != token:
+                b = self.vocab.token_bytes(other)
+                if len(b) > len(head) and b.startswith(head):
+                    return True
+        return False
 
 
 def lookup(context: list[int], k: int, *, max_ngram: int = 3, min_ngram: int = 1) -> list[int]:

@@ -194,7 +194,7 @@ class Engine:
             spec = SpecConfig(mode=options.get("speculative") or "aware",
                               gamma=options.get("num_draft_tokens") if options.get("num_draft_tokens") is not None else "auto",
                               draft=self.draft_runner, jump_forward=bool(options.get("jump_forward", True)),
-                              tokenizer=self.loaded.tokenizer, phi=_make_phi(phi))
+                              tokenizer=self.loaded.tokenizer, vocab=self.vocab, phi=_make_phi(phi))
         except ValueError as e:
             raise RequestError(str(e)) from None
         return ids, grammar, masks, params, max_tokens, stop, options.get("cancel"), spec

@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 
 import onyx
+from onyx.drafts import ForcedTokens
 
 ORDER = {
     "type": "object",
@@ -56,6 +57,39 @@ def test_jump_forward_and_lookup_save_target_forwards(engine):
     assert aware.stats["target_forwards"] < 0.8 * base.stats["target_forwards"]
     assert aware.stats["drafted_forced"] > 0 and 0 < aware.stats["acceptance_rate_forced"] <= 1
     assert 0 < aware.stats["acceptance_rate"] <= 1
+
+
+def test_forced_tokens_follow_the_models_own_spelling(engine):
+    tok = engine.loaded.tokenizer
+    one = {c: tok.encode(c, add_special_tokens=False) for c in '{"ab'}
+    assert all(len(ids) == 1 for ids in one.values())
+    g = engine.compile(regex=r'\{"ab":"[a-z]+"\}')
+    forced = ForcedTokens(g, tok, engine.vocab)
+    s0 = g.initial_state
+    text = lambda ids: b"".join(engine.vocab.token_bytes(t) for t in ids)  # noqa: E731
+    # The tokenizer's spelling of the forced `{"ab":"` (no longer token starts with its last one).
+    canonical = forced.at(s0)
+    assert text(canonical) == b'{"ab":"'
+    # The target spells `{"ab` one byte at a time: the next proposal follows it, then the rest.
+    s = s0
+    for c in '{"ab':
+        forced.observe(s, one[c][0])
+        s = g.advance(s, one[c][0])
+    learned = forced.at(s0)
+    assert learned[:4] == [one[c][0] for c in '{"ab'] and learned[4:] == forced.at(s)
+    assert g.forced_bytes(s0).startswith(text(learned))
+    # A state with nothing forced (inside `[a-z]+`) learns nothing.
+    for c in '":"a':
+        s = g.advance(s, tok.encode(c, add_special_tokens=False)[0])
+    assert g.forced_bytes(s) == b""
+    forced.observe(s, one["b"][0])
+    assert forced.at(s) == []
+    # A span that ends the grammar keeps its last token: nothing can merge with it. One that a
+    # longer allowed token extends (`ab` + `[a-z]+`: `abc`, `about`, ...) drops it.
+    whole = engine.compile(regex=r'\{"ab":"c"\}')
+    assert text(ForcedTokens(whole, tok, engine.vocab).at(whole.initial_state)) == b'{"ab":"c"}'
+    open_end = engine.compile(regex=r"ab[a-z]+")
+    assert ForcedTokens(open_end, tok, engine.vocab).at(open_end.initial_state) == []
 
 
 def test_self_draft_is_always_accepted_and_refuses_other_vocabularies(self_draft):
