@@ -202,7 +202,11 @@ class GammaController:
         self.cap = max_gamma if self.adaptive else self.fixed
         self.width_cost = self.WIDTH_COST.get(device, self.WIDTH_COST["cpu"])
         self.acceptance = 0.6  # of model / lookup drafts
-        self.forced_acceptance = 0.9  # of grammar-forced drafts (jump-forward)
+        # Grammar-forced drafts (jump-forward) fail mostly at a span's first token, where the
+        # target may spell the bytes its own way; past it they are nearly always taken. So
+        # two rates: the first forced token's, and each later one's given the one before.
+        self.forced_first = 0.9
+        self.forced_rest = 0.9
         self.draft_cost = draft_cost
         self.idle_rounds = 0
 
@@ -221,18 +225,21 @@ class GammaController:
 
     def forced_limit(self) -> int | None:
         """How many grammar-forced drafts may come on top of `next()`'s (None with a fixed γ:
-        they count toward it). They cost no draft steps, only width, and have their own
-        acceptance (the target may prefer another tokenization of the forced bytes)."""
+        they count toward it). They cost no draft steps, only width; the i-th is taken with
+        probability forced_first * forced_rest^(i-1)."""
         if not self.adaptive:
             return None
-        return self._best(min(max(self.forced_acceptance, 0.0), 0.99), draft_cost=0.0)
+        return self._best(self.forced_first, self.forced_rest, draft_cost=0.0)
 
-    def _best(self, a: float, draft_cost: float | None = None) -> int:
-        """The g with the most tokens per unit cost at acceptance a (0: drafting does not pay)."""
+    def _best(self, first: float, rest: float | None = None, draft_cost: float | None = None) -> int:
+        """The g with the most tokens per unit cost (0: drafting does not pay) when the first
+        draft is taken with probability `first` and each later one, given the one before, with
+        `rest` (default: `first`). A round yields 1 + first (1 + rest + ... + rest^(g-1)) tokens."""
+        rest = first if rest is None else rest
         draft_cost = self.draft_cost if draft_cost is None else draft_cost
         best, best_rate = 0, 1.0
         for g in range(1, self.max_gamma + 1):
-            tokens = (1 - a ** (g + 1)) / (1 - a)
+            tokens = 1.0 + first * sum(rest ** i for i in range(g))
             cost = 1.0 + self.width_cost * g + draft_cost * g
             if tokens / cost > best_rate:
                 best, best_rate = g, tokens / cost
@@ -244,4 +251,7 @@ class GammaController:
         if drafted > 0 and accepted >= 0:
             self.acceptance = 0.8 * self.acceptance + 0.2 * (accepted / drafted)
         if forced_drafted:
-            self.forced_acceptance = 0.8 * self.forced_acceptance + 0.2 * (forced_accepted / forced_drafted)
+            self.forced_first = 0.8 * self.forced_first + 0.2 * (forced_accepted > 0)
+            tested = min(forced_drafted, forced_accepted + 1) - 1  # later forced tokens verified
+            if forced_accepted > 0 and tested > 0:
+                self.forced_rest = 0.8 * self.forced_rest + 0.2 * ((forced_accepted - 1) / tested)
