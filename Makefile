@@ -12,8 +12,9 @@ test: system-deps build fetch-test-data cargo-test pytest
 serve: system-deps build
 	$(BIN)/onyx serve --host 127.0.0.1 --port 8000
 
-# Linux: OpenBLAS for MLX's CPU backend (loaded by onyx at import; ~40x faster than the BLAS the
-# mlx[cpu] wheel bundles) and a C compiler for its small sgemv shim. Nothing to do on macOS.
+# Linux: OpenBLAS for MLX's CPU backend (loaded by onyx at import; GEMMs ~40x faster than with
+# the BLAS the mlx[cpu] wheel bundles) and a C compiler for its small BLAS shim. Nothing to do
+# on macOS.
 system-deps:
 	@if [ "$$(uname)" = Linux ] && ! [ -e /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 -o -e /usr/lib/aarch64-linux-gnu/openblas-pthread/libblas.so.3 ]; then \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \

@@ -170,3 +170,13 @@ def test_adaptive_gamma_prices_drafts():
     assert jf.forced_limit() == 0
     jf.update(2, -1, 3, 1)  # a forced draft was rejected: the lookup drafts after it taught nothing
     assert jf.acceptance == 0.6
+    # Forced spans fail at their first token (another spelling) or not at all: half the spans
+    # missing still pays for whole spans; spans taken only for their first token pay for one.
+    whole = GammaController("auto")
+    for i in range(40):
+        whole.update(0, 0, 4, 4 if i % 2 else 0)
+    assert whole.forced_limit() == whole.cap
+    head = GammaController("auto")
+    for _ in range(40):
+        head.update(0, 0, 4, 1)
+    assert head.forced_limit() == 1
