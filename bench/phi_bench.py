@@ -207,18 +207,6 @@ def dyck_table(n: int, seeds: int) -> dict:
 # Finite JSON on the real model
 # ------------------------------------------------------------------------------------------------
 
-def _byte_level_alphabet() -> dict[int, str]:
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
-    chars = keep[:]
-    extra = 0
-    for b in range(256):
-        if b not in keep:
-            keep.append(b)
-            chars.append(256 + extra)
-            extra += 1
-    return {b: chr(c) for b, c in zip(keep, chars)}
-
-
 def _compact(engine, phi: ExactPhi, schema) -> dict:
     """The trie in a compact vocabulary (its own tokens, OTHER, EOS) with the product-scored
     log-probabilities: tokens not scored at a node (not children or grandchildren) get -inf, so
@@ -226,8 +214,7 @@ def _compact(engine, phi: ExactPhi, schema) -> dict:
     the model's probabilities."""
     trie = phi.trie
     big_ids = sorted({t for t in trie.token[1:]})
-    alphabet = _byte_level_alphabet()
-    spelled = ["".join(alphabet[b] for b in engine.vocab.token_bytes(t)) for t in big_ids]
+    spelled = H.byte_level_spelling([engine.vocab.token_bytes(t) for t in big_ids])
     vocab = H.tiny_vocab(spelled, extra_special=1)
     other, eos = len(big_ids), len(big_ids) + 1
     width = len(big_ids) + 2

@@ -55,19 +55,6 @@ N = 20_000
 DRAFT_T = 0.5  # the draft law q: the masked target sharpened to T = 0.5 (q != p)
 
 
-def _byte_level_alphabet() -> dict[int, str]:
-    """GPT-2's byte -> printable character map (how byte-level BPE vocabularies spell bytes)."""
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
-    chars = keep[:]
-    extra = 0
-    for b in range(256):
-        if b not in keep:
-            keep.append(b)
-            chars.append(256 + extra)
-            extra += 1
-    return {b: chr(c) for b, c in zip(keep, chars)}
-
-
 def reference_rows(model, prompt_ids: list[int], trie: TokenTrie) -> dict[int, np.ndarray]:
     """Every trie node's next-token logits through mlx-lm's KVCache (independent of Onyx's
     paged cache): prompt once, then each leaf path from its common prefix with the previous."""
@@ -124,8 +111,7 @@ def build_case(engine, prompt, schema) -> dict:
 
     # The compact vocabulary: the trie's tokens (same bytes), OTHER, EOS.
     big_ids = sorted({t for t in trie.token[1:]})
-    alphabet = _byte_level_alphabet()
-    spelled = ["".join(alphabet[b] for b in engine.vocab.token_bytes(t)) for t in big_ids]
+    spelled = H.byte_level_spelling([engine.vocab.token_bytes(t) for t in big_ids])
     small_vocab = H.tiny_vocab(spelled, extra_special=1)
     other, small_eos = len(big_ids), len(big_ids) + 1
     width = len(big_ids) + 2

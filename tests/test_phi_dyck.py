@@ -65,6 +65,17 @@ def tiny_vocab(tokens: list[str], extra_special: int = 0) -> onyx.Vocabulary:
     return onyx.Vocabulary.from_tokenizer_json_str(json.dumps(doc), eos_token_ids=[eos])
 
 
+
+def byte_level_spelling(token_bytes: list[bytes]) -> list[str]:
+    """Each token's bytes spelled as a byte-level BPE vocabulary spells them (GPT-2's byte ->
+    printable character map), to build a `tiny_vocab` from a real model's tokens."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    table = {b: chr(b) for b in printable}
+    for b in range(256):
+        if b not in table:  # the others, in byte order, become U+0100, U+0101, ...
+            table[b] = chr(256 + len(table) - len(printable))
+    return ["".join(table[b] for b in tb) for tb in token_bytes]
+
 def dyck_strings(depth: int, length: int) -> list[str]:
     out = []
 
