@@ -51,7 +51,7 @@ import onyx  # noqa: E402  (before mlx: OpenBLAS)
 import mlx.core as mx  # noqa: E402
 
 from onyx.phi import ExactPhi, TokenTrie, _logsumexp, score_with_function  # noqa: E402
-from onyx.sampling import MaskCache, SamplingParams  # noqa: E402
+from onyx.sampling import MaskCache  # noqa: E402
 
 
 def _load(name: str, path: Path):
@@ -213,13 +213,8 @@ def _compact(engine, phi: ExactPhi, schema) -> dict:
     masking stays inside the trie; OTHER carries the remaining mass, so every row's softmax gives
     the model's probabilities."""
     trie = phi.trie
-    big_ids = sorted({t for t in trie.token[1:]})
-    spelled = H.byte_level_spelling([engine.vocab.token_bytes(t) for t in big_ids])
-    vocab = H.tiny_vocab(spelled, extra_special=1)
-    other, eos = len(big_ids), len(big_ids) + 1
-    width = len(big_ids) + 2
-    to_small = {t: i for i, t in enumerate(big_ids)}
-    g = vocab.compile_json_schema(json.dumps(schema))
+    c = H.compact_grammar(engine, trie, schema)
+    to_small, other, eos, width, g = (c[k] for k in ("to_small", "other", "eos", "width", "grammar"))
     small = TokenTrie.from_sequences(g, [[to_small[t] for t in s] for s in trie.sequences()], mode=trie.mode,
                                      max_nodes=100_000)
     rows = {}
@@ -262,12 +257,7 @@ def json_table(engine, n: int, runs: int, names: list[str]) -> list[dict]:
         messages = [{"role": "user", "content": prompt_text}]
         ids = engine.chat_prompt_ids(messages)
         grammar = engine.compile(json_schema=schema)
-        seq, _, _ = engine.runner.prefill(ids[:-1], leave_last=False)
-        try:
-            phi = ExactPhi()
-            phi.prepare(engine.runner, seq, ids, grammar, SamplingParams(temperature=1.0))
-        finally:
-            seq.free()
+        phi = H.prepared_exact_phi(engine, ids, grammar)
         c = _compact(engine, phi, schema)
         laws = H.trie_laws(c["trie"], c["logits_of"], [c["eos"]])
         star = laws["star"]

@@ -43,7 +43,7 @@ import onyx  # noqa: F401  (before mlx: OpenBLAS)
 import mlx.core as mx
 
 from onyx.phi import DEAD_LOG_WEIGHT, ExactPhi, TokenTrie, _logsumexp, make_phi
-from onyx.sampling import MaskCache, SamplingParams, distribution
+from onyx.sampling import MaskCache, distribution
 
 _spec = importlib.util.spec_from_file_location("phi_dyck_helpers", Path(__file__).with_name("test_phi_dyck.py"))
 H = importlib.util.module_from_spec(_spec)
@@ -97,26 +97,16 @@ def build_case(engine, prompt, schema) -> dict:
     vocabulary for one (prompt, schema)."""
     ids = engine.chat_prompt_ids(prompt)
     grammar = engine.compile(json_schema=schema)
-    # The product's own preparation: trie + scoring on forks of the prompt's paged KV.
-    seq, _, _ = engine.runner.prefill(ids[:-1], leave_last=False)
-    try:
-        phi = ExactPhi()
-        phi.prepare(engine.runner, seq, ids, grammar, SamplingParams(temperature=1.0))
-    finally:
-        seq.free()
+    phi = H.prepared_exact_phi(engine, ids, grammar)  # the product's own preparation
     trie = phi.trie
     assert phi.stats["phi_trie"] == "full" and len(trie) < 400
     ref = reference_rows(engine.loaded.model, ids, trie)
     eos = [int(e) for e in grammar.eos_token_ids]
 
     # The compact vocabulary: the trie's tokens (same bytes), OTHER, EOS.
-    big_ids = sorted({t for t in trie.token[1:]})
-    spelled = H.byte_level_spelling([engine.vocab.token_bytes(t) for t in big_ids])
-    small_vocab = H.tiny_vocab(spelled, extra_special=1)
-    other, small_eos = len(big_ids), len(big_ids) + 1
-    width = len(big_ids) + 2
-    to_small = {t: i for i, t in enumerate(big_ids)}
-    small_g = small_vocab.compile_json_schema(json.dumps(schema))
+    c = H.compact_grammar(engine, trie, schema)
+    big_ids, to_small, other, small_eos, width, small_g = (c[k] for k in ("big_ids", "to_small", "other", "eos",
+                                                                          "width", "grammar"))
     small_trie = TokenTrie.full(small_g, max_nodes=10_000)
     mapped = {tuple(to_small[t] for t in k) for k in trie.sequences()}
     assert set(small_trie.sequences()) == mapped, "the compact grammar must have the same token trie"

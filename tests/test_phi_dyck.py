@@ -76,6 +76,28 @@ def byte_level_spelling(token_bytes: list[bytes]) -> list[str]:
             table[b] = chr(256 + len(table) - len(printable))
     return ["".join(table[b] for b in tb) for tb in token_bytes]
 
+
+def prepared_exact_phi(engine, prompt_ids: list[int], grammar) -> ExactPhi:
+    """The product's exact-Φ preparation on a real model: the trie scored on forks of the
+    prompt's paged KV (temperature 1)."""
+    seq, _, _ = engine.runner.prefill(prompt_ids[:-1], leave_last=False)
+    try:
+        phi = ExactPhi()
+        phi.prepare(engine.runner, seq, prompt_ids, grammar, SamplingParams(temperature=1.0))
+    finally:
+        seq.free()
+    return phi
+
+
+def compact_grammar(engine, trie: TokenTrie, schema) -> dict:
+    """A real model's token trie in a compact vocabulary: the trie's tokens (same bytes), then
+    OTHER (every other token) and EOS, with the schema compiled over it. `to_small` maps the
+    model's token ids to the compact ones."""
+    big_ids = sorted({t for t in trie.token[1:]})
+    vocab = tiny_vocab(byte_level_spelling([engine.vocab.token_bytes(t) for t in big_ids]), extra_special=1)
+    return dict(big_ids=big_ids, to_small={t: i for i, t in enumerate(big_ids)}, other=len(big_ids),
+                eos=len(big_ids) + 1, width=len(big_ids) + 2, grammar=vocab.compile_json_schema(json.dumps(schema)))
+
 def dyck_strings(depth: int, length: int) -> list[str]:
     out = []
 
