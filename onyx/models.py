@@ -8,7 +8,8 @@
 
 Platform: on Apple Silicon the model runs on Metal and quantized weights stay quantized; on the
 CPU backend (Linux) every weight is dequantized to float32 at load time (MLX's quantized and
-float16 CPU matmuls are several times slower than float32 with OpenBLAS).
+float16 CPU matmuls are several times slower than float32 with OpenBLAS), and rotary embeddings
+read their angles from a table (`onyx/cpu_rope.py`).
 
 `greedy_generate` is a plain greedy loop over mlx-lm's own KV cache: the reference other
 decoders are checked against.
@@ -124,6 +125,10 @@ def load(spec: str | None = None, *, dequantize: bool | None = None) -> LoadedMo
         dtype = "float32"
     else:
         dtype = _describe_dtype(model)
+    if device == "cpu":  # mx.fast.rope computes sin/cos per element there: read them from a table
+        from onyx.cpu_rope import use_table_rope
+
+        use_table_rope(model)
     mx.eval(model.parameters())
     eos = sorted(set(tokenizer.eos_token_ids or []))
     return LoadedModel(model=model, tokenizer=tokenizer, path=path, name=name,

@@ -70,6 +70,16 @@ def test_gemma3_completes_sensibly(gemma3):
     assert counting.startswith(" 6, 7, 8"), counting
 
 
+@pytest.mark.parametrize("name", ["smollm2", "gemma3"])
+def test_cpu_rope_reads_a_table_and_metal_keeps_mlx_rope(name, request):
+    from onyx.cpu_rope import TableRoPE
+
+    loaded = request.getfixturevalue(name)
+    ropes = [m.rope for _, m in loaded.model.named_modules() if hasattr(m, "rope")]
+    assert ropes
+    assert all(isinstance(r, TableRoPE) == (loaded.device == "cpu") for r in ropes)
+
+
 def test_greedy_generate_matches_recomputing_without_a_cache(smollm2):
     ids = models.chat_prompt(smollm2, "Name a color.")
     fast = models.greedy_generate(smollm2, ids, 6, stop_at_eos=False)
