@@ -242,10 +242,10 @@ def test_platform_choices_and_blas():
         if platform.find_blas_library() and "OpenBLAS" in status:
             assert platform.ensure_fast_blas() is True
     # Whatever BLAS (and shim) is in use, one-row, one-column and few-row products (the shim's
-    # own kernel: 2..8 rows, any K and N, with tails) must be right, transposed or not, with
+    # own kernels: 1..8 rows, any K and N, with tails) must be right, transposed or not, with
     # beta = 0 on uninitialised outputs and with alpha/beta.
     rng = np.random.default_rng(0)
-    for m, n, k in [(1, 300, 70), (300, 1, 70), (1, 1, 9), (5, 6, 7), (2, 300, 70), (8, 130, 17),
+    for m, n, k in [(1, 300, 70), (1, 130, 1541), (300, 1, 70), (1, 1, 9), (5, 6, 7), (2, 300, 70), (8, 130, 17),
                     (3, 64, 576), (7, 1000, 8), (9, 40, 33)]:
         a = rng.standard_normal((m, k)).astype(np.float32)
         b = rng.standard_normal((k, n)).astype(np.float32)
