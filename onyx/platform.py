@@ -63,7 +63,7 @@ APT_PACKAGE = "libopenblas0-pthread"
 
 _state: dict[str, str | None] = {"loaded": None, "note": None, "shim": None, "threads": None}
 
-# The sgemm -> sgemv shim (see the module docstring). `onyx_blas_shim_init(path)` binds it to the
+# The cblas_sgemm shim (see the module docstring). `onyx_blas_shim_init(path)` binds it to the
 # OpenBLAS at `path`; when preloaded with LD_PRELOAD instead, it binds lazily to the next
 # `cblas_sgemm` / `cblas_sgemv` in the search order (RTLD_NEXT).
 _SHIM_SOURCE = r"""
