@@ -75,14 +75,14 @@ class TableRoPE(nn.Module):
     def __init__(self, original: nn.RoPE) -> None:
         super().__init__()
         self._original = original
-        self.dims = original.dims
         self._angles = _table(original.dims, original.base, original.scale)
         self.freeze()
 
     def __call__(self, x: mx.array, offset: Any = 0) -> mx.array:
         if not isinstance(offset, int):
             return self._original(x, offset=offset)
-        dims, half = self.dims, self.dims // 2
+        dims = self._angles.dims
+        half = dims // 2
         cos, sin = self._angles.rows(offset, x.shape[-2])
         rotated = x[..., :dims]
         swapped = mx.concatenate([rotated[..., half:], rotated[..., :half]], axis=-1)

@@ -238,8 +238,10 @@ class GammaController:
         rest = first if rest is None else rest
         draft_cost = self.draft_cost if draft_cost is None else draft_cost
         best, best_rate = 0, 1.0
+        tokens, taken = 1.0, first  # taken: probability that draft g is accepted
         for g in range(1, self.max_gamma + 1):
-            tokens = 1.0 + first * sum(rest ** i for i in range(g))
+            tokens += taken
+            taken *= rest
             cost = 1.0 + self.width_cost * g + draft_cost * g
             if tokens / cost > best_rate:
                 best, best_rate = g, tokens / cost

@@ -21,8 +21,10 @@ Nothing here is hard-coded for one OS: every choice is made from what the runnin
   `cblas_sgemv` and everything else to OpenBLAS's `cblas_sgemm`. Without a compiler it falls
   back to plain OpenBLAS.
 
-  OpenBLAS runs single-threaded by default here: on a 2-core machine its spinning helper threads
-  starve MLX's own worker thread and Python (measured slower with 2 threads).
+  OpenBLAS runs single-threaded by default here: on a 2-core machine its threads wait for each
+  other's share of every product, so one busy process beside them is ruinous (measured: 2
+  threads 33 tok/s on an idle machine but 10 tok/s next to one busy process, where 1 thread
+  keeps 25).
 
   Environment: `ONYX_BLAS_LIB=/path/to/libopenblas.so` picks another library, `ONYX_BLAS_LIB=none`
   turns all of this off; `ONYX_BLAS_SHIM=0` keeps OpenBLAS but skips the shim;

@@ -54,4 +54,3 @@ def test_use_table_rope_swaps_only_plain_non_traditional_ropes():
     assert use_table_rope(model) == 1
     assert isinstance(model.layers[0].rope, TableRoPE)
     assert type(model.layers[1].rope) is nn.RoPE
-

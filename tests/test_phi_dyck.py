@@ -65,7 +65,6 @@ def tiny_vocab(tokens: list[str], extra_special: int = 0) -> onyx.Vocabulary:
     return onyx.Vocabulary.from_tokenizer_json_str(json.dumps(doc), eos_token_ids=[eos])
 
 
-
 def byte_level_spelling(token_bytes: list[bytes]) -> list[str]:
     """Each token's bytes spelled as a byte-level BPE vocabulary spells them (GPT-2's byte ->
     printable character map), to build a `tiny_vocab` from a real model's tokens."""
@@ -97,6 +96,7 @@ def compact_grammar(engine, trie: TokenTrie, schema) -> dict:
     vocab = tiny_vocab(byte_level_spelling([engine.vocab.token_bytes(t) for t in big_ids]), extra_special=1)
     return dict(big_ids=big_ids, to_small={t: i for i, t in enumerate(big_ids)}, other=len(big_ids),
                 eos=len(big_ids) + 1, width=len(big_ids) + 2, grammar=vocab.compile_json_schema(json.dumps(schema)))
+
 
 def dyck_strings(depth: int, length: int) -> list[str]:
     out = []
