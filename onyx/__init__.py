@@ -1,7 +1,8 @@
 """Onyx: guaranteed, fast structured output for local LLMs.
 
 The grammar core (`onyx._grammar`, Rust) compiles a regex or JSON Schema against a model's
-vocabulary into per-state token bitmasks; see `Vocabulary` and `Grammar`.
+vocabulary into per-state token bitmasks; see `Vocabulary` and `Grammar`. `Engine` runs a model
+under such a grammar (loaded on first use, so `import onyx` stays light for grammar-only users).
 """
 
 # On Linux, MLX's CPU backend must find OpenBLAS before mlx.core is first imported (it is ~40x
@@ -10,47 +11,62 @@ from onyx.platform import ensure_fast_blas
 
 ensure_fast_blas()
 
-from onyx._grammar import (  # noqa: E402
+from onyx._grammar import Grammar, Vocabulary, read_gguf_metadata  # noqa: E402
+from onyx.errors import (  # noqa: E402
+    CacheFullError,
     EmptyLanguageError,
-    Grammar,
     GrammarError,
     GrammarTooLargeError,
     InvalidRegexError,
     InvalidSchemaError,
     InvalidStateError,
+    ModelError,
     NotCompletableError,
+    PhiError,
+    PhiTooLargeError,
+    RequestError,
     TokenNotAllowedError,
     UnsupportedRegexError,
     UnsupportedSchemaError,
-    Vocabulary,
     VocabularyError,
-    read_gguf_metadata,
 )
-from onyx.tokenizer_check import TokenizerMismatchError  # noqa: E402, TokenizerMismatchWarning, self_test
+from onyx.options import ConstraintSpec, GenerateOptions, SamplingParams, Speculation  # noqa: E402
+from onyx.tokenizer_check import TokenizerMismatchError, TokenizerMismatchWarning, self_test  # noqa: E402
 
 __all__ = [
+    "CacheFullError",
+    "Chunk",
+    "ConstraintSpec",
     "EmptyLanguageError",
+    "Engine",
+    "GenerateOptions",
     "Grammar",
     "GrammarError",
     "GrammarTooLargeError",
     "InvalidRegexError",
     "InvalidSchemaError",
     "InvalidStateError",
+    "ModelError",
     "NotCompletableError",
+    "PhiError",
+    "PhiTooLargeError",
+    "RequestError",
+    "Result",
+    "SamplingParams",
+    "Speculation",
     "TokenNotAllowedError",
+    "TokenizerMismatchError",
+    "TokenizerMismatchWarning",
     "UnsupportedRegexError",
     "UnsupportedSchemaError",
     "Vocabulary",
     "VocabularyError",
     "read_gguf_metadata",
     "self_test",
-    "TokenizerMismatchError",
-    "TokenizerMismatchWarning",
 ]
 
-# The engine pulls in MLX and the model runtime: imported on first use, so `import onyx` stays
-# light for grammar-only users.
-_ENGINE_NAMES = {"Engine", "Result", "Chunk", "RequestError"}
+# The engine pulls in MLX and the model runtime: imported on first use.
+_ENGINE_NAMES = {"Engine", "Result", "Chunk"}
 
 
 def __getattr__(name: str):
@@ -58,8 +74,4 @@ def __getattr__(name: str):
         from onyx import engine
 
         return getattr(engine, name)
-    if name == "ModelError":
-        from onyx.models import ModelError
-
-        return ModelError
     raise AttributeError(f"module 'onyx' has no attribute {name!r}")

@@ -23,11 +23,12 @@ ensure_fast_blas()  # before mlx.core is imported anywhere (no-op on macOS / whe
 
 import json  # noqa: E402
 import re  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Iterable  # noqa: E402
 
 from onyx import platform as _platform  # noqa: E402
+from onyx.errors import ModelError, RequestError, VocabularyError  # noqa: E402
 
 # Models Onyx can name: spec -> asset (fetched with `onyx.assets.fetch`, converted from GGUF).
 KNOWN_MODELS = {
@@ -38,11 +39,6 @@ DEFAULT_MODEL = "smollm2"
 
 _HF_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _HF_PATTERNS = ["*.json", "*.safetensors", "*.py", "tokenizer.model", "*.tiktoken", "*.txt", "*.jsonl", "*.jinja"]
-
-
-class ModelError(RuntimeError):
-    """A model spec cannot be resolved or loaded (unknown name, missing file, bad GGUF, download
-    failure). The message says which spec and why."""
 
 
 @dataclass
@@ -56,14 +52,77 @@ class LoadedModel:
     device: str  # "gpu" (Metal) or "cpu"
     dtype: str  # "float32" on CPU; on Metal e.g. "float16+q4,q8" (float dtype + quantized bits)
     bos_token_id: int | None = None  # set when the model expects prompts to start with BOS
+    _vocabulary: Any = field(default=None, repr=False)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of a plain-text prompt, with BOS first when the model expects it (the
         tokenizer may or may not add it itself; it is never doubled)."""
+        _check_text(text, "prompt")
         ids = list(self.tokenizer.encode(text, add_special_tokens=False))
         if self.bos_token_id is not None and (not ids or ids[0] != self.bos_token_id):
             ids.insert(0, self.bos_token_id)
         return ids
+
+    def chat_ids(self, messages: list[dict]) -> list[int]:
+        """Token ids of a conversation rendered by the model's chat template, ending with the
+        generation prompt; without a template, the messages' contents one per line. Raises
+        RequestError for a malformed message."""
+        if not isinstance(messages, list) or not messages:
+            raise RequestError("messages must be a non-empty list of {role, content} objects", param="messages")
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+                raise RequestError("each message needs a string 'role' and a string 'content'",
+                                   param=f"messages.{i}")
+            _check_text(m["content"], f"messages.{i}.content")
+        tok = self.tokenizer
+        if not getattr(tok, "chat_template", None):
+            return self.encode("\n".join(m["content"] for m in messages))
+        text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return list(tok.encode(text, add_special_tokens=False))
+
+    @property
+    def vocabulary(self):
+        """The grammar core's vocabulary for this model (built once): its tokenizer, its EOS ids,
+        and masks as wide as the logits. The tokenizer self-test runs here (a mismatch warns)."""
+        if self._vocabulary is None:
+            self._vocabulary = grammar_vocabulary(self.tokenizer, self.eos_token_ids, self.vocab_size)
+        return self._vocabulary
+
+    @property
+    def context_length(self) -> int | None:
+        """The longest sequence the model was trained for (config.json), if it says."""
+        try:
+            cfg = read_config(self.path)
+        except (OSError, ValueError):
+            return None
+        for c in (cfg, cfg.get("text_config") or {}):
+            n = c.get("max_position_embeddings")
+            if isinstance(n, int) and n > 0:
+                return n
+        return None
+
+
+def _check_text(text: str, param: str) -> None:
+    """Text a tokenizer can take: a JSON string may hold a lone surrogate (e.g. "\\udcff"), which
+    is not a character and cannot be encoded."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise RequestError(f"{param} is not valid Unicode: {e.reason} (U+{ord(text[e.start]):04X}) at "
+                           f"character {e.start}", param=param) from None
+
+
+def grammar_vocabulary(tokenizer, eos_token_ids: list[int], width: int):
+    """The grammar core's vocabulary for a tokenizer, with masks `width` ids wide (the logits'
+    width; a tokenizer naming more ids than the model has logits is cut to the logits)."""
+    from onyx._grammar import Vocabulary
+
+    try:
+        return Vocabulary.from_hf(tokenizer, eos_token_ids=eos_token_ids, vocab_size=width)
+    except VocabularyError as e:
+        if "smaller than" not in str(e):
+            raise
+        return Vocabulary.from_hf(tokenizer, eos_token_ids=eos_token_ids)
 
 
 def resolve(spec: str | None = None) -> tuple[Path, str]:
@@ -200,19 +259,6 @@ def greedy_generate(loaded: LoadedModel, prompt_ids: Iterable[int], max_tokens: 
         if tok in eos or nxt is None:
             return out
         y = nxt
-
-
-def chat_prompt(loaded: LoadedModel, user_message: str, *, system: str | None = None) -> list[int]:
-    """Token ids of a one-turn chat prompt built with the tokenizer's chat template (with the
-    generation prompt); for models without a template, the encoded message."""
-    tok = loaded.tokenizer
-    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user_message}]
-    if getattr(tok, "chat_template", None):
-        ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-        if isinstance(ids, dict) or hasattr(ids, "input_ids"):  # transformers 5 may return a BatchEncoding
-            ids = ids["input_ids"]
-        return list(ids)
-    return list(tok.encode(user_message))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -55,14 +55,11 @@ from typing import Any, Optional, Sequence  # noqa: E402
 import mlx.core as mx  # noqa: E402
 import numpy as np  # noqa: E402
 
+from onyx.errors import CacheFullError  # noqa: E402
+
 __all__ = ["CacheFullError", "PagedKVPool", "PagedSequence", "PagedLayerCache"]
 
 _VIEW_STEP = 256  # working-view capacity grows in steps of this many tokens (as mlx-lm's KVCache)
-
-
-class CacheFullError(RuntimeError):
-    """The pool has no free block, is at ``max_blocks``, and evicting every unused prefix-cache
-    entry did not free enough."""
 
 
 def _per_layer(value, n: int, name: str) -> list:

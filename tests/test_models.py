@@ -16,7 +16,7 @@ import pytest
 
 from onyx import assets, gguf_convert, models, platform
 from onyx.gguf_convert import GGUFReader, Quantized
-from onyx.models import ModelError
+from onyx.errors import ModelError
 
 import mlx.core as mx  # noqa: E402  (after onyx.models: OpenBLAS is preloaded first)
 import mlx.nn as nn  # noqa: E402
@@ -46,7 +46,7 @@ def test_default_model_answers_the_capital_of_france(smollm2):
     assert smollm2.name == "smollm2"
     assert smollm2.vocab_size == 49152
     assert smollm2.eos_token_ids == [2]  # <|im_end|>
-    ids = models.chat_prompt(smollm2, "What is the capital of France?")
+    ids = smollm2.chat_ids([{"role": "user", "content": "What is the capital of France?"}])
     assert smollm2.tokenizer.decode(ids).startswith("<|im_start|>")  # the ChatML template
     out = models.greedy_generate(smollm2, ids, 24)
     text = smollm2.tokenizer.decode(out)
@@ -81,7 +81,7 @@ def test_cpu_rope_reads_a_table_and_metal_keeps_mlx_rope(name, request):
 
 
 def test_greedy_generate_matches_recomputing_without_a_cache(smollm2):
-    ids = models.chat_prompt(smollm2, "Name a color.")
+    ids = smollm2.chat_ids([{"role": "user", "content": "Name a color."}])
     fast = models.greedy_generate(smollm2, ids, 6, stop_at_eos=False)
     seq = list(ids)
     for _ in range(6):

@@ -599,7 +599,7 @@ def test_real_model_greedy_equals_mlx_lm_cache():
     paged cache equal mlx-lm's own cache, token for token."""
     models = pytest.importorskip("onyx.models")
     loaded = models.load()
-    prompt = models.chat_prompt(loaded, "Write a short poem about the sea.")
+    prompt = loaded.chat_ids([{"role": "user", "content": "Write a short poem about the sea."}])
     ref = models.greedy_generate(loaded, prompt, 64, stop_at_eos=False)
 
     pool = PagedKVPool.for_model(loaded.model)

@@ -6,7 +6,7 @@ nodes. The model's local preferences mislead here: masking keeps lots of mass on
 tokenizations and on '"okay"' (28% under μ^proj, 4% under μ*), branches the model rarely
 completes validly on its own, so μ^proj and μ* are far apart (TV ~0.7 over token sequences).
 
-Ground truth, computed here independently of onyx.phi: the model's next-token logits at every
+Ground truth, computed here independently of onyx.decoding.phi: the model's next-token logits at every
 trie prefix, run through mlx-lm's own KV cache (not Onyx's paged cache); from them μ^proj (the
 product of masked, renormalised conditionals along each token path, times the masked EOS
 probability) and μ* (the model's probability of each full output incl. EOS, renormalised over
@@ -14,8 +14,8 @@ the language).
 
 Checks: the product's trie scoring (`ExactPhi.prepare`: forks of the prompt's paged KV, one
 forward per leaf) gives the same log-probabilities; then >= 20,000 outputs per arm are drawn by
-the product's own verifier (`onyx.decode._verify`, `Proposal`, `Sampler`, `MaskCache`, the
-`onyx.phi` provider) at temperature 1 with a draft law q != p (the masked target tempered to
+the product's own verifier (`onyx.decoding.verify`, `Proposal`, `Sampler`, `MaskCache`, the
+`onyx.decoding.phi` provider) at temperature 1 with a draft law q != p (the masked target tempered to
 T = 0.5), so accept/reject and residual resampling both run. TV(empirical phi="none", μ^proj) and
 TV(empirical phi="exact", μ*) must be under the sampling floor (the 99.9% quantile of the TV of
 a same-size multinomial sample from the law itself), while TV(μ^proj, μ*) is far above it. The
@@ -42,8 +42,9 @@ import pytest
 import onyx  # noqa: F401  (before mlx: OpenBLAS)
 import mlx.core as mx
 
-from onyx.phi import DEAD_LOG_WEIGHT, ExactPhi, TokenTrie, _logsumexp, make_phi
-from onyx.sampling import MaskCache, distribution
+from onyx.decoding.phi import DEAD_LOG_WEIGHT, ExactPhi, TokenTrie, _logsumexp, make_phi
+from onyx.constraint import MaskCache
+from onyx.decoding.sampling import distribution
 
 _spec = importlib.util.spec_from_file_location("phi_dyck_helpers", Path(__file__).with_name("test_phi_dyck.py"))
 H = importlib.util.module_from_spec(_spec)
@@ -95,7 +96,7 @@ def setup(engine):
 def build_case(engine, prompt, schema) -> dict:
     """The product's exact-Φ preparation, the independent reference logits and the compact
     vocabulary for one (prompt, schema)."""
-    ids = engine.chat_prompt_ids(prompt)
+    ids = engine.chat_ids(prompt)
     grammar = engine.compile(json_schema=schema)
     phi = H.prepared_exact_phi(engine, ids, grammar)  # the product's own preparation
     trie = phi.trie

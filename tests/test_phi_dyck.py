@@ -13,8 +13,8 @@ rarely close validly: the paper's failure mode).
 
 Checked: the analytic laws over the language (μ^proj: local masking, μ^1s: OneStep, μ*: the
 model conditioned on validity) are ordered TV(μ^proj, μ*) > TV(μ^1s, μ*) > TV(exact, μ*) = 0, and
-the product's own speculative loop (`onyx.decode._verify` with `Proposal`s drawn from a draft
-distribution q != p, `Sampler`, `MaskCache` and the `onyx.phi` providers) samples each of them
+the product's own speculative loop (`onyx.decoding.verify` with `Proposal`s drawn from a draft
+distribution q != p, `Sampler`, `MaskCache` and the `onyx.decoding.phi` providers) samples each of them
 to within the sampling floor, so the empirical TVs to μ* reproduce the hierarchy
 Uniform > OneStep > Exact with Exact at the floor. The floor is calibrated: the 99.9% quantile
 of TV(empirical, law) over multinomial draws of the same size from the law itself.
@@ -35,10 +35,12 @@ import pytest
 import onyx  # noqa: F401  (before mlx: OpenBLAS)
 import mlx.core as mx
 
-from onyx.decode import _verify
-from onyx.drafts import Proposal
-from onyx.phi import ExactPhi, OneStepPhi, TokenTrie, _logsumexp, score_with_function
-from onyx.sampling import MaskCache, Sampler, SamplingParams, apply_mask, distribution
+from onyx.decoding.verify import verify as _verify
+from onyx.decoding.drafts import Proposal
+from onyx.decoding.phi import ExactPhi, OneStepPhi, TokenTrie, _logsumexp, score_with_function
+from onyx.constraint import MaskCache
+from onyx.decoding.sampling import Sampler, apply_mask, distribution
+from onyx.options import SamplingParams
 
 OPEN, CLOSE, EOS = 0, 1, 2
 
@@ -147,7 +149,7 @@ def dyck_setup(depth: int, length: int, lm: ToyLM):
 
 def trie_laws(trie: TokenTrie, logits_of, eos: list[int]) -> dict[str, dict[tuple, float]]:
     """μ^proj, μ^1s (OneStep) and μ* over the trie's outputs, computed here from the logits
-    (independently of onyx.phi). `logits_of(path)` is the model's (V,) next-token logits."""
+    (independently of onyx.decoding.phi). `logits_of(path)` is the model's (V,) next-token logits."""
     proj, one, star = {}, {}, {}
     stack = [(0, 0.0, 0.0, 0.0)]
     while stack:
@@ -244,7 +246,7 @@ class Rows:
 def fvo_sample(n: int, grammar, rows: Rows, phi, *, gamma: int = 3, seed: int = 0, prompt: tuple = (),
                verify=None) -> tuple[Counter, float]:
     """n outputs of the product's speculative verifier (`_verify`) against memoized logits,
-    mirroring `onyx.decode.decode`'s round structure. Returns output counts and the draft
+    mirroring `onyx.decoding.decode`'s round structure. Returns output counts and the draft
     acceptance rate."""
     verify = verify or _verify
     params = SamplingParams(temperature=1.0, seed=seed)

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible server, end to end: a real `python -m server` subprocess with the real
+"""The OpenAI-compatible server, end to end: a real `python -m onyx.server` subprocess with the real
 default model on a loopback port, driven by the official `openai` client and raw `httpx`.
 
 The soak test runs for $ONYX_SOAK_SECONDS (default 120) with a bounded request count.
@@ -45,7 +45,7 @@ def server(tmp_path_factory):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("ONYX_API_KEY", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server", "--port", str(port), "--api-key", API_KEY,
+        [sys.executable, "-m", "onyx.server", "--port", str(port), "--api-key", API_KEY,
          "--max-tokens-limit", str(MAX_TOKENS_LIMIT), "--max-body-bytes", str(MAX_BODY_BYTES),
          "--log-level", "warning"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)

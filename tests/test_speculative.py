@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 import onyx
-from onyx.drafts import ForcedTokens
+from onyx.decoding.drafts import ForcedTokens
 
 ORDER = {
     "type": "object",
@@ -143,7 +143,7 @@ def test_bad_speculative_options(engine):
 
 
 def test_adaptive_gamma_prices_drafts():
-    from onyx.drafts import GammaController
+    from onyx.decoding.gamma import GammaController
 
     free = GammaController("auto")  # model-free drafts on the CPU
     for _ in range(20):

@@ -12,7 +12,7 @@ Two target laws over the outputs w of a constrained request (w followed by EOS):
 They differ whenever some allowed tokens lead to futures the model rarely completes validly.
 With Φ_t(y) = Pr_p[a valid completion | prefix · y] ("future validity"), μ*'s next-token
 kernel is p_t(y)·Φ_t(y) normalised over A_t (a Doob h-transform of p with h = Φ); masking is
-the special case Φ ≡ 1. The decoding loop (`onyx.decode._verify`) adds `log_weights(...)` to the
+the special case Φ ≡ 1. The decoding loop (`onyx.decoding.verify`) adds `log_weights(...)` to the
 masked logits of every verified row before temperature etc., so Leviathan accept/reject and the
 residual resampling run against p·Φ, and the committed tokens follow μ* when Φ is exact.
 
@@ -64,20 +64,12 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 import onyx._grammar as _g
-from onyx.engine import RequestError
+from onyx.errors import PhiError, PhiTooLargeError
 
 __all__ = ["PhiError", "PhiTooLargeError", "TokenTrie", "ExactPhi", "OneStepPhi", "make_phi", "DEAD_LOG_WEIGHT"]
 
 DEAD_LOG_WEIGHT = -1.0e4  # log-weight of a token with Φ = 0 (see the module docstring)
 DEFAULT_MAX_NODES = 2000
-
-
-class PhiError(RequestError):
-    """Φ cannot be prepared for this request."""
-
-
-class PhiTooLargeError(PhiError):
-    """The language's token trie is infinite or larger than the limit."""
 
 
 def make_phi(kind: str, **options):
@@ -309,22 +301,6 @@ def _byte_map(vocab) -> dict[int, int]:
     return hit
 
 
-_VOCABS: dict[int, tuple[object, object]] = {}
-
-
-def _vocab_of(loaded):
-    """A grammar-core vocabulary for a loaded model's tokenizer (for its token bytes), cached."""
-    key = id(loaded.tokenizer)
-    hit = _VOCABS.get(key)
-    if hit is not None and hit[0] is loaded.tokenizer:
-        return hit[1]
-    from onyx.engine import _vocabulary
-
-    vocab = _vocabulary(loaded)
-    _VOCABS[key] = (loaded.tokenizer, vocab)
-    return vocab
-
-
 # ------------------------------------------------------------------------------------------------
 # Scoring the trie with the target model
 # ------------------------------------------------------------------------------------------------
@@ -420,7 +396,7 @@ class ExactPhi:
                     raise
         if loaded is None and self.vocab is None:
             raise PhiError("exact Φ: a canonical trie needs the model's tokenizer")
-        vocab = self.vocab if self.vocab is not None else _vocab_of(loaded)
+        vocab = self.vocab if self.vocab is not None else loaded.vocabulary
         encode = (lambda text: list(loaded.tokenizer.encode(text, add_special_tokens=False))) if loaded is not None \
             else None
         try:
@@ -574,7 +550,7 @@ class OneStepPhi:
         if plan is None:
             import mlx.core as mx
 
-            from onyx.sampling import bitmask_to_bool
+            from onyx.constraint import bitmask_to_bool
 
             g, V = self.grammar, self.vocab_size
             toks, nxt = g.transitions(state)

@@ -8,81 +8,12 @@ speculative verifier can compare a draft's and a target's laws with the same cod
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import mlx.core as mx
 import numpy as np
 
+from onyx.options import SamplingParams
+
 NEG_INF = float("-inf")
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """Sampling settings. `temperature == 0` means greedy (argmax of the masked logits)."""
-
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = 0
-    min_p: float = 0.0
-    seed: int | None = None
-
-    def __post_init__(self) -> None:
-        if not (0.0 <= self.temperature <= 2.0) or self.temperature != self.temperature:
-            raise ValueError(f"temperature must be between 0 and 2, got {self.temperature}")
-        if not (0.0 < self.top_p <= 1.0):
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.top_k < 0:
-            raise ValueError(f"top_k must be >= 0, got {self.top_k}")
-        if not (0.0 <= self.min_p < 1.0):
-            raise ValueError(f"min_p must be in [0, 1), got {self.min_p}")
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature == 0.0
-
-
-def bitmask_to_bool(words: np.ndarray, width: int) -> mx.array:
-    """Unpacks a grammar bitmask (uint32 words, bit t%32 of word t//32) to a bool vector of the
-    logits' width. Ids past the vocabulary's end stay False."""
-    bits = np.unpackbits(words.view(np.uint8), bitorder="little")
-    if bits.shape[0] < width:
-        bits = np.pad(bits, (0, width - bits.shape[0]))
-    return mx.array(bits[:width].astype(np.bool_))
-
-
-class MaskCache:
-    """Bool masks per grammar state, made once per state: the per-token cost of constraining is
-    then one dictionary lookup and one `where` over the logits."""
-
-    def __init__(self, grammar, width: int) -> None:
-        self.grammar = grammar
-        self.width = width
-        self._masks: dict[int, mx.array] = {}
-        self._only_eos: dict[int, bool] = {}
-
-    def get(self, state: int) -> mx.array:
-        mask = self._masks.get(state)
-        if mask is None:
-            mask = bitmask_to_bool(self.grammar.token_bitmask(state), self.width)
-            self._masks[state] = mask
-        return mask
-
-    def within(self, state: int, budget: int) -> mx.array:
-        """The mask of `state` for a token after which at most `budget` tokens remain. When even
-        the shortest completion no longer fits, the plain mask (the output will be cut short)."""
-        words = self.grammar.token_bitmask_within(state, budget)
-        if words is self.grammar.token_bitmask(state) or not words.any():
-            return self.get(state)
-        return bitmask_to_bool(words, self.width)
-
-    def only_eos(self, state: int) -> bool:
-        """True when the output is complete and nothing but EOS may follow."""
-        done = self._only_eos.get(state)
-        if done is None:
-            done = bool(self.grammar.is_accepting(state)) and set(
-                self.grammar.allowed_token_ids(state).tolist()) <= set(self.grammar.eos_token_ids)
-            self._only_eos[state] = done
-        return done
 
 
 def apply_mask(logits: mx.array, mask: mx.array | None) -> mx.array:

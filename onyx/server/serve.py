@@ -1,4 +1,4 @@
-"""Starting the server: the options shared by `python -m server` and `onyx serve`.
+"""Starting the server: the options shared by `python -m onyx.server` and `onyx serve`.
 
 The model loads before the socket opens, so `GET /health` answering means the server is ready.
 It binds 127.0.0.1 unless told otherwise; `--api-key` (or `$ONYX_API_KEY`) makes /v1/* require
@@ -8,44 +8,36 @@ It binds 127.0.0.1 unless told otherwise; `--api-key` (or `$ONYX_API_KEY`) makes
 from __future__ import annotations
 
 import argparse
-import inspect
 import ipaddress
 import logging
 import os
 import sys
 import time
 
+from onyx.server import config
+
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
-    from server import defaults as _app
-
     p.add_argument("--model", default=None,
                    help="model to serve: a known name (smollm2, gemma3-270m), a .gguf file, an mlx-lm "
                         "folder or a Hugging Face id (default: the embedded SmolLM2-135M-Instruct)")
     p.add_argument("--draft-model", default=None, help="draft model for speculative decoding")
-    p.add_argument("--host", default=_app.DEFAULT_HOST,
-                   help=f"address to bind (default {_app.DEFAULT_HOST}: this machine only)")
-    p.add_argument("--port", type=int, default=_app.DEFAULT_PORT, help=f"port (default {_app.DEFAULT_PORT})")
+    p.add_argument("--host", default=config.DEFAULT_HOST,
+                   help=f"address to bind (default {config.DEFAULT_HOST}: this machine only)")
+    p.add_argument("--port", type=int, default=config.DEFAULT_PORT, help=f"port (default {config.DEFAULT_PORT})")
     p.add_argument("--api-key", default=None,
                    help="require 'Authorization: Bearer KEY' on /v1/* (default: $ONYX_API_KEY, else none)")
-    p.add_argument("--max-body-bytes", type=int, default=_app.DEFAULT_MAX_BODY_BYTES,
-                   help=f"largest request body (default {_app.DEFAULT_MAX_BODY_BYTES}); larger gets 413")
-    p.add_argument("--max-tokens-limit", type=int, default=_app.DEFAULT_MAX_TOKENS_LIMIT,
-                   help=f"largest max_tokens a request may ask for (default {_app.DEFAULT_MAX_TOKENS_LIMIT})")
-    p.add_argument("--default-max-tokens", type=int, default=_app.DEFAULT_MAX_TOKENS,
-                   help=f"max_tokens when a request gives none (default {_app.DEFAULT_MAX_TOKENS})")
-    p.add_argument("--max-queue", type=int, default=_app.DEFAULT_MAX_QUEUE,
-                   help=f"requests that may wait for the model (default {_app.DEFAULT_MAX_QUEUE}); more get 503")
+    p.add_argument("--max-body-bytes", type=int, default=config.DEFAULT_MAX_BODY_BYTES,
+                   help=f"largest request body (default {config.DEFAULT_MAX_BODY_BYTES}); larger gets 413")
+    p.add_argument("--max-tokens-limit", type=int, default=config.DEFAULT_MAX_TOKENS_LIMIT,
+                   help=f"largest max_tokens a request may ask for (default {config.DEFAULT_MAX_TOKENS_LIMIT})")
+    p.add_argument("--default-max-tokens", type=int, default=config.DEFAULT_MAX_TOKENS,
+                   help=f"max_tokens when a request gives none (default {config.DEFAULT_MAX_TOKENS})")
+    p.add_argument("--max-queue", type=int, default=config.DEFAULT_MAX_QUEUE,
+                   help=f"requests that may wait for the model (default {config.DEFAULT_MAX_QUEUE}); more get 503")
     p.add_argument("--alias", action="append", default=None, metavar="NAME",
                    help="a name clients may use for the model (repeatable; default: onyx, default)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
-
-
-def engine_accepts(param: str) -> bool:
-    """Does `onyx.Engine(...)` take this keyword (e.g. draft_model) in this build?"""
-    from onyx.engine import Engine
-
-    return param in inspect.signature(Engine.__init__).parameters
 
 
 def serve(args: argparse.Namespace, *, make_engine=None) -> int:
@@ -59,18 +51,16 @@ def serve(args: argparse.Namespace, *, make_engine=None) -> int:
     make_engine = make_engine or (lambda model, **kw: onyx.Engine(model=model, **kw))
 
     api_key = args.api_key or os.environ.get("ONYX_API_KEY") or None
-    kwargs = {}
-    if args.draft_model is not None:
-        if not engine_accepts("draft_model"):
-            print("onyx serve: this build of Onyx has no draft-model support (onyx.Engine takes no "
-                  "draft_model); run without --draft-model", file=sys.stderr)
-            return 2
-        kwargs["draft_model"] = args.draft_model
+    kwargs = {} if args.draft_model is None else {"draft_model": args.draft_model}
     for name, value in (("max-body-bytes", args.max_body_bytes), ("max-tokens-limit", args.max_tokens_limit),
                         ("default-max-tokens", args.default_max_tokens), ("max-queue", args.max_queue)):
         if value < 1:
             print(f"onyx serve: --{name} must be positive", file=sys.stderr)
             return 2
+    server_config = config.ServerConfig(api_key=api_key, max_body_bytes=args.max_body_bytes,
+                                        max_tokens_limit=args.max_tokens_limit,
+                                        default_max_tokens=args.default_max_tokens, max_queue=args.max_queue,
+                                        aliases=tuple(args.alias) if args.alias else config.DEFAULT_ALIASES)
     if not _is_loopback(args.host) and api_key is None:
         print(f"onyx serve: warning: binding {args.host} without an API key: anyone who can reach this "
               f"address can use the model (pass --api-key or set ONYX_API_KEY)", file=sys.stderr)
@@ -89,12 +79,9 @@ def serve(args: argparse.Namespace, *, make_engine=None) -> int:
 
     import uvicorn
 
-    from server.app import create_app
-    from server.defaults import DEFAULT_ALIASES
+    from onyx.server.app import create_app
 
-    app = create_app(engine, api_key=api_key, max_body_bytes=args.max_body_bytes,
-                     max_tokens_limit=args.max_tokens_limit, default_max_tokens=args.default_max_tokens,
-                     max_queue=args.max_queue, aliases=tuple(args.alias) if args.alias else DEFAULT_ALIASES)
+    app = create_app(engine, server_config)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s: %(name)s: %(message)s")
     print(f"onyx: serving {engine.model_name} on http://{_url_host(args.host)}:{args.port}/v1"
           + (" (API key required)" if api_key else ""), file=sys.stderr, flush=True)
@@ -116,7 +103,7 @@ def _url_host(host: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m server", description="Serve a model over an "
+    p = argparse.ArgumentParser(prog="python -m onyx.server", description="Serve a model over an "
                                 "OpenAI-compatible HTTP API with guaranteed structured output.")
     add_serve_arguments(p)
     return serve(p.parse_args(argv))

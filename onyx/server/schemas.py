@@ -12,18 +12,17 @@ Fields a client may send are of three kinds:
 * OpenAI fields accepted for compatibility when they ask for nothing Onyx lacks (`n` = 1,
   penalties = 0, `logprobs` false, no tools, ...) and otherwise refused with a 400 naming them;
   `user`, `metadata`, `store`, ... are ignored;
-* Onyx extensions: `regex` (declared here), and the engine options listed in
-  `app.ENGINE_PASSTHROUGH` (speculative, num_draft_tokens, phi, ...), which are not declared:
-  they arrive as extra fields and go to the engine unchanged, so a new engine option needs no
-  server change. Any other unknown field is a 400 (a typo like `regexp` must not silently give
-  unconstrained output).
+* Onyx extensions, declared here: `regex`, and the engine options `speculative`,
+  `num_draft_tokens`, `jump_forward`, `phi`, `top_k`, `min_p` and `max_whitespace`, whose
+  values `onyx.options.GenerateOptions` checks. Any other unknown field is a 400 (a typo like
+  `regexp` must not silently give unconstrained output).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 
 class _Open(BaseModel):
@@ -69,8 +68,15 @@ class _Common(_Open):
     stop: Union[str, list[str], None] = None
     stream: Optional[bool] = False
     stream_options: Optional[StreamOptions] = None
-    # Onyx extension (the paper's field): the output must fully match this regex.
+    # Onyx extensions. `regex` is the paper's field: the output must fully match this regex.
     regex: Optional[str] = None
+    speculative: Optional[str] = None
+    num_draft_tokens: Union[int, str, None] = None
+    jump_forward: Optional[StrictBool] = None
+    phi: Optional[str] = None
+    top_k: Optional[int] = None
+    min_p: Optional[float] = None
+    max_whitespace: Optional[int] = None
     # OpenAI fields accepted only with values that ask for nothing Onyx lacks.
     n: Optional[int] = None
     presence_penalty: Optional[float] = None

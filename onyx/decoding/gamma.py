@@ -1,0 +1,92 @@
+"""How many tokens to draft per round: a fixed γ, or adaptive γ priced per device.
+
+The decoding loop asks `next()` for the model / lookup drafts of a round and `forced_limit()`
+for the grammar-forced ones on top, then reports what was accepted with `update()`.
+"""
+
+from __future__ import annotations
+
+
+class GammaController:
+    """Chooses the number of draft tokens per round.
+
+    A fixed `gamma`, or adaptive (`"auto"`): with the recent acceptance rate a (an exponential
+    average), a round with g drafts yields (1 - a^(g+1)) / (1 - a) tokens on average and costs
+    one target forward, wider by `width_cost` of a step per draft, plus g draft steps
+    (`draft_cost`: a draft step's cost in target steps, from the models' weight bytes since
+    decoding is memory-bound; 0 for model-free drafts). It picks the g that maximises tokens per
+    unit cost, so a poor or expensive draft source drives g to 0, i.e. plain decoding. The costs
+    are fixed per device, not timed, so a seeded request draws the same output every run.
+
+    Width cost, measured with `bench/spec_bench.py`'s forward timings: on the CPU (float32,
+    OpenBLAS, the few-row kernel) a forward over 1 + g tokens costs about 1 + 0.12 g single
+    steps (2 tokens 1.1x, 4 tokens 1.3x, 8 tokens 2x); on Metal, verifying a few more tokens is
+    nearly free."""
+
+    WIDTH_COST = {"cpu": 0.12, "gpu": 0.03}
+
+    def __init__(self, gamma: int | str, *, max_gamma: int = 7, device: str = "cpu",
+                 draft_cost: float = 0.0) -> None:
+        self.adaptive = gamma == "auto"
+        self.fixed = 0 if self.adaptive else int(gamma)
+        # Adaptive rounds draft at most max_gamma tokens in all: 1 + 7 rows is the widest
+        # forward the CPU's few-row matmul kernel takes (onyx/platform.py); wider costs 2x.
+        self.max_gamma = max_gamma
+        self.cap = max_gamma if self.adaptive else self.fixed
+        self.width_cost = self.WIDTH_COST.get(device, self.WIDTH_COST["cpu"])
+        self.acceptance = 0.6  # of model / lookup drafts
+        # Grammar-forced drafts (jump-forward) fail mostly at a span's first token, where the
+        # target may spell the bytes its own way; past it they are nearly always taken. So
+        # two rates: the first forced token's, and each later one's given the one before.
+        self.forced_first = 0.9
+        self.forced_rest = 0.9
+        self.draft_cost = draft_cost
+        self.idle_rounds = 0
+
+    def next(self) -> int:
+        """Model or lookup drafts to ask for this round."""
+        if not self.adaptive:
+            return self.fixed
+        best = self._best(min(max(self.acceptance, 0.0), 0.99))
+        if best == 0 and self._best(0.99) > 0:
+            # Probe again now and then: the text may have become predictable (never when even
+            # near-perfect acceptance would not pay for the drafts).
+            self.idle_rounds += 1
+            if self.idle_rounds % 16 == 0:
+                return 1
+        return best
+
+    def forced_limit(self) -> int | None:
+        """How many grammar-forced drafts may come on top of `next()`'s (None with a fixed γ:
+        they count toward it). They cost no draft steps, only width; the i-th is taken with
+        probability forced_first * forced_rest^(i-1)."""
+        if not self.adaptive:
+            return None
+        return self._best(self.forced_first, self.forced_rest, draft_cost=0.0)
+
+    def _best(self, first: float, rest: float | None = None, draft_cost: float | None = None) -> int:
+        """The g with the most tokens per unit cost (0: drafting does not pay) when the first
+        draft is taken with probability `first` and each later one, given the one before, with
+        `rest` (default: `first`). A round yields 1 + first (1 + rest + ... + rest^(g-1)) tokens."""
+        rest = first if rest is None else rest
+        draft_cost = self.draft_cost if draft_cost is None else draft_cost
+        best, best_rate = 0, 1.0
+        tokens, taken = 1.0, first  # taken: probability that draft g is accepted
+        for g in range(1, self.max_gamma + 1):
+            tokens += taken
+            taken *= rest
+            cost = 1.0 + self.width_cost * g + draft_cost * g
+            if tokens / cost > best_rate:
+                best, best_rate = g, tokens / cost
+        return best
+
+    def update(self, drafted: int, accepted: int, forced_drafted: int = 0, forced_accepted: int = 0) -> None:
+        """Counts of one round. Model / lookup drafts after a rejected forced one were never
+        tested: call with drafted <= 0 then (nothing is learnt about them)."""
+        if drafted > 0 and accepted >= 0:
+            self.acceptance = 0.8 * self.acceptance + 0.2 * (accepted / drafted)
+        if forced_drafted:
+            self.forced_first = 0.8 * self.forced_first + 0.2 * (forced_accepted > 0)
+            tested = min(forced_drafted, forced_accepted + 1) - 1  # later forced tokens verified
+            if forced_accepted > 0 and tested > 0:
+                self.forced_rest = 0.8 * self.forced_rest + 0.2 * ((forced_accepted - 1) / tested)

@@ -1,0 +1,82 @@
+"""`ModelRunner`: the only code that calls a model.
+
+It owns the model's paged KV pool, runs a prompt (reusing the cached KV blocks of an earlier
+prompt with the same prefix, in chunks) and runs token rows through the model, appending to a
+sequence's KV. Rolling a sequence back is the pool's job (`PagedSequence.rollback`, O(1)).
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+from mlx.utils import tree_flatten
+
+from onyx.models import LoadedModel
+from onyx.paged_cache import PagedKVPool, PagedSequence
+
+PREFILL_CHUNK = 256
+
+
+class ModelRunner:
+    """A loaded model and its paged KV pool."""
+
+    def __init__(self, loaded: LoadedModel, *, block_size: int = 16) -> None:
+        self.loaded = loaded
+        self.model = loaded.model
+        self.pool = PagedKVPool.for_model(loaded.model, block_size=block_size)
+        # Bytes of weights one decode step reads: the relative cost of a step (decoding is
+        # memory-bound), used to price a draft model's steps against the target's.
+        self.weight_bytes = sum(v.nbytes for _, v in tree_flatten(loaded.model.parameters()))
+
+    def logits(self, tokens: mx.array, seq: PagedSequence, *, last_only: bool = False) -> mx.array:
+        """Runs `tokens` (shape (n,)) through the model, appending to `seq`'s KV. Returns float32
+        logits (n, V), or (V,) for the last position when `last_only` (the vocabulary head is then
+        applied to that position alone, which matters for long prompts)."""
+        x = tokens.reshape(1, -1)
+        caches = seq.layer_caches()
+        inner = getattr(self.model, "model", None)
+        if last_only and inner is not None:
+            hidden = inner(x, caches)[:, -1:, :]
+            out = _head(self.model, hidden)
+            return out[0, -1].astype(mx.float32)
+        out = self.model(x, cache=caches)[0]
+        return (out[-1] if last_only else out).astype(mx.float32)
+
+    def prefill(self, prompt_ids: list[int], *, leave_last: bool = True) -> tuple[PagedSequence, mx.array | None, int]:
+        """Runs the prompt, reusing cached KV blocks of an earlier prompt with the same prefix.
+        Returns the sequence, the last position's logits (evaluated; None when every token was
+        cached and `leave_last` is False) and the cached token count."""
+        seq, cached = self.pool.lookup_prefix(prompt_ids, leave_last=leave_last)
+        try:
+            rest = prompt_ids[cached:]
+            logits = None
+            for i in range(0, len(rest), PREFILL_CHUNK):
+                logits = self.logits(mx.array(rest[i:i + PREFILL_CHUNK]), seq, last_only=True)
+                mx.eval(logits)
+            self.pool.register_prefix(prompt_ids, seq)
+        except BaseException:
+            seq.free()
+            raise
+        return seq, logits, cached
+
+    def prefill_all_but_last(self, prompt_ids: list[int]) -> tuple[PagedSequence, int]:
+        """Runs the prompt except its last token, which becomes the first decoding round's input.
+        Returns the sequence and the cached token count."""
+        if len(prompt_ids) > 1:
+            seq, _, cached = self.prefill(prompt_ids[:-1], leave_last=False)
+            return seq, cached
+        return self.pool.sequence(), 0
+
+
+def _head(model, hidden: mx.array) -> mx.array:
+    """The vocabulary projection of an mlx-lm model (tied embeddings or `lm_head`)."""
+    args = getattr(model, "args", None)
+    tied = getattr(model, "tie_word_embeddings", getattr(args, "tie_word_embeddings", False))
+    head = getattr(model, "lm_head", None)
+    if head is not None and not tied:
+        out = head(hidden)
+    else:
+        out = model.model.embed_tokens.as_linear(hidden)
+    softcap = getattr(args, "final_logit_softcapping", None)
+    if softcap:
+        out = mx.tanh(out / softcap) * softcap
+    return out

@@ -1,0 +1,101 @@
+"""One map from what went wrong to OpenAI's error body `{"error": {message, type, param, code}}`.
+
+Engine errors carry what the answer needs: a `RequestError` names its field in `param`; grammar
+errors are typed (a bad regex has an offset, an unsupported schema keyword its name). The
+constraint's field (`regex` or `response_format`) is the request's, so the caller passes it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi.responses import JSONResponse
+
+from onyx import errors as E
+
+
+class APIError(Exception):
+    """An error answered as OpenAI's `{"error": {message, type, param, code}}`."""
+
+    def __init__(self, status: int, message: str, *, type: str = "invalid_request_error",
+                 param: str | None = None, code: str | None = None, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type
+        self.param = param
+        self.code = code
+        self.extra = extra
+
+    def body(self) -> dict:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param,
+                          "code": self.code, **self.extra}}
+
+    def response(self, headers: dict | None = None) -> JSONResponse:
+        return JSONResponse(self.body(), status_code=self.status, headers=headers)
+
+
+def error_bytes(status: int, message: str, type_: str, code: str | None, param=None) -> bytes:
+    """An error body as bytes, for answers sent below FastAPI (the middleware)."""
+    return json.dumps({"error": {"message": message, "type": type_, "param": param, "code": code}}).encode()
+
+
+def internal_error() -> APIError:
+    return APIError(500, "the server had an error while processing the request", type="server_error",
+                    code="internal_error")
+
+
+def cancelled_before_running() -> APIError:
+    return APIError(503, "the request was cancelled before it ran", type="server_error", code="cancelled")
+
+
+def is_client_error(e: BaseException) -> bool:
+    """The request's own fault (answered 400, not logged as a server failure)."""
+    return isinstance(e, (E.RequestError, E.GrammarError))
+
+
+def from_engine(e: BaseException, constraint_param: str | None) -> APIError:
+    """An engine or grammar exception as an APIError (400 for the client's mistakes, 503 when the
+    KV cache is full, 500 otherwise). `constraint_param` is the request field that carried the
+    constraint."""
+    msg = str(e)
+    if isinstance(e, E.InvalidRegexError):
+        offset = getattr(e, "offset", None)
+        where = f" (offset {offset})" if offset is not None else ""
+        return APIError(400, f"{msg}{where}", param="regex", code="invalid_regex", offset=offset)
+    if isinstance(e, E.UnsupportedRegexError):
+        return APIError(400, msg, param="regex", code="unsupported_regex", offset=getattr(e, "offset", None))
+    if isinstance(e, E.UnsupportedSchemaError):
+        return APIError(400, msg, param=constraint_param, code="unsupported_schema_keyword",
+                        keyword=getattr(e, "keyword", None))
+    if isinstance(e, E.InvalidSchemaError):
+        return APIError(400, msg, param=constraint_param, code="invalid_schema")
+    if isinstance(e, E.GrammarTooLargeError):
+        return APIError(400, msg, param=constraint_param, code="grammar_too_large")
+    if isinstance(e, E.EmptyLanguageError):
+        return APIError(400, msg, param=constraint_param, code="empty_language")
+    if isinstance(e, E.GrammarError):
+        return APIError(400, msg, param=constraint_param, code="grammar_error")
+    if isinstance(e, E.RequestError):
+        return APIError(400, msg, param=e.param, code="invalid_parameter")
+    if isinstance(e, E.CacheFullError):
+        return APIError(503, "the KV cache is full; retry later", type="server_error", code="server_overloaded")
+    return internal_error()
+
+
+def from_validation(errors: list[dict]) -> APIError:
+    """A request body that does not have the right shape (pydantic's errors) as a 422."""
+    parts, param = [], None
+    for err in errors[:5]:
+        if err.get("type") == "json_invalid":
+            ctx = err.get("ctx") or {}
+            return APIError(422, f"the request body is not valid JSON ({ctx.get('error', 'decode error')} "
+                                 f"at position {err.get('loc', ('', '?'))[-1]})", code="invalid_json")
+        loc = [str(x) for x in err.get("loc", ()) if x != "body"]
+        if param is None and loc:
+            param = ".".join(loc)
+        parts.append(f"{'.'.join(loc) or 'body'}: {err.get('msg', 'invalid')}")
+    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+    return APIError(422, "invalid request body: " + "; ".join(parts) + more, param=param,
+                    code="invalid_request_body")

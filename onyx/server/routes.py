@@ -1,0 +1,228 @@
+"""The endpoints.
+
+    POST /v1/chat/completions   POST /v1/completions   POST /v1/repair
+    GET /v1/models              GET /v1/models/{id}    GET /health
+
+How a generation request flows:
+1. The middleware has checked the API key and the body size; pydantic has checked the body's
+   shape (422 otherwise).
+2. `translate` turns the body into the prompt and `GenerateOptions` (400 for bad values).
+3. *Prepare*, in a small thread pool: the prompt is tokenized and checked against the context,
+   and the engine compiles the grammar (cached by pattern) and returns a generator that has not
+   started. Bad requests fail here, before queueing.
+4. *Generate*: the generator joins the scheduler's FIFO queue (`scheduler.py`); the answer is
+   read from the job's events (`responses.py`), as one JSON body or as server-sent events.
+
+Cancellation: each request has a `threading.Event` the decoding loop checks before every token.
+It is set when the client disconnects (for SSE Starlette cancels the response task; for plain
+requests a watcher task waits for `http.disconnect`), and the worker closes the generator
+whatever happens, which frees the request's KV blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import traceback
+import uuid
+
+from fastapi import APIRouter, Request
+
+from onyx import errors as E
+from onyx.server import errors, responses, translate
+from onyx.server.config import REPAIR_DEADLINE_MS, REPAIR_MAX_DEADLINE_MS
+from onyx.server.errors import APIError
+from onyx.server.scheduler import Job
+from onyx.server.schemas import ChatCompletionRequest, CompletionRequest, RepairRequest
+from onyx.server.state import ServerState
+
+log = logging.getLogger("onyx.server")
+router = APIRouter()
+
+
+def _state(request: Request) -> ServerState:
+    return request.app.state.onyx
+
+
+@router.get("/health")
+async def health(request: Request):
+    state = _state(request)
+    engine_stats = state.engine.stats()
+    kv = engine_stats["kv"]
+    sched = state.scheduler
+    return {
+        "status": "ok",
+        "model": state.model_name,
+        "models": state.model_names(),
+        "device": state.engine.loaded.device,
+        "uptime_s": round(time.time() - state.started, 3),
+        "kv": kv,
+        "used_blocks": kv.get("used_blocks"),
+        "free_blocks": kv.get("free_blocks"),
+        "live_sequences": kv.get("live_sequences"),
+        "prefix_cached_blocks": kv.get("prefix_cached_blocks"),
+        "requests": {
+            "active": 1 if sched.active is not None else 0,
+            "queued": sched.queued,
+            "in_flight": state.in_flight,
+            "total": state.requests_total,
+            "served": sched.served,
+            "cancelled": sched.cancelled,
+            "failed": sched.failed,
+            "errors": {str(k): v for k, v in sorted(state.errors.items())},
+        },
+        "grammar_cache": engine_stats["grammar_cache"],
+        "asyncio_tasks": len(asyncio.all_tasks()),
+        "threads": threading.active_count(),
+        "limits": {
+            "max_body_bytes": state.config.max_body_bytes,
+            "max_tokens": state.config.max_tokens_limit,
+            "default_max_tokens": state.config.default_max_tokens,
+            "max_queue": sched.max_queue,
+            "context_length": state.context_length,
+        },
+        "auth": state.config.api_key is not None,
+    }
+
+
+@router.get("/v1/models")
+async def list_models(request: Request):
+    state = _state(request)
+    return {"object": "list",
+            "data": [{"id": name, "object": "model", "created": int(state.started), "owned_by": "onyx"}
+                     for name in state.model_names()]}
+
+
+@router.get("/v1/models/{model_id:path}")
+async def get_model(model_id: str, request: Request):
+    state = _state(request)
+    if model_id not in state.model_names():
+        raise translate.unknown_model(state, model_id)
+    return {"id": model_id, "object": "model", "created": int(state.started), "owned_by": "onyx"}
+
+
+@router.post("/v1/chat/completions")
+async def chat_completions(body: ChatCompletionRequest, request: Request):
+    state = _state(request)
+    messages, options, constraint = translate.chat_request(state, body)
+    engine = state.engine
+
+    def prepare(cancel: threading.Event):
+        ids = engine.chat_ids(messages)
+        translate.check_context(state, len(ids), options.max_tokens)
+        return engine.start(ids, options, stream=True, cancel=cancel)
+
+    return await _generate(state, request, body, prepare, constraint, chat=True)
+
+
+@router.post("/v1/completions")
+async def completions(body: CompletionRequest, request: Request):
+    state = _state(request)
+    prompt, options, constraint = translate.completion_request(state, body)
+    engine = state.engine
+
+    def prepare(cancel: threading.Event):
+        ids = engine.prompt_ids(prompt)
+        translate.check_context(state, len(ids), options.max_tokens)
+        return engine.start(ids, options, stream=True, cancel=cancel)
+
+    return await _generate(state, request, body, prepare, constraint, chat=False)
+
+
+@router.post("/v1/repair")
+async def repair(body: RepairRequest, request: Request):
+    state = _state(request)
+    if (body.regex is None) == (body.json_schema is None):
+        raise APIError(400, "give exactly one of regex or json_schema", param="regex", code="invalid_parameter")
+    for name in ("insert_cost", "delete_cost", "substitute_cost"):
+        if not 1 <= getattr(body, name) <= 1000:
+            raise APIError(400, f"{name} must be between 1 and 1000", param=name, code="invalid_parameter")
+    if body.max_cost is not None and body.max_cost < 0:
+        raise APIError(400, "max_cost must be >= 0", param="max_cost", code="invalid_parameter")
+    deadline = REPAIR_DEADLINE_MS if body.deadline_ms is None else body.deadline_ms
+    if not 0 <= deadline <= REPAIR_MAX_DEADLINE_MS:
+        raise APIError(400, f"deadline_ms must be between 0 and {REPAIR_MAX_DEADLINE_MS}",
+                       param="deadline_ms", code="invalid_parameter")
+    constraint = "regex" if body.regex is not None else "json_schema"
+
+    def work():
+        grammar = state.engine.compile(regex=body.regex, json_schema=body.json_schema,
+                                       max_whitespace=body.max_whitespace)
+        check = grammar.validate(body.text)
+        r = grammar.repair(body.text, body.max_cost, deadline, insert_cost=body.insert_cost,
+                           delete_cost=body.delete_cost, substitute_cost=body.substitute_cost)
+        return check, r
+
+    try:
+        check, r = await asyncio.get_running_loop().run_in_executor(state.prepare_pool, work)
+    except (E.GrammarError, E.RequestError) as e:
+        raise errors.from_engine(e, constraint) from None
+    return {
+        "object": "onyx.repair",
+        "valid_input": check.valid,
+        "error_offset": check.error_offset,
+        "status": r.status,
+        "text": r.text,
+        "cost": r.cost,
+        "lower_bound": r.lower_bound,
+        "edits": [{"kind": k, "offset": o, "old": _byte(old), "new": _byte(new)} for k, o, old, new in r.edits],
+    }
+
+
+def _byte(b: int | None) -> str | None:
+    """A repair edit's byte as a 1-character string (printable ASCII) or a \\xNN escape."""
+    if b is None:
+        return None
+    return chr(b) if 0x20 <= b < 0x7F else f"\\x{b:02x}"
+
+
+async def _generate(state: ServerState, request: Request, body, prepare, constraint: str | None, *, chat: bool):
+    """Prepares the request off the event loop, queues it, and answers from its events."""
+    state.requests_total += 1
+    cancel = threading.Event()
+    loop = asyncio.get_running_loop()
+    state.in_flight += 1
+    try:
+        try:
+            gen = await loop.run_in_executor(state.prepare_pool, prepare, cancel)
+        except APIError:
+            raise
+        except Exception as e:
+            err = errors.from_engine(e, constraint)
+            if err.status == 500:
+                log.error("preparing a request failed:\n%s", traceback.format_exc())
+            raise err from None
+        job = Job(gen, cancel, loop)
+        try:
+            state.scheduler.submit(job)
+        except APIError:
+            gen.close()
+            raise
+    except BaseException:
+        state.in_flight -= 1
+        raise
+
+    meta = dict(id=("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:24], created=int(time.time()),
+                model=state.model_name)
+    if body.stream:
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        closed = []
+
+        def on_close() -> None:
+            # Runs however the response ends (finished, client gone, server shutdown), even when the
+            # body generator never started: stops the generation and releases the request.
+            cancel.set()
+            if not closed:
+                closed.append(True)
+                state.in_flight -= 1
+
+        return responses.StreamingJobResponse(responses.sse(state, job, meta, chat, include_usage), on_close,
+                                              media_type="text/event-stream",
+                                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    try:
+        return await responses.collect(request, job, meta, chat, constraint)
+    finally:
+        cancel.set()  # no-op when finished; stops the generation if this handler was cancelled
+        state.in_flight -= 1

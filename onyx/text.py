@@ -1,0 +1,43 @@
+"""Token ids → response text: exact token bytes, incremental UTF-8 and stop strings.
+
+Text from a stop string on is dropped; while streaming, text that could still begin a stop
+string is held back until it cannot.
+"""
+
+from __future__ import annotations
+
+import codecs
+
+
+class TextBuilder:
+    def __init__(self, vocab, stop: tuple[str, ...] | list[str]) -> None:
+        self.vocab = vocab
+        self.stop = list(stop)
+        self.hold = max((len(s) for s in self.stop), default=1) - 1
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.text = ""
+        self.emitted = 0
+        self.stopped = False
+
+    def push(self, token: int) -> str:
+        """Adds a token; returns the text that may be shown now."""
+        self.text += self.decoder.decode(self.vocab.token_bytes(token))
+        if self.stop:
+            start = max(0, self.emitted - self.hold)
+            cut = min((i for i in (self.text.find(s, start) for s in self.stop) if i >= 0), default=-1)
+            if cut >= 0:
+                self.text = self.text[:cut]
+                self.stopped = True
+                return ""
+        end = max(self.emitted, len(self.text) - self.hold) if self.stop else len(self.text)
+        delta = self.text[self.emitted:end]
+        self.emitted = end
+        return delta
+
+    def flush(self) -> str:
+        """The text held back, at the end of the generation."""
+        if not self.stopped:
+            self.text += self.decoder.decode(b"", final=True)
+        delta = self.text[self.emitted:]
+        self.emitted = len(self.text)
+        return delta
