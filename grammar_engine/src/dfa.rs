@@ -63,6 +63,11 @@ impl Dfa {
             )
             .build_from_hir(&hir)
             .map_err(|e| build_error(&e.to_string(), config))?;
+        Self::from_nfa(&nfa, config)
+    }
+
+    /// Determinizes an NFA (anchored, full-match semantics), prunes and minimizes the result.
+    pub(crate) fn from_nfa(nfa: &thompson::NFA, config: &DfaConfig) -> Result<Dfa> {
         // Bound determinization by the state limit: a raw DFA state is one row of
         // `alphabet_len` 4-byte transitions, and pruning may drop some states, so allow twice
         // the limit. Without this, a blow-up pattern would determinize for seconds before
@@ -78,9 +83,28 @@ impl Dfa {
                     .dfa_size_limit(Some(dfa_limit.min(config.build_size_limit)))
                     .determinize_size_limit(Some(config.build_size_limit)),
             )
-            .build_from_nfa(&nfa)
+            .build_from_nfa(nfa)
             .map_err(|e| build_error(&e.to_string(), config))?;
         Self::from_dense(&raw, config)
+    }
+
+    /// A pruned, minimized DFA from a raw transition table (state 0 = start, rows of `stride`
+    /// targets indexed by `classes`, [`DEAD`] for no transition); `None` when no string is
+    /// accepted. Used by the automaton algebra, whose products come out in this form.
+    pub(crate) fn from_table(classes: [u8; 256], stride: usize, trans: &[u32], accepting: &[bool]) -> Option<Dfa> {
+        Dfa::prune(classes, stride, trans, accepting).map(Dfa::minimize)
+    }
+
+    /// The byte class of `byte`: transitions are stored per class.
+    #[inline]
+    pub(crate) fn class(&self, byte: u8) -> usize {
+        self.classes[byte as usize] as usize
+    }
+
+    /// The targets of `state`, one per byte class ([`DEAD`] for none).
+    #[inline]
+    pub(crate) fn row(&self, state: u32) -> &[u32] {
+        &self.trans[state as usize * self.stride..(state as usize + 1) * self.stride]
     }
 
     fn from_dense(raw: &dense::DFA<Vec<u32>>, config: &DfaConfig) -> Result<Dfa> {

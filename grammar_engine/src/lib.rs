@@ -5,6 +5,7 @@
 //! bytes; a [`grammar::Grammar`] joins the two and answers, per DFA state, which tokens keep
 //! the output completable ([`index`]), where each one leads, and how far acceptance is.
 
+pub mod algebra;
 pub mod byte_level;
 pub mod dfa;
 pub mod error;

@@ -1,0 +1,537 @@
+//! The automaton algebra: languages built from regexes and DFAs by concatenation, union,
+//! repetition, intersection and difference, compiled to one minimized [`Dfa`].
+//!
+//! A regex engine cannot intersect, but a DFA can: the product of two DFAs accepts exactly the
+//! strings both accept, and with one side complemented, the strings of the first the second
+//! refuses. That is what makes `allOf`, a `pattern` next to length bounds, or `oneOf` as "a
+//! union minus the overlaps" exact rather than refused.
+//!
+//! An [`Expr`] is a tree whose leaves are regex text or already-built DFAs. A tree of regex
+//! leaves only (the common case) is rendered as one regex and compiled by `regex-automata`, as a
+//! plain pattern would be. Otherwise each maximal regex-only subtree is compiled on its own, every
+//! DFA is copied into one Thompson NFA (a DFA state becomes a sparse NFA state; an accepting
+//! one also has an epsilon to the fragment's exit), the tree's operators wire the fragments
+//! together with epsilons, and `regex-automata` determinizes the whole. Intersection and
+//! difference are products on [`Dfa`]s, so [`Expr::and`] and [`Expr::minus`] build their
+//! operands at once and give back a DFA leaf.
+//!
+//! Empty languages are values here ([`Expr::Empty`]), not errors: an intersection may well be
+//! empty, and a union simply drops an empty branch.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use regex_automata::nfa::thompson::{self, Transition};
+use regex_automata::util::primitives::StateID;
+
+use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::error::{GrammarError, Result};
+
+/// Longest regex text rendered for a regex-only subtree.
+const MAX_REGEX_LEN: usize = 16 << 20;
+
+/// A language, as an expression over regexes and DFAs.
+#[derive(Debug, Clone)]
+pub enum Expr {
+    /// The strings that fully match a regex (regex-automata syntax, Unicode mode, no anchors).
+    Regex(String),
+    /// The strings a DFA accepts.
+    Dfa(Rc<Dfa>),
+    /// One string of each part, in order.
+    Concat(Vec<Expr>),
+    /// The strings of any part.
+    Union(Vec<Expr>),
+    /// `min` to `max` (unbounded when `None`) strings of the inner language, concatenated.
+    Repeat(Box<Expr>, u32, Option<u32>),
+    /// No string at all.
+    Empty,
+}
+
+impl Expr {
+    /// The language of a regex.
+    pub fn regex(text: impl Into<String>) -> Expr {
+        Expr::Regex(text.into())
+    }
+
+    /// The language of exactly one string.
+    pub fn literal(text: &str) -> Expr {
+        Expr::Regex(regex_syntax::escape(text))
+    }
+
+    /// The empty string's language (the unit of concatenation).
+    pub fn epsilon() -> Expr {
+        Expr::Regex(String::new())
+    }
+
+    pub fn concat(parts: Vec<Expr>) -> Expr {
+        if parts.iter().any(|p| matches!(p, Expr::Empty)) {
+            return Expr::Empty;
+        }
+        let mut flat = Vec::with_capacity(parts.len());
+        for p in parts {
+            match p {
+                Expr::Concat(inner) => flat.extend(inner),
+                Expr::Regex(r) if r.is_empty() => {}
+                other => flat.push(other),
+            }
+        }
+        match flat.len() {
+            0 => Expr::epsilon(),
+            1 => flat.pop().unwrap_or(Expr::Empty),
+            _ => Expr::Concat(flat),
+        }
+    }
+
+    pub fn union(parts: Vec<Expr>) -> Expr {
+        let mut flat = Vec::with_capacity(parts.len());
+        for p in parts {
+            match p {
+                Expr::Union(inner) => flat.extend(inner),
+                Expr::Empty => {}
+                other => flat.push(other),
+            }
+        }
+        match flat.len() {
+            0 => Expr::Empty,
+            1 => flat.pop().unwrap_or(Expr::Empty),
+            _ => Expr::Union(flat),
+        }
+    }
+
+    pub fn repeat(inner: Expr, min: u32, max: Option<u32>) -> Expr {
+        if max == Some(0) {
+            return Expr::epsilon();
+        }
+        if matches!(inner, Expr::Empty) {
+            return if min == 0 { Expr::epsilon() } else { Expr::Empty };
+        }
+        if min == 1 && max == Some(1) {
+            return inner;
+        }
+        Expr::Repeat(Box::new(inner), min, max)
+    }
+
+    /// The inner language or the empty string.
+    pub fn optional(inner: Expr) -> Expr {
+        Expr::repeat(inner, 0, Some(1))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        matches!(self, Expr::Empty)
+    }
+
+    /// The strings both languages contain (built now: a DFA leaf, or [`Expr::Empty`]).
+    pub fn and(&self, other: &Expr, config: &DfaConfig) -> Result<Expr> {
+        let (Some(a), Some(b)) = (self.to_dfa(config)?, other.to_dfa(config)?) else {
+            return Ok(Expr::Empty);
+        };
+        Ok(product(&a, &b, Op::And, config)?.map_or(Expr::Empty, |d| Expr::Dfa(Rc::new(d))))
+    }
+
+    /// The strings of this language that `other` does not contain (built now).
+    pub fn minus(&self, other: &Expr, config: &DfaConfig) -> Result<Expr> {
+        let Some(a) = self.to_dfa(config)? else { return Ok(Expr::Empty) };
+        let Some(b) = other.to_dfa(config)? else { return Ok(Expr::Dfa(Rc::new(a))) };
+        Ok(product(&a, &b, Op::Minus, config)?.map_or(Expr::Empty, |d| Expr::Dfa(Rc::new(d))))
+    }
+
+    /// Compiles the language to a minimized DFA; `None` when it has no string.
+    pub fn to_dfa(&self, config: &DfaConfig) -> Result<Option<Dfa>> {
+        if let Expr::Dfa(d) = self {
+            return Ok(Some((**d).clone()));
+        }
+        if self.is_regex_only() {
+            let text = self.render()?;
+            return match Dfa::from_regex(&text, config) {
+                Ok(d) => Ok(Some(d)),
+                Err(GrammarError::EmptyLanguage { .. }) => Ok(None),
+                Err(e) => Err(e),
+            };
+        }
+        let mut nfa = NfaBuilder::new(config)?;
+        let (start, end) = nfa.emit(self, config)?;
+        let matched = nfa.b.add_match().map_err(|e| too_large(e, config))?;
+        nfa.b.patch(end, matched).map_err(|e| too_large(e, config))?;
+        match nfa.finish(start, config) {
+            Ok(d) => Ok(Some(d)),
+            Err(GrammarError::EmptyLanguage { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// True when every leaf is regex text (so the whole renders as one regex).
+    fn is_regex_only(&self) -> bool {
+        match self {
+            Expr::Regex(_) | Expr::Empty => true,
+            Expr::Dfa(_) => false,
+            Expr::Concat(parts) | Expr::Union(parts) => parts.iter().all(Expr::is_regex_only),
+            Expr::Repeat(inner, _, _) => inner.is_regex_only(),
+        }
+    }
+
+    /// The regex of a regex-only tree.
+    fn render(&self) -> Result<String> {
+        let mut out = String::new();
+        self.render_into(&mut out)?;
+        Ok(out)
+    }
+
+    fn render_into(&self, out: &mut String) -> Result<()> {
+        match self {
+            Expr::Regex(r) => {
+                out.push_str("(?:");
+                out.push_str(r);
+                out.push(')');
+            }
+            Expr::Empty => out.push_str("[^\\x00-\\x{10FFFF}]"),
+            Expr::Dfa(_) => unreachable!("render is only called on regex-only trees"),
+            Expr::Concat(parts) => {
+                for p in parts {
+                    p.render_into(out)?;
+                }
+            }
+            Expr::Union(parts) => {
+                out.push_str("(?:");
+                for (i, p) in parts.iter().enumerate() {
+                    if i > 0 {
+                        out.push('|');
+                    }
+                    p.render_into(out)?;
+                }
+                out.push(')');
+            }
+            Expr::Repeat(inner, min, max) => {
+                out.push_str("(?:");
+                inner.render_into(out)?;
+                out.push(')');
+                match max {
+                    Some(max) => out.push_str(&format!("{{{min},{max}}}")),
+                    None => out.push_str(&format!("{{{min},}}")),
+                }
+            }
+        }
+        if out.len() > MAX_REGEX_LEN {
+            return Err(GrammarError::TooLarge {
+                what: "regex of a grammar expression",
+                limit: MAX_REGEX_LEN,
+                detail: "nested repetitions and alternatives spell out too much regex text".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A Thompson NFA under construction, made of regex and DFA fragments.
+struct NfaBuilder {
+    b: thompson::Builder,
+    /// DFAs already compiled for regex-only subtrees (by their text), reused when a subtree
+    /// appears again.
+    compiled: HashMap<String, Option<Rc<Dfa>>>,
+}
+
+impl NfaBuilder {
+    fn new(config: &DfaConfig) -> Result<NfaBuilder> {
+        let mut b = thompson::Builder::new();
+        b.set_size_limit(Some(config.build_size_limit)).map_err(|e| too_large(e, config))?;
+        b.set_utf8(true);
+        b.start_pattern().map_err(|e| too_large(e, config))?;
+        Ok(NfaBuilder { b, compiled: HashMap::new() })
+    }
+
+    /// Adds the fragment of `expr`; returns its entry and its exit (an empty state to patch).
+    fn emit(&mut self, expr: &Expr, config: &DfaConfig) -> Result<(StateID, StateID)> {
+        let err = |e| too_large(e, config);
+        if expr.is_regex_only() {
+            let text = expr.render()?;
+            let dfa = match self.compiled.get(&text) {
+                Some(hit) => hit.clone(),
+                None => {
+                    let built = match Dfa::from_regex(&text, config) {
+                        Ok(d) => Some(Rc::new(d)),
+                        Err(GrammarError::EmptyLanguage { .. }) => None,
+                        Err(e) => return Err(e),
+                    };
+                    self.compiled.insert(text, built.clone());
+                    built
+                }
+            };
+            return match dfa {
+                Some(d) => self.embed(&d, config),
+                None => self.fail(config),
+            };
+        }
+        match expr {
+            Expr::Dfa(d) => self.embed(d, config),
+            Expr::Concat(parts) => {
+                let (start, mut end) = self.emit(&parts[0], config)?;
+                for p in &parts[1..] {
+                    let (s, e) = self.emit(p, config)?;
+                    self.b.patch(end, s).map_err(err)?;
+                    end = e;
+                }
+                Ok((start, end))
+            }
+            Expr::Union(parts) => {
+                let start = self.b.add_union(Vec::new()).map_err(err)?;
+                let end = self.b.add_empty().map_err(err)?;
+                for p in parts {
+                    let (s, e) = self.emit(p, config)?;
+                    self.b.patch(start, s).map_err(err)?;
+                    self.b.patch(e, end).map_err(err)?;
+                }
+                Ok((start, end))
+            }
+            Expr::Repeat(inner, min, max) => {
+                let start = self.b.add_empty().map_err(err)?;
+                let mut end = start;
+                for _ in 0..*min {
+                    let (s, e) = self.emit(inner, config)?;
+                    self.b.patch(end, s).map_err(err)?;
+                    end = e;
+                }
+                match max {
+                    None => {
+                        // end -> loop: either one more copy (back to loop) or out.
+                        let lp = self.b.add_union(Vec::new()).map_err(err)?;
+                        let out = self.b.add_empty().map_err(err)?;
+                        self.b.patch(end, lp).map_err(err)?;
+                        let (s, e) = self.emit(inner, config)?;
+                        self.b.patch(lp, s).map_err(err)?;
+                        self.b.patch(lp, out).map_err(err)?;
+                        self.b.patch(e, lp).map_err(err)?;
+                        Ok((start, out))
+                    }
+                    Some(max) => {
+                        // Each optional copy may be skipped to the common exit.
+                        let out = self.b.add_empty().map_err(err)?;
+                        for _ in *min..*max {
+                            let fork = self.b.add_union(Vec::new()).map_err(err)?;
+                            self.b.patch(end, fork).map_err(err)?;
+                            let (s, e) = self.emit(inner, config)?;
+                            self.b.patch(fork, s).map_err(err)?;
+                            self.b.patch(fork, out).map_err(err)?;
+                            end = e;
+                        }
+                        self.b.patch(end, out).map_err(err)?;
+                        Ok((start, out))
+                    }
+                }
+            }
+            Expr::Regex(_) | Expr::Empty => unreachable!("regex-only trees are handled above"),
+        }
+    }
+
+    /// A fragment that matches nothing.
+    fn fail(&mut self, config: &DfaConfig) -> Result<(StateID, StateID)> {
+        let err = |e| too_large(e, config);
+        let start = self.b.add_fail().map_err(err)?;
+        let end = self.b.add_empty().map_err(err)?;
+        Ok((start, end))
+    }
+
+    /// Copies a DFA in: one sparse state per DFA state (its transitions as byte ranges), behind
+    /// an empty state so the ids exist before the transitions that point at them; accepting
+    /// states may also leave through the fragment's exit.
+    fn embed(&mut self, dfa: &Dfa, config: &DfaConfig) -> Result<(StateID, StateID)> {
+        let err = |e| too_large(e, config);
+        let n = dfa.num_states();
+        let exit = self.b.add_empty().map_err(err)?;
+        let mut entry = Vec::with_capacity(n);
+        for _ in 0..n {
+            entry.push(self.b.add_empty().map_err(err)?);
+        }
+        for s in 0..n as u32 {
+            let row = dfa.row(s);
+            let mut ranges: Vec<Transition> = Vec::new();
+            for byte in 0..=255u8 {
+                let t = row[dfa.class(byte)];
+                if t == DEAD {
+                    continue;
+                }
+                let next = entry[t as usize];
+                match ranges.last_mut() {
+                    Some(last) if last.next == next && last.end as u16 + 1 == byte as u16 => last.end = byte,
+                    _ => ranges.push(Transition { start: byte, end: byte, next }),
+                }
+            }
+            let sparse = self.b.add_sparse(ranges).map_err(err)?;
+            let target = if dfa.is_accepting(s) { self.b.add_union(vec![sparse, exit]).map_err(err)? } else { sparse };
+            self.b.patch(entry[s as usize], target).map_err(err)?;
+        }
+        Ok((entry[0], exit))
+    }
+
+    fn finish(mut self, start: StateID, config: &DfaConfig) -> Result<Dfa> {
+        let err = |e| too_large(e, config);
+        self.b.finish_pattern(start).map_err(err)?;
+        let nfa = self.b.build(start, start).map_err(err)?;
+        Dfa::from_nfa(&nfa, config)
+    }
+}
+
+fn too_large(e: thompson::BuildError, config: &DfaConfig) -> GrammarError {
+    GrammarError::TooLarge {
+        what: "automaton of a grammar expression",
+        limit: config.build_size_limit,
+        detail: e.to_string(),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    And,
+    Minus,
+}
+
+/// The product of two DFAs: `And` accepts what both accept, `Minus` what `a` accepts and `b`
+/// does not. Byte classes are refined so each product class is one class of each side. In a
+/// `Minus` product, `b` may die ([`DEAD`]): from there it refuses everything, so only `a`
+/// decides.
+fn product(a: &Dfa, b: &Dfa, op: Op, config: &DfaConfig) -> Result<Option<Dfa>> {
+    let mut classes = [0u8; 256];
+    let mut pair_class: HashMap<(usize, usize), u8> = HashMap::new();
+    let mut reps: Vec<(usize, usize)> = Vec::new();
+    for byte in 0..=255u8 {
+        let key = (a.class(byte), b.class(byte));
+        let next = reps.len();
+        let c = *pair_class.entry(key).or_insert_with(|| {
+            reps.push(key);
+            next as u8
+        });
+        classes[byte as usize] = c;
+    }
+    let stride = reps.len();
+    let limit = config.max_states.saturating_mul(2).saturating_add(64);
+    let mut ids: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut order: Vec<(u32, u32)> = vec![(0, 0)];
+    ids.insert((0, 0), 0);
+    let mut trans: Vec<u32> = Vec::new();
+    let mut i = 0;
+    while i < order.len() {
+        let (sa, sb) = order[i];
+        i += 1;
+        for &(ca, cb) in &reps {
+            let ta = a.row(sa)[ca];
+            let tb = if sb == DEAD { DEAD } else { b.row(sb)[cb] };
+            if ta == DEAD || (op == Op::And && tb == DEAD) {
+                trans.push(DEAD);
+                continue;
+            }
+            let key = (ta, tb);
+            let id = match ids.get(&key) {
+                Some(&id) => id,
+                None => {
+                    if order.len() >= limit {
+                        return Err(GrammarError::TooLarge {
+                            what: "product of two automata",
+                            limit: config.max_states,
+                            detail: format!("more than {} states while intersecting", order.len()),
+                        });
+                    }
+                    let id = order.len() as u32;
+                    ids.insert(key, id);
+                    order.push(key);
+                    id
+                }
+            };
+            trans.push(id);
+        }
+    }
+    let accepting: Vec<bool> = order
+        .iter()
+        .map(|&(sa, sb)| {
+            let in_b = sb != DEAD && b.is_accepting(sb);
+            a.is_accepting(sa) && if op == Op::And { in_b } else { !in_b }
+        })
+        .collect();
+    let dfa = Dfa::from_table(classes, stride, &trans, &accepting);
+    if let Some(d) = &dfa {
+        if d.num_states() > config.max_states {
+            return Err(GrammarError::TooLarge {
+                what: "product of two automata",
+                limit: config.max_states,
+                detail: format!("{} live states", d.num_states()),
+            });
+        }
+    }
+    Ok(dfa)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> DfaConfig {
+        DfaConfig::default()
+    }
+
+    fn accepts(e: &Expr, s: &str) -> bool {
+        let Some(d) = e.to_dfa(&cfg()).unwrap() else { return false };
+        let t = d.walk(0, s.as_bytes());
+        t != DEAD && d.is_accepting(t)
+    }
+
+    #[test]
+    fn intersection_is_exact() {
+        let pattern = Expr::regex("[a-z]*q[a-z]*");
+        let length = Expr::regex("[a-z]{2,4}");
+        let both = pattern.and(&length, &cfg()).unwrap();
+        for (s, ok) in [("q", false), ("aq", true), ("qqqq", true), ("abcde", false), ("abcq", true), ("ab", false)] {
+            assert_eq!(accepts(&both, s), ok, "{s}");
+        }
+        assert!(Expr::regex("a+").and(&Expr::regex("b+"), &cfg()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn difference_removes_the_overlap() {
+        let digits = Expr::regex("[0-9]+");
+        let small = Expr::regex("[0-9]{1,2}");
+        let big = digits.minus(&small, &cfg()).unwrap();
+        assert!(accepts(&big, "123") && !accepts(&big, "12") && !accepts(&big, "1"));
+        assert!(small.minus(&digits, &cfg()).unwrap().is_empty());
+        // Strings `b` rejects after dying count: "ab" is not in "a", so it stays.
+        let d = Expr::regex("ab?").minus(&Expr::regex("a"), &cfg()).unwrap();
+        assert!(accepts(&d, "ab") && !accepts(&d, "a"));
+    }
+
+    #[test]
+    fn dfa_leaves_compose_with_regex_leaves() {
+        let inner = Expr::regex("[a-z]+").and(&Expr::regex("[a-c]{3}"), &cfg()).unwrap();
+        let e = Expr::concat(vec![Expr::literal("{"), inner.clone(), Expr::regex(",?"), Expr::literal("}")]);
+        assert!(accepts(&e, "{abc}") && accepts(&e, "{cab,}") && !accepts(&e, "{ab}") && !accepts(&e, "{abd}"));
+        let u = Expr::union(vec![inner.clone(), Expr::regex("x")]);
+        assert!(accepts(&u, "x") && accepts(&u, "bbb") && !accepts(&u, "xx"));
+        let r = Expr::repeat(Expr::concat(vec![inner.clone(), Expr::literal(";")]), 2, Some(3));
+        assert!(accepts(&r, "abc;cba;") && accepts(&r, "abc;cba;aaa;") && !accepts(&r, "abc;"));
+        assert!(!accepts(&r, "abc;abc;abc;abc;"));
+        let star = Expr::repeat(inner, 0, None);
+        assert!(accepts(&star, "") && accepts(&star, "abcabcabc") && !accepts(&star, "ab"));
+    }
+
+    #[test]
+    fn empty_languages_are_values() {
+        let none = Expr::regex("a").and(&Expr::regex("b"), &cfg()).unwrap();
+        assert!(none.is_empty());
+        assert!(Expr::concat(vec![Expr::regex("x"), none.clone()]).is_empty());
+        let u = Expr::union(vec![none.clone(), Expr::regex("y")]);
+        assert!(accepts(&u, "y"));
+        assert!(matches!(Expr::repeat(none, 0, Some(3)), Expr::Regex(ref r) if r.is_empty()));
+        assert!(Expr::Empty.to_dfa(&cfg()).unwrap().is_none());
+    }
+
+    #[test]
+    fn unicode_survives_products_and_embedding() {
+        let e = Expr::regex("[^\"]{1,3}").and(&Expr::regex(".*é.*"), &cfg()).unwrap();
+        let wrapped = Expr::concat(vec![Expr::literal("\""), e, Expr::literal("\"")]);
+        assert!(accepts(&wrapped, "\"é\"") && accepts(&wrapped, "\"aéb\"") && !accepts(&wrapped, "\"abc\""));
+        assert!(!accepts(&wrapped, "\"aébc\""));
+    }
+
+    #[test]
+    fn products_respect_the_state_limit() {
+        let small = DfaConfig { max_states: 20, ..DfaConfig::default() };
+        let a = Expr::regex("[a-z]{30}");
+        let b = Expr::regex("[a-m]*");
+        assert!(matches!(a.and(&b, &small), Err(GrammarError::TooLarge { .. })));
+    }
+}
