@@ -25,6 +25,10 @@ use serde_json::{Map, Number, Value};
 
 use crate::error::{GrammarError, Result};
 
+mod context;
+
+use context::{Ctx, MAX_SCHEMA_DEPTH};
+
 /// Options for compiling JSON Schema.
 #[derive(Debug, Clone)]
 pub struct JsonSchemaOptions {
@@ -60,11 +64,6 @@ pub fn schema_to_regex(schema: &Value, opts: &JsonSchemaOptions) -> Result<Strin
     let mut compiler = Compiler::new(schema, opts);
     compiler.compile(schema, &Ctx::root())
 }
-
-/// How deep the compiler descends into a schema (through subschemas and `$ref`s) before it
-/// gives up. Bounds the recursion of the schema walkers (the pattern walkers are bounded by
-/// regex-syntax's nesting limit, JSON values by serde_json's).
-const MAX_SCHEMA_DEPTH: usize = 64;
 
 /// How many steps the disjointness check of one pair of `oneOf` branches may take; past it the
 /// answer is "not provably disjoint", which is always safe.
@@ -322,57 +321,6 @@ fn pointer_token(s: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // The schema walker
 // ---------------------------------------------------------------------------------------------
-
-/// Where the compiler is in the schema: the location for error messages and the depth.
-#[derive(Debug, Clone)]
-struct Ctx {
-    /// JSON-pointer-like location, e.g. `#/properties/age`.
-    path: String,
-    /// Subschemas (and `$ref`s) entered so far.
-    depth: usize,
-    /// Inside a subschema with its own `$id`: a `$ref` there would resolve against that `$id`,
-    /// which this compiler does not do.
-    in_embedded_resource: bool,
-}
-
-impl Ctx {
-    fn root() -> Ctx {
-        Ctx {
-            path: "#".to_string(),
-            depth: 0,
-            in_embedded_resource: false,
-        }
-    }
-
-    /// The context of the subschema at `segments` (already pointer-escaped) below this one.
-    fn child(&self, segments: &str) -> Result<Ctx> {
-        self.at_path(format!("{}/{}", self.path, segments))
-    }
-
-    /// The context of a subschema at an absolute location (the target of a `$ref`).
-    fn at_path(&self, path: String) -> Result<Ctx> {
-        if self.depth >= MAX_SCHEMA_DEPTH {
-            return Err(GrammarError::TooLarge {
-                what: "JSON Schema nesting depth",
-                limit: MAX_SCHEMA_DEPTH,
-                detail: format!("the schema nests too deeply at {path}"),
-            });
-        }
-        Ok(Ctx {
-            path,
-            depth: self.depth + 1,
-            in_embedded_resource: self.in_embedded_resource,
-        })
-    }
-
-    fn invalid(&self, reason: impl Into<String>) -> GrammarError {
-        GrammarError::invalid_schema(&self.path, reason)
-    }
-
-    fn unsupported(&self, keyword: &str, reason: impl Into<String>) -> GrammarError {
-        GrammarError::unsupported_keyword(keyword, &self.path, reason)
-    }
-}
 
 /// Walks a schema and returns the regex of each subschema.
 struct Compiler<'a> {
