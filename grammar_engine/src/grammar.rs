@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use crate::dfa::{Dfa, DfaConfig, DEAD};
 use crate::error::{GrammarError, Result};
 use crate::index::{compute_row, Row};
-use crate::json_schema::{schema_to_regex, JsonSchemaOptions};
+use crate::json_schema::{self, JsonSchemaOptions};
 use crate::vocab::Vocabulary;
 
 /// Limits for compiling and indexing a grammar.
@@ -54,21 +54,15 @@ impl Grammar {
         Self::new(vocab, dfa, pattern.to_string(), config)
     }
 
-    /// Compiles a JSON Schema through its regex.
+    /// Compiles a JSON Schema (see [`json_schema`]).
     pub fn from_json_schema(
         vocab: Arc<Vocabulary>,
         schema: &serde_json::Value,
         options: &JsonSchemaOptions,
         config: &GrammarConfig,
     ) -> Result<Grammar> {
-        let regex = schema_to_regex(schema, options)?;
-        let dfa = Dfa::from_regex(&regex, &config.dfa).map_err(|e| match e {
-            GrammarError::EmptyLanguage { .. } => {
-                GrammarError::EmptyLanguage { detail: "no JSON value satisfies the schema".into() }
-            }
-            other => other,
-        })?;
-        Self::new(vocab, dfa, regex, config)
+        let dfa = json_schema::compile(schema, options, &config.dfa)?;
+        Self::new(vocab, dfa, schema.to_string(), config)
     }
 
     fn new(vocab: Arc<Vocabulary>, dfa: Dfa, source: String, config: &GrammarConfig) -> Result<Grammar> {

@@ -219,7 +219,7 @@ impl Vocabulary {
         };
         let vocab = self.inner.clone();
         let config = config(max_states, max_index_bytes);
-        let options = JsonSchemaOptions { max_whitespace, max_any_depth };
+        let options = JsonSchemaOptions { max_whitespace, max_any_depth, ..JsonSchemaOptions::default() };
         let g = run(py, move || {
             let value: serde_json::Value = serde_json::from_str(&text)
                 .map_err(|e| CoreError::InvalidSchema { path: "#".into(), reason: format!("not valid JSON: {e}") })?;

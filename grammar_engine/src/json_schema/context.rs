@@ -26,21 +26,18 @@ pub(crate) struct Ctx {
     pub(crate) path: String,
     /// Subschemas (and `$ref`s) entered so far.
     pub(crate) depth: usize,
-    /// Inside a subschema with its own `$id`: a `$ref` there would resolve against that `$id`,
-    /// which this compiler does not do.
-    pub(crate) in_embedded_resource: bool,
     /// The draft the schema is read in.
     pub(crate) dialect: Dialect,
 }
 
 impl Ctx {
     pub(crate) fn root() -> Ctx {
-        Ctx {
-            path: "#".to_string(),
-            depth: 0,
-            in_embedded_resource: false,
-            dialect: Dialect::Draft2020,
-        }
+        Ctx::root_in(Dialect::Draft2020)
+    }
+
+    /// The root of a schema read in `dialect`.
+    pub(crate) fn root_in(dialect: Dialect) -> Ctx {
+        Ctx { path: "#".to_string(), depth: 0, dialect }
     }
 
     /// The context of the subschema at `segments` (already pointer-escaped) below this one.
@@ -60,7 +57,6 @@ impl Ctx {
         Ok(Ctx {
             path,
             depth: self.depth + 1,
-            in_embedded_resource: self.in_embedded_resource,
             dialect: self.dialect,
         })
     }

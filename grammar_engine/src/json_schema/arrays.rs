@@ -1,0 +1,311 @@
+//! Arrays: how many elements, and what each position holds.
+//!
+//! Each member of the conjunction says, per position, which schema an element there must
+//! satisfy: its tuple prefix (`prefixItems`, or the array form of `items` before 2020-12), then
+//! its rest schema (`items`, or `additionalItems` after an array-form `items`), then, where no
+//! member evaluated the position, `unevaluatedItems`. Position `p`'s element satisfies every
+//! member's schema for `p`; positions past every prefix share one rest language. A position
+//! whose language is empty caps the length.
+//!
+//! `contains` (with `minContains`/`maxContains`) is met by construction: the first
+//! `minContains` elements match the `contains` schema (under), and with a `maxContains` every
+//! later element does not (the element language minus the over of `contains`). `uniqueItems`
+//! with a finite, small element language generates the values in one fixed order, each at most
+//! once (the first `minItems` of them always); over an infinite element language it allows at most one element, and asking for two
+//! or more is an error. All three are sound restrictions: they keep a subset of the valid
+//! arrays.
+
+use serde_json::Value;
+
+use super::objects::subsequence;
+use super::values::{json_equal, literal};
+use super::walk::{count_keyword, Compiler, Conj, Item, MAX_COUNT};
+use crate::algebra::Expr;
+use crate::dfa::Dfa;
+use crate::error::Result;
+
+/// Most distinct values `uniqueItems` enumerates from a finite element language.
+const MAX_UNIQUE_VALUES: usize = 24;
+
+/// What one member says about positions.
+struct Positions<'a> {
+    prefix: Vec<Item<'a>>,
+    /// The schema for positions past the prefix (None: any).
+    rest: Option<Item<'a>>,
+    unevaluated: Option<Item<'a>>,
+}
+
+pub(crate) fn array<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
+    let mut members: Vec<Positions<'a>> = Vec::new();
+    let (mut lo, mut hi) = (0u64, None::<u64>);
+    let mut unique = false;
+    let mut contains: Vec<(Item<'a>, u64, Option<u64>)> = Vec::new();
+    for (m, item) in conj.maps() {
+        let mut pos = Positions { prefix: Vec::new(), rest: None, unevaluated: None };
+        let legacy_tuple = matches!(m.get("items"), Some(Value::Array(_)));
+        if let Some(p) = m.get("prefixItems") {
+            let list = p.as_array().ok_or_else(|| item.ctx.invalid("prefixItems must be an array"))?;
+            for (i, s) in list.iter().enumerate() {
+                pos.prefix.push(item.child(s, &format!("prefixItems/{i}"), &c.resolver)?);
+            }
+        }
+        match m.get("items") {
+            Some(Value::Array(list)) => {
+                if pos.prefix.is_empty() {
+                    for (i, s) in list.iter().enumerate() {
+                        pos.prefix.push(item.child(s, &format!("items/{i}"), &c.resolver)?);
+                    }
+                }
+            }
+            Some(s) => pos.rest = Some(item.child(s, "items", &c.resolver)?),
+            None => {}
+        }
+        if legacy_tuple {
+            if let Some(s) = m.get("additionalItems") {
+                pos.rest = Some(item.child(s, "additionalItems", &c.resolver)?);
+            }
+        }
+        if let Some(s) = m.get("unevaluatedItems") {
+            pos.unevaluated = Some(item.child(s, "unevaluatedItems", &c.resolver)?);
+        }
+        if let Some(n) = count_keyword(m, "minItems", &item.ctx)? {
+            lo = lo.max(n);
+        }
+        if let Some(n) = count_keyword(m, "maxItems", &item.ctx)? {
+            hi = Some(hi.map_or(n, |x| x.min(n)));
+        }
+        match m.get("uniqueItems") {
+            None | Some(Value::Bool(false)) => {}
+            Some(Value::Bool(true)) => unique = true,
+            Some(_) => return Err(item.ctx.invalid("uniqueItems must be a boolean")),
+        }
+        if let Some(s) = m.get("contains") {
+            let min = count_keyword(m, "minContains", &item.ctx)?.unwrap_or(1);
+            let max = count_keyword(m, "maxContains", &item.ctx)?;
+            contains.push((item.child(s, "contains", &c.resolver)?, min, max));
+        }
+        members.push(pos);
+    }
+    let ws = c.ws.clone();
+    let ctx = conj.items.first().map(|i| i.ctx.clone()).unwrap_or_else(super::context::Ctx::root);
+    if contains.len() > 1 && contains.iter().any(|(_, _, max)| max.is_some()) {
+        return Err(ctx.unsupported("maxContains", "several contains schemas with maxContains are not supported"));
+    }
+    for (_, min, max) in &contains {
+        if max.is_some_and(|m| m < *min) {
+            return Ok(Expr::Empty);
+        }
+    }
+    let needed: u64 = contains.iter().map(|(_, min, _)| *min).sum();
+    lo = lo.max(needed);
+    if hi.is_some_and(|h| h < lo) {
+        return Ok(Expr::Empty);
+    }
+    if lo > MAX_COUNT || hi.is_some_and(|h| h > MAX_COUNT && lo > 0) {
+        return Err(ctx.unsupported("minItems", format!("at most {MAX_COUNT} required elements are supported")));
+    }
+
+    // The language at each position: prefixes, then the shared rest.
+    let width = members.iter().map(|p| p.prefix.len()).max().unwrap_or(0);
+    let width = width.max(needed as usize);
+    let mut at: Vec<Expr> = Vec::new();
+    for p in 0..width {
+        if hi.is_some_and(|h| p as u64 >= h) {
+            break;
+        }
+        at.push(position(c, &members, Some(p))?);
+    }
+    let mut rest = position(c, &members, None)?;
+
+    // contains: the first elements match, and with maxContains the others do not.
+    let mut next = 0usize;
+    for (schema, min, max) in &contains {
+        let want = c.compile_one(schema.clone())?;
+        for _ in 0..*min {
+            if next >= at.len() {
+                break;
+            }
+            at[next] = at[next].and(&want, c.config)?;
+            next += 1;
+        }
+        if max.is_some() {
+            let over = c.over(Conj::of(vec![schema.clone()]))?;
+            for e in at.iter_mut().skip(next) {
+                *e = e.minus(&over, c.config)?;
+            }
+            rest = rest.minus(&over, c.config)?;
+        }
+    }
+
+    // An empty position caps the length.
+    if let Some(p) = at.iter().position(Expr::is_empty) {
+        hi = Some(hi.map_or(p as u64, |h| h.min(p as u64)));
+        at.truncate(p);
+    }
+    if rest.is_empty() {
+        hi = Some(hi.map_or(at.len() as u64, |h| h.min(at.len() as u64)));
+    }
+    if hi.is_some_and(|h| h < lo) {
+        return Ok(Expr::Empty);
+    }
+
+    if unique && hi.is_none_or(|h| h > 1) {
+        return unique_array(c, at, rest, lo, hi, &ctx);
+    }
+    Ok(wrap(elements(at, rest, lo, hi, &ws), &ws))
+}
+
+/// Every member's schema for position `p` (None: a position past every prefix).
+fn position<'a>(c: &mut Compiler<'a>, members: &[Positions<'a>], p: Option<usize>) -> Result<Expr> {
+    let mut items = Vec::new();
+    let mut evaluated = false;
+    for m in members {
+        match p {
+            Some(i) if i < m.prefix.len() => {
+                items.push(m.prefix[i].clone());
+                evaluated = true;
+            }
+            _ => {
+                if let Some(r) = &m.rest {
+                    items.push(r.clone());
+                    evaluated = true;
+                }
+            }
+        }
+    }
+    if !evaluated {
+        items.extend(members.iter().filter_map(|m| m.unevaluated.clone()));
+    }
+    if items.is_empty() {
+        let depth = c.opts.max_any_depth.saturating_sub(1);
+        return Ok(c.any(depth));
+    }
+    c.compile(Conj::of(items))
+}
+
+fn wrap(inner: Expr, ws: &str) -> Expr {
+    Expr::concat(vec![Expr::regex(format!(r"\[{ws}")), inner, Expr::regex(format!(r"{ws}\]"))])
+}
+
+/// The elements between the brackets: position languages `at`, then `rest`, `lo..=hi` of them.
+fn elements(at: Vec<Expr>, rest: Expr, lo: u64, hi: Option<u64>, ws: &str) -> Expr {
+    let sep = || Expr::regex(format!("{ws},{ws}"));
+    let total_hi = hi;
+    // Optional tail after position i (the array may stop before any position >= lo).
+    let rest_after = |count: u64| -> Expr {
+        // Elements from the rest language, after `count` elements are there.
+        let min = lo.saturating_sub(count);
+        let max = total_hi.map(|h| h.saturating_sub(count));
+        Expr::repeat(Expr::concat(vec![sep(), rest.clone()]), min.min(u32::MAX as u64) as u32, max.map(|m| m.min(u32::MAX as u64) as u32))
+    };
+    let n = at.len();
+    // Build from the innermost position outwards: tail(i) = what may follow element i-1.
+    let mut tail = rest_after(n as u64);
+    for i in (0..n).rev() {
+        let elem = Expr::concat(vec![if i == 0 { Expr::epsilon() } else { sep() }, at[i].clone(), tail]);
+        tail = if (i as u64) < lo { elem } else { Expr::optional(elem) };
+    }
+    if n == 0 {
+        // No positional element: the first element of the rest has no separator.
+        if total_hi == Some(0) {
+            return Expr::epsilon();
+        }
+        let first = Expr::concat(vec![rest.clone(), rest_after(1)]);
+        return if lo == 0 { Expr::optional(first) } else { first };
+    }
+    tail
+}
+
+/// `uniqueItems`: distinct values, each at most once, in a fixed order.
+fn unique_array<'a>(c: &mut Compiler<'a>, at: Vec<Expr>, rest: Expr, lo: u64, hi: Option<u64>, ctx: &super::context::Ctx) -> Result<Expr> {
+    let ws = c.ws.clone();
+    if !at.is_empty() {
+        if lo <= 1 {
+            let one = elements(at, rest, lo, Some(1), &ws);
+            return Ok(wrap(one, &ws));
+        }
+        return Err(ctx.unsupported("uniqueItems", "uniqueItems together with a tuple (prefixItems) is not supported"));
+    }
+    let values = rest.to_dfa(c.config)?.and_then(|d| finite_values(&d));
+    let Some(values) = values else {
+        if lo <= 1 {
+            return Ok(wrap(elements(Vec::new(), rest, lo, Some(1), &ws), &ws));
+        }
+        return Err(ctx.unsupported(
+            "uniqueItems",
+            format!("minItems {lo} with uniqueItems needs that many distinct elements, and the element language is infinite or too large to list"),
+        ));
+    };
+    let max = hi.map_or(values.len() as u64, |h| h.min(values.len() as u64));
+    if lo > max {
+        return Ok(Expr::Empty);
+    }
+    // Distinct values in list order, each at most once: the first `lo` of the first `max`
+    // values always, then any ordered selection of the others (at most `max` in all).
+    let lits: Vec<Expr> = values[..max as usize].iter().map(|v| literal(v, &ws)).collect::<Result<_>>()?;
+    let (required, optional) = lits.split_at(lo as usize);
+    let sep = || Expr::regex(format!("{ws},{ws}"));
+    let mut parts = Vec::new();
+    for (i, v) in required.iter().enumerate() {
+        if i > 0 {
+            parts.push(sep());
+        }
+        parts.push(v.clone());
+    }
+    if !optional.is_empty() {
+        let chosen = subsequence(optional, &ws);
+        parts.push(if required.is_empty() {
+            Expr::optional(chosen)
+        } else {
+            Expr::optional(Expr::concat(vec![sep(), chosen]))
+        });
+    }
+    Ok(wrap(Expr::concat(parts), &ws))
+}
+
+/// The distinct JSON values of a finite language, one per value (`None`: infinite or more
+/// than [`MAX_UNIQUE_VALUES`]).
+fn finite_values(d: &Dfa) -> Option<Vec<Value>> {
+    let mut texts: Vec<Vec<u8>> = Vec::new();
+    let mut path = Vec::new();
+    let mut on_path = vec![false; d.num_states()];
+    if !enumerate(d, d.start(), &mut path, &mut on_path, &mut texts) {
+        return None;
+    }
+    let mut values: Vec<Value> = Vec::new();
+    for t in texts {
+        let v: Value = serde_json::from_slice(&t).ok()?;
+        if !values.iter().any(|w| json_equal(w, &v)) {
+            values.push(v);
+        }
+        if values.len() > MAX_UNIQUE_VALUES {
+            return None;
+        }
+    }
+    Some(values)
+}
+
+/// Depth-first listing of a DFA's strings; false on a cycle (every state is live, so a cycle
+/// means infinitely many strings) or too many strings.
+fn enumerate(d: &Dfa, s: u32, path: &mut Vec<u8>, on_path: &mut [bool], out: &mut Vec<Vec<u8>>) -> bool {
+    if on_path[s as usize] || out.len() > 4 * MAX_UNIQUE_VALUES || path.len() > 4096 {
+        return false;
+    }
+    if d.is_accepting(s) {
+        out.push(path.clone());
+    }
+    on_path[s as usize] = true;
+    let mut edges = Vec::new();
+    d.for_each_transition(s, |b, t| edges.push((b, t)));
+    for (b, t) in edges {
+        path.push(b);
+        let ok = enumerate(d, t, path, on_path, out);
+        path.pop();
+        if !ok {
+            on_path[s as usize] = false;
+            return false;
+        }
+    }
+    on_path[s as usize] = false;
+    true
+}

@@ -1,0 +1,296 @@
+//! `oneOf` without products: proving that two schemas share no valid value.
+//!
+//! A sound, incomplete check on the schemas' keywords (types, constants, required properties
+//! with disjoint values, forbidden properties, item counts, lengths). When it proves every pair
+//! of branches disjoint, `oneOf` is just their union; otherwise the walk subtracts the other
+//! branches' over-languages.
+
+use serde_json::{Map, Value};
+
+use super::context::{Ctx, MAX_SCHEMA_DEPTH};
+use super::refs::Resolver;
+use super::values::{json_equal, value_kind, JsonType, K_ALL, K_ARRAY, K_OBJECT, K_STRING};
+
+/// How many steps the check of one pair of branches may take; past it the answer is "not
+/// proven disjoint", which is always safe.
+const MAX_DISJOINT_STEPS: usize = 20_000;
+
+/// A sound, incomplete check that no JSON value validates against two schemas. "Not proven"
+/// is always a safe answer; it is given when unsure, past the depth limit or past
+/// [`MAX_DISJOINT_STEPS`].
+pub(crate) struct Disjoint<'r, 'a> {
+    resolver: &'r Resolver<'a>,
+    base: &'r str,
+    steps: usize,
+}
+
+impl<'r, 'a> Disjoint<'r, 'a> {
+    pub(crate) fn new(resolver: &'r Resolver<'a>, base: &'r str) -> Self {
+        Disjoint { resolver, base, steps: 0 }
+    }
+
+    /// Whether no value validates against both `a` and `b`.
+    pub(crate) fn schemas(&mut self, a: &'a Value, b: &'a Value, depth: usize) -> bool {
+        self.steps += 1;
+        if self.steps > MAX_DISJOINT_STEPS || depth > MAX_SCHEMA_DEPTH {
+            return false;
+        }
+        match (a, b) {
+            (Value::Bool(false), _) | (_, Value::Bool(false)) => true,
+            (Value::Object(am), Value::Object(bm)) => {
+                self.through_implied(am, b, depth)
+                    || self.through_implied(bm, a, depth)
+                    || self.direct(am, bm, depth)
+                    || self.direct(bm, am, depth)
+            }
+            _ => false,
+        }
+    }
+
+    /// Disjoint because something every value valid under `a` must also satisfy (its `$ref`
+    /// target, an `allOf` member, one of its `anyOf`/`oneOf` branches) is disjoint from `b`.
+    fn through_implied(&mut self, a: &'a Map<String, Value>, b: &'a Value, depth: usize) -> bool {
+        if let Some(target) = self.target(a) {
+            if self.schemas(target, b, depth + 1) {
+                return true;
+            }
+        }
+        if let Some(Value::Array(all)) = a.get("allOf") {
+            if all.iter().any(|s| self.schemas(s, b, depth + 1)) {
+                return true;
+            }
+        }
+        for combinator in ["anyOf", "oneOf"] {
+            if let Some(Value::Array(branches)) = a.get(combinator) {
+                if !branches.is_empty() && branches.iter().all(|s| self.schemas(s, b, depth + 1)) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// The target of a local `$ref` in `m`, if it resolves.
+    fn target(&self, m: &Map<String, Value>) -> Option<&'a Value> {
+        let reference = m.get("$ref")?.as_str()?;
+        self.resolver.resolve(reference, self.base, "$ref", &Ctx::root()).ok().map(|t| t.schema)
+    }
+
+    /// Disjoint by the keywords of `a` and `b` themselves.
+    fn direct(&mut self, a: &'a Map<String, Value>, b: &'a Map<String, Value>, depth: usize) -> bool {
+        let common = schema_kinds(a) & schema_kinds(b);
+        if common == 0 {
+            return true;
+        }
+        if let Some(values) = value_set(a) {
+            if values.iter().all(|v| self.value_fails(v, SchemaRef::Map(b), depth + 1)) {
+                return true;
+            }
+        }
+        if common & !K_OBJECT == 0 {
+            // Every common value is an object, so `required` and `properties` apply on both
+            // sides: a property one side requires must satisfy both sides' schemas for it.
+            let (ra, rb) = (names(a.get("required")), names(b.get("required")));
+            for p in ra.iter().chain(&rb) {
+                if let (Some(pa), Some(pb)) = (property(a, p), property(b, p)) {
+                    if self.schemas(pa, pb, depth + 1) {
+                        return true;
+                    }
+                }
+            }
+            if rb.iter().any(|q| forbids_property(a, q)) || ra.iter().any(|q| forbids_property(b, q)) {
+                return true;
+            }
+        }
+        if common & !K_ARRAY == 0 {
+            if ranges_disjoint(a, b, "minItems", "maxItems") {
+                return true;
+            }
+            // A non-empty array's first element must satisfy both `items` schemas.
+            let non_empty = count_bound(a, "minItems")
+                .max(count_bound(b, "minItems"))
+                .is_some_and(|n| n >= 1);
+            if let (true, Some(ia), Some(ib)) = (non_empty, uniform_items(a), uniform_items(b)) {
+                if self.schemas(ia, ib, depth + 1) {
+                    return true;
+                }
+            }
+        }
+        if common & !K_STRING == 0 && ranges_disjoint(a, b, "minLength", "maxLength") {
+            return true;
+        }
+        false
+    }
+
+    /// Whether the value `v` certainly fails `schema`.
+    fn value_fails(&mut self, v: &Value, schema: SchemaRef<'a>, depth: usize) -> bool {
+        self.steps += 1;
+        if self.steps > MAX_DISJOINT_STEPS || depth > MAX_SCHEMA_DEPTH {
+            return false;
+        }
+        let m = match schema {
+            SchemaRef::Value(Value::Bool(b)) => return !*b,
+            SchemaRef::Value(Value::Object(m)) | SchemaRef::Map(m) => m,
+            SchemaRef::Value(_) => return false,
+        };
+        if value_kind(v) & schema_kinds(m) == 0 {
+            return true;
+        }
+        if let Some(values) = value_set(m) {
+            if !values.iter().any(|w| json_equal(v, w)) {
+                return true;
+            }
+        }
+        match v {
+            Value::Object(o) => {
+                if names(m.get("required")).iter().any(|r| !o.contains_key(*r)) {
+                    return true;
+                }
+                for (key, value) in o {
+                    if forbids_property(m, key) {
+                        return true;
+                    }
+                    if let Some(sub) = property(m, key) {
+                        if self.value_fails(value, SchemaRef::Value(sub), depth + 1) {
+                            return true;
+                        }
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if outside(items.len(), m, "minItems", "maxItems") {
+                    return true;
+                }
+                if let Some(item_schema) = uniform_items(m) {
+                    if items
+                        .iter()
+                        .any(|item| self.value_fails(item, SchemaRef::Value(item_schema), depth + 1))
+                    {
+                        return true;
+                    }
+                }
+            }
+            Value::String(s) if outside(s.chars().count(), m, "minLength", "maxLength") => return true,
+            _ => {}
+        }
+        if let Some(target) = self.target(m) {
+            if self.value_fails(v, SchemaRef::Value(target), depth + 1) {
+                return true;
+            }
+        }
+        if let Some(Value::Array(all)) = m.get("allOf") {
+            if all.iter().any(|s| self.value_fails(v, SchemaRef::Value(s), depth + 1)) {
+                return true;
+            }
+        }
+        for combinator in ["anyOf", "oneOf"] {
+            if let Some(Value::Array(branches)) = m.get(combinator) {
+                if !branches.is_empty()
+                    && branches
+                        .iter()
+                        .all(|s| self.value_fails(v, SchemaRef::Value(s), depth + 1))
+                {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
+
+/// A schema seen either as a JSON value (possibly boolean) or as an object's map.
+#[derive(Clone, Copy)]
+enum SchemaRef<'a> {
+    Value(&'a Value),
+    Map(&'a Map<String, Value>),
+}
+
+/// The kinds of value a schema object can accept: its `type` (all if absent or malformed),
+/// narrowed by the kinds of its `enum`/`const` values.
+fn schema_kinds(m: &Map<String, Value>) -> u8 {
+    let declared = match m.get("type") {
+        None => K_ALL,
+        Some(t) => {
+            let names: Vec<&Value> = match t {
+                Value::Array(a) => a.iter().collect(),
+                other => vec![other],
+            };
+            let mut kinds = 0;
+            for name in names {
+                match name.as_str().and_then(JsonType::from_name) {
+                    Some(t) => kinds |= t.kinds(),
+                    None => return K_ALL,
+                }
+            }
+            kinds
+        }
+    };
+    match value_set(m) {
+        Some(values) => declared & values.iter().fold(0, |k, v| k | value_kind(v)),
+        None => declared,
+    }
+}
+
+/// The only values a schema object accepts, if it has `const` or `enum`.
+fn value_set(m: &Map<String, Value>) -> Option<Vec<&Value>> {
+    if let Some(c) = m.get("const") {
+        return Some(vec![c]);
+    }
+    match m.get("enum") {
+        Some(Value::Array(values)) => Some(values.iter().collect()),
+        _ => None,
+    }
+}
+
+/// The strings of a `required`-like array (empty if malformed).
+fn names(v: Option<&Value>) -> Vec<&str> {
+    match v {
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The declared schema of property `name`.
+fn property<'m>(m: &'m Map<String, Value>, name: &str) -> Option<&'m Value> {
+    m.get("properties")?.as_object()?.get(name)
+}
+
+/// Whether an object valid under `m` cannot have property `name`: its schema there is `false`,
+/// or it is undeclared while `additionalProperties` is `false` (and no `patternProperties`).
+fn forbids_property(m: &Map<String, Value>, name: &str) -> bool {
+    match property(m, name) {
+        Some(Value::Bool(false)) => true,
+        Some(_) => false,
+        None => {
+            matches!(m.get("additionalProperties"), Some(Value::Bool(false))) && !m.contains_key("patternProperties")
+        }
+    }
+}
+
+/// The `items` schema of `m` when it applies to every element (not the tuple forms).
+fn uniform_items(m: &Map<String, Value>) -> Option<&Value> {
+    m.get("items")
+        .filter(|s| !s.is_array() && !m.contains_key("prefixItems"))
+}
+
+/// A count bound such as `minItems` as a number, if well formed.
+fn count_bound(m: &Map<String, Value>, keyword: &str) -> Option<u64> {
+    let n = m.get(keyword)?.as_number()?;
+    n.as_u64().or_else(|| n.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1e18).map(|f| f as u64))
+}
+
+/// Whether the `[min, max]` ranges of two schemas (e.g. item counts) do not meet.
+fn ranges_disjoint(a: &Map<String, Value>, b: &Map<String, Value>, min: &str, max: &str) -> bool {
+    let below = |x: &Map<String, Value>, y: &Map<String, Value>| match (count_bound(x, max), count_bound(y, min)) {
+        (Some(hi), Some(lo)) => hi < lo,
+        _ => false,
+    };
+    below(a, b) || below(b, a)
+}
+
+/// Whether `n` lies outside the `[min, max]` of a schema.
+fn outside(n: usize, m: &Map<String, Value>, min: &str, max: &str) -> bool {
+    let n = n as u64;
+    count_bound(m, min).is_some_and(|lo| n < lo) || count_bound(m, max).is_some_and(|hi| n > hi)
+}
+

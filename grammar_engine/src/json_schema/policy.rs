@@ -1,0 +1,160 @@
+//! Which keywords constrain values, and in which dialect a schema is read.
+//!
+//! The JSON Schema specification makes every keyword outside the vocabularies in use an
+//! annotation: a validator ignores it, so output that ignores it still validates. The
+//! compiler therefore enforces the validation and applicator keywords of drafts 4, 6, 7,
+//! 2019-09 and 2020-12 (the ones listed here), and ignores everything else: identifiers,
+//! metadata, `x-*` extensions, misspellings and unknown names. (Unknown `format` names are
+//! annotations too; the strings module decides which formats it knows.)
+//!
+//! Dialect. An explicit `$schema` naming a known draft is honoured. Without one, the schema is
+//! read so that its output validates under every draft's reading: every keyword any draft
+//! enforces is enforced (a keyword only newer drafts know is harmless to older readers, and the
+//! reverse), a keyword *form* only one draft allows is read as that draft does (draft 4's
+//! boolean `exclusiveMinimum`, the array form of `items`), and `integer` excludes `1.0`, which
+//! draft 4 does not count as an integer.
+
+use serde_json::Value;
+
+use super::context::Dialect;
+use super::values::JsonType;
+
+/// How a schema's keywords are read when it names no dialect (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// `$schema` names this draft.
+    Draft(Dialect),
+    /// No (known) `$schema`: satisfy every draft's reading.
+    Any,
+}
+
+impl Reading {
+    /// The dialect whose rules decide a question where drafts disagree and the answer must
+    /// hold under all of them: the oldest (draft 4) for an unspecified reading.
+    pub(crate) fn strictest(self) -> Dialect {
+        match self {
+            Reading::Draft(d) => d,
+            Reading::Any => Dialect::Draft4,
+        }
+    }
+
+    /// The dialect for questions where an over-approximation must hold under every reading:
+    /// the newest (2020-12: `1.0` is an integer) for an unspecified reading.
+    pub(crate) fn loosest(self) -> Dialect {
+        match self {
+            Reading::Draft(d) => d,
+            Reading::Any => Dialect::Draft2020,
+        }
+    }
+
+    /// Whether `$ref` replaces its siblings (drafts 4 to 7) rather than being applied beside
+    /// them. Unspecified: applied beside them, which satisfies both readings.
+    pub(crate) fn ref_overrides_siblings(self) -> bool {
+        matches!(self, Reading::Draft(d) if d <= Dialect::Draft7)
+    }
+}
+
+/// The reading of a root schema from its `$schema`.
+pub(crate) fn reading_of(root: &Value) -> Reading {
+    let Some(uri) = root.get("$schema").and_then(Value::as_str) else { return Reading::Any };
+    let uri = uri.trim_end_matches('#');
+    let dialect = if uri.contains("draft-04") {
+        Dialect::Draft4
+    } else if uri.contains("draft-06") {
+        Dialect::Draft6
+    } else if uri.contains("draft-07") {
+        Dialect::Draft7
+    } else if uri.contains("2019-09") {
+        Dialect::Draft2019
+    } else if uri.contains("2020-12") {
+        Dialect::Draft2020
+    } else {
+        return Reading::Any;
+    };
+    Reading::Draft(dialect)
+}
+
+/// Keywords that apply subschemas or references to the same value.
+pub(crate) const IN_PLACE: &[&str] =
+    &["$ref", "$recursiveRef", "$dynamicRef", "allOf", "anyOf", "oneOf", "not", "if", "then", "else"];
+
+/// Keywords that constrain one type of value only: a schema without `type` that uses some of
+/// them is generated as those types (a sound restriction: values of other types would be
+/// valid too, but a generator wants the intended one).
+pub(crate) fn keyword_type(keyword: &str) -> Option<JsonType> {
+    Some(match keyword {
+        "minLength" | "maxLength" | "pattern" | "format" => JsonType::String,
+        "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" => JsonType::Number,
+        "properties" | "required" | "additionalProperties" | "patternProperties" | "propertyNames"
+        | "minProperties" | "maxProperties" | "dependencies" | "dependentRequired" | "dependentSchemas"
+        | "unevaluatedProperties" => JsonType::Object,
+        "items" | "additionalItems" | "prefixItems" | "minItems" | "maxItems" | "uniqueItems" | "contains"
+        | "minContains" | "maxContains" | "unevaluatedItems" => JsonType::Array,
+        _ => return None,
+    })
+}
+
+/// Whether a keyword constrains values in some draft (everything else is an annotation).
+pub(crate) fn is_validation_keyword(keyword: &str) -> bool {
+    keyword_type(keyword).is_some() || IN_PLACE.contains(&keyword) || matches!(keyword, "type" | "enum" | "const")
+}
+
+/// The subschema-holding keywords, for walking a schema document: (keyword, shape).
+pub(crate) const SUBSCHEMA_KEYWORDS: &[(&str, Shape)] = &[
+    ("allOf", Shape::List),
+    ("anyOf", Shape::List),
+    ("oneOf", Shape::List),
+    ("not", Shape::One),
+    ("if", Shape::One),
+    ("then", Shape::One),
+    ("else", Shape::One),
+    ("items", Shape::OneOrList),
+    ("prefixItems", Shape::List),
+    ("additionalItems", Shape::One),
+    ("contains", Shape::One),
+    ("unevaluatedItems", Shape::One),
+    ("properties", Shape::Map),
+    ("patternProperties", Shape::Map),
+    ("additionalProperties", Shape::One),
+    ("propertyNames", Shape::One),
+    ("dependentSchemas", Shape::Map),
+    ("dependencies", Shape::Map),
+    ("unevaluatedProperties", Shape::One),
+    ("$defs", Shape::Map),
+    ("definitions", Shape::Map),
+];
+
+/// How a keyword holds its subschemas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    One,
+    List,
+    OneOrList,
+    Map,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn dialects() {
+        assert_eq!(reading_of(&json!({"$schema": "http://json-schema.org/draft-04/schema#"})), Reading::Draft(Dialect::Draft4));
+        assert_eq!(reading_of(&json!({"$schema": "https://json-schema.org/draft/2020-12/schema"})), Reading::Draft(Dialect::Draft2020));
+        assert_eq!(reading_of(&json!({"type": "string"})), Reading::Any);
+        assert_eq!(reading_of(&json!({"$schema": "https://example.com/custom"})), Reading::Any);
+        assert!(Reading::Draft(Dialect::Draft7).ref_overrides_siblings());
+        assert!(!Reading::Any.ref_overrides_siblings());
+    }
+
+    #[test]
+    fn annotations_are_not_validation_keywords() {
+        for k in ["title", "x-kubernetes-group-version-kind", "_format", "readonly", "example", "id", "links"] {
+            assert!(!is_validation_keyword(k), "{k}");
+        }
+        for k in ["type", "properties", "multipleOf", "dependentRequired", "unevaluatedItems", "$ref", "not"] {
+            assert!(is_validation_keyword(k), "{k}");
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Tests of the compiler as a whole: schema in, accepted and rejected texts out.
+
+use serde_json::{json, Value};
+
+use super::{compile, JsonSchemaOptions};
+use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::error::GrammarError;
+
+fn dfa(schema: Value) -> Dfa {
+    compile(&schema, &JsonSchemaOptions { max_any_depth: 2, ..JsonSchemaOptions::default() }, &DfaConfig::default())
+        .unwrap_or_else(|e| panic!("{schema} failed: {e}"))
+}
+
+fn accepts(d: &Dfa, text: &str) -> bool {
+    let s = d.walk(0, text.as_bytes());
+    s != DEAD && d.is_accepting(s)
+}
+
+fn check(schema: Value, good: &[&str], bad: &[&str]) {
+    let d = dfa(schema.clone());
+    for t in good {
+        assert!(accepts(&d, t), "{schema} should accept {t}");
+        assert!(serde_json::from_str::<Value>(t).is_ok(), "accepted non-JSON {t}");
+    }
+    for t in bad {
+        assert!(!accepts(&d, t), "{schema} should reject {t}");
+    }
+}
+
+fn error(schema: Value) -> GrammarError {
+    match compile(&schema, &JsonSchemaOptions::default(), &DfaConfig::default()) {
+        Ok(_) => panic!("{schema} should fail"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn scalars_and_types() {
+    check(json!({"type": "integer"}), &["0", "-12", "7"], &["1.5", "01", "\"1\"", "1e3"]);
+    check(json!({"type": ["string", "null"]}), &["\"a\"", "null"], &["1", "true"]);
+    check(json!({"type": "boolean"}), &["true", "false"], &["null"]);
+    check(json!({"enum": ["a", 1, null]}), &["\"a\"", "1", "null"], &["\"b\"", "2"]);
+    check(json!({"const": {"a": [1, 2]}}), &["{\"a\":[1,2]}"], &["{\"a\":[1]}"]);
+}
+
+#[test]
+fn unknown_keywords_are_annotations() {
+    check(
+        json!({"type": "object", "x-kubernetes-group-version-kind": [{"a": 1}], "readonly": true, "id": "foo",
+               "properties": {"a": {"type": "string", "example": "x", "_format": "int"}}, "required": ["a"]}),
+        &["{\"a\":\"x\"}"],
+        &["{}"],
+    );
+}
+
+#[test]
+fn objects_declared_order_required_optional() {
+    let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "null"}},
+                   "required": ["b"]});
+    check(s, &["{\"b\":\"x\"}", "{\"a\":1,\"b\":\"x\"}", "{\"a\":1,\"b\":\"x\",\"c\":null}", "{\"b\":\"\",\"c\":null}"],
+          &["{}", "{\"a\":1}", "{\"b\":\"x\",\"a\":1}", "{\"b\":\"x\",\"d\":1}"]);
+}
+
+#[test]
+fn additional_properties_schema_and_patterns() {
+    let s = json!({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"],
+                   "additionalProperties": {"type": "boolean"}});
+    check(s, &["{\"id\":1}", "{\"id\":1,\"x\":true,\"y\":false}"], &["{\"id\":1,\"x\":1}", "{\"id\":1,\"id\":true}"]);
+    let s = json!({"type": "object", "patternProperties": {"^n": {"type": "integer"}}, "additionalProperties": false});
+    let d = dfa(s);
+    assert!(accepts(&d, "{}"));
+    let _ = d;
+}
+
+#[test]
+fn required_names_not_declared_follow_additional_properties() {
+    check(json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a", "z"],
+                 "additionalProperties": {"type": "string"}}),
+          &["{\"a\":1,\"z\":\"s\"}"], &["{\"a\":1}", "{\"a\":1,\"z\":1}"]);
+    check(json!({"type": "object", "required": ["k"]}), &["{\"k\":1}", "{\"k\":{\"x\":null}}"], &["{}"]);
+}
+
+#[test]
+fn properties_beside_any_of_and_one_of() {
+    let s = json!({"type": "object", "properties": {"kind": {"type": "string"}, "n": {"type": "integer"}},
+                   "required": ["kind"],
+                   "anyOf": [{"properties": {"kind": {"const": "a"}}}, {"required": ["n"]}]});
+    check(s, &["{\"kind\":\"a\"}", "{\"kind\":\"b\",\"n\":1}", "{\"kind\":\"a\",\"n\":2}"], &["{\"kind\":\"b\"}"]);
+}
+
+#[test]
+fn all_of_merges_and_intersects() {
+    let s = json!({"allOf": [
+        {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+        {"properties": {"b": {"type": "string"}}, "required": ["b"]},
+        {"properties": {"a": {"enum": [1, 2, 3]}}}
+    ]});
+    check(s, &["{\"a\":1,\"b\":\"x\"}"], &["{\"a\":4,\"b\":\"x\"}", "{\"a\":1}", "{\"b\":\"x\"}"]);
+    check(json!({"allOf": [{"type": "string", "minLength": 2}, {"maxLength": 3}]}), &["\"ab\"", "\"abc\""], &["\"a\"", "\"abcd\""]);
+}
+
+#[test]
+fn one_of_overlap_is_subtracted() {
+    // number vs integer: oneOf means a number that is not an integer, or an integer that is not
+    // a number (none).
+    let s = json!({"oneOf": [{"type": "number"}, {"type": "integer"}]});
+    check(s, &["1.5", "-0.25"], &["1", "0", "2.0"]);
+    let s = json!({"oneOf": [{"type": "string", "maxLength": 3}, {"type": "string", "minLength": 2}]});
+    check(s, &["\"a\"", "\"\"", "\"abcd\""], &["\"ab\"", "\"abc\""]);
+}
+
+#[test]
+fn not_and_if_then_else() {
+    check(json!({"type": "integer", "not": {"enum": [1, 2]}}), &["0", "3"], &["1", "2"]);
+    check(json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                 "not": {"required": ["a"]}}), &["{}", "{\"b\":1}"], &["{\"a\":1}"]);
+    let s = json!({"type": "integer", "if": {"enum": [1, 2, 3]}, "then": {"enum": [1]}, "else": {"enum": [5, 6]}});
+    check(s, &["1", "5", "6"], &["2", "3", "4"]);
+}
+
+#[test]
+fn dependencies_split() {
+    let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                   "dependentRequired": {"a": ["b"]}});
+    check(s, &["{}", "{\"b\":1}", "{\"a\":1,\"b\":2}"], &["{\"a\":1}"]);
+    let s = json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                   "dependencies": {"a": {"properties": {"b": {"const": 7}}, "required": ["b"]}}});
+    check(s, &["{}", "{\"a\":1,\"b\":7}", "{\"b\":3}"], &["{\"a\":1,\"b\":3}", "{\"a\":1}"]);
+}
+
+#[test]
+fn recursion_unrolls_and_the_deepest_level_stops() {
+    let tree = json!({"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
+                      "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["v"]}},
+                      "$ref": "#/$defs/node"});
+    check(tree, &["{\"v\":1}", "{\"v\":1,\"kids\":[{\"v\":2},{\"v\":3,\"kids\":[]}]}"], &["{\"kids\":[]}"]);
+    // A required recursive property has no finite expansion.
+    let endless = json!({"$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}}, "required": ["next"]}},
+                         "$ref": "#/$defs/n"});
+    assert!(matches!(error(endless), GrammarError::EmptyLanguage { .. }));
+}
+
+#[test]
+fn arrays_tuples_and_counts() {
+    check(json!({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": false}),
+          &["[]", "[1]", "[1,\"a\"]"], &["[\"a\"]", "[1,\"a\",2]"]);
+    check(json!({"type": "array", "items": [{"type": "integer"}], "additionalItems": {"type": "null"}}),
+          &["[1,null,null]"], &["[1,2]"]);
+    check(json!({"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 3}),
+          &["[1,2]", "[1,2,3]"], &["[1]", "[1,2,3,4]"]);
+    check(json!({"type": "array", "items": {"type": "integer"}, "contains": {"const": 5}}),
+          &["[5]", "[5,1]"], &["[]", "[1]"]);
+    check(json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true}),
+          &["[]", "[\"a\"]", "[\"a\",\"c\"]"], &["[\"a\",\"a\"]"]);
+}
+
+#[test]
+fn references_and_draft_readings() {
+    let d7 = json!({"$schema": "http://json-schema.org/draft-07/schema#",
+                    "definitions": {"s": {"type": "string"}}, "$ref": "#/definitions/s", "maxLength": 1});
+    check(d7, &["\"abc\""], &["1"]);
+    let d2020 = json!({"$defs": {"s": {"type": "string"}}, "$ref": "#/$defs/s", "maxLength": 1});
+    check(d2020, &["\"a\""], &["\"abc\""]);
+    let ids = json!({"$id": "http://x.com/root", "$defs": {"a": {"$id": "a.json", "type": "integer"}},
+                     "properties": {"x": {"$ref": "a.json"}}, "required": ["x"], "type": "object"});
+    check(ids, &["{\"x\":1}"], &["{\"x\":\"a\"}"]);
+}
+
+#[test]
+fn errors_name_the_keyword_and_place() {
+    match error(json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true, "minItems": 2})) {
+        GrammarError::UnsupportedSchemaKeyword { keyword, path, .. } => {
+            assert_eq!(keyword, "uniqueItems");
+            assert_eq!(path, "#");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(error(json!({"$ref": "http://elsewhere.com/x.json"})), GrammarError::UnsupportedSchemaKeyword { .. }));
+    assert!(matches!(error(json!({"type": 5})), GrammarError::InvalidSchema { .. }));
+}

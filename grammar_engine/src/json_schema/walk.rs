@@ -1,0 +1,704 @@
+//! The compiler walk: a conjunction of schemas → the language of the values valid under all
+//! of them.
+//!
+//! A value must satisfy a *conjunction*: the schema at its place, the targets of its `$ref`s
+//! and the members of its `allOf`s, plus whatever keys the object level forbids or requires.
+//! [`Compiler::compile`] flattens the conjunction (following `$ref` and `allOf`), splits it on
+//! the first disjunction (`anyOf`, `oneOf`, `not`, `if`, dependencies) and compiles each case,
+//! and once nothing is left to split, merges the keywords of every member per type and emits
+//! the union over the types allowed.
+//!
+//! Two languages per conjunction:
+//! - **under** ([`Compiler::compile`]): every text in it is valid. It may leave valid texts
+//!   out (property order is the declared one, unconstrained values are depth-bounded, ...).
+//! - **over** ([`Compiler::over`]): it contains every canonical text that is valid. It may
+//!   hold invalid texts too; whatever it cannot do exactly it drops (dropping a constraint
+//!   only grows a set). Scalars are exact, so over = under for them.
+//!
+//! Negation needs both: `not S` is under(rest) minus over(S); `oneOf` branch i is
+//! under(rest ∧ Sᵢ) minus the over of every other branch; `else` is under(rest ∧ else) minus
+//! over(if). So every output validates, and scalar cases lose nothing.
+//!
+//! Recursion: a `$ref` target entered more than `max_recursion_depth` times along the current
+//! path compiles to the empty language, so the deepest level admits only the non-recursive
+//! alternatives (an optional property is left out, an array stays empty, an `anyOf` branch
+//! drops). When nothing finite is left the schema is refused.
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+use super::arrays;
+use super::context::Ctx;
+use super::disjoint::Disjoint;
+use super::numbers::{number_expr, NumberFacts};
+use super::objects;
+use super::policy::{keyword_type, Reading};
+use super::refs::Resolver;
+use super::strings::{string_expr, StringFacts};
+use super::values::{any_value, json_equal, kind_superset, literal, value_kind, value_kind_name, JsonType, K_ALL,
+                    K_ARRAY, K_BOOL, K_FRACTION, K_INTEGER, K_NULL, K_OBJECT, K_STRING};
+use super::JsonSchemaOptions;
+use crate::algebra::Expr;
+use crate::dfa::DfaConfig;
+use crate::error::{GrammarError, Result};
+
+/// Keywords of a member already applied by an enclosing split (so they are not applied again).
+pub(crate) const DONE_REF: u16 = 1;
+pub(crate) const DONE_ALL_OF: u16 = 2;
+pub(crate) const DONE_ANY_OF: u16 = 4;
+pub(crate) const DONE_ONE_OF: u16 = 8;
+pub(crate) const DONE_NOT: u16 = 16;
+pub(crate) const DONE_IF: u16 = 32;
+pub(crate) const DONE_DEPENDENCIES: u16 = 64;
+
+/// How many alternatives one schema may split into (anyOf × oneOf × ...), in all.
+const MAX_CASES: usize = 512;
+
+/// One schema of a conjunction, with its location and the base URI of its references.
+#[derive(Clone)]
+pub(crate) struct Item<'a> {
+    pub schema: &'a Value,
+    pub ctx: Ctx,
+    pub base: Rc<str>,
+    pub done: u16,
+}
+
+impl<'a> Item<'a> {
+    pub(crate) fn map(&self) -> Option<&'a Map<String, Value>> {
+        self.schema.as_object()
+    }
+
+    /// The subschema at `keyword` (and optionally a key or index below it) as an item.
+    pub(crate) fn child(&self, schema: &'a Value, segments: &str, base_of: &Resolver<'a>) -> Result<Item<'a>> {
+        let base = base_of.base_of(schema);
+        Ok(Item {
+            schema,
+            ctx: self.ctx.child(segments)?,
+            base: if base.is_empty() { self.base.clone() } else { Rc::from(base) },
+            done: 0,
+        })
+    }
+}
+
+/// A conjunction: the members every value must satisfy, plus object keys that must be absent
+/// or present (from `not: {required}` and dependencies) and kinds of value ruled out.
+#[derive(Clone, Default)]
+pub(crate) struct Conj<'a> {
+    pub items: Vec<Item<'a>>,
+    pub forbidden: Vec<String>,
+    pub required: Vec<String>,
+    pub excluded: u8,
+}
+
+impl<'a> Conj<'a> {
+    pub(crate) fn of(items: Vec<Item<'a>>) -> Conj<'a> {
+        Conj { items, ..Conj::default() }
+    }
+
+    /// The members' object maps.
+    pub(crate) fn maps(&self) -> impl Iterator<Item = (&'a Map<String, Value>, &Item<'a>)> + '_ {
+        self.items.iter().filter_map(|i| i.map().map(|m| (m, i)))
+    }
+}
+
+pub(crate) struct Compiler<'a> {
+    pub resolver: Resolver<'a>,
+    pub reading: Reading,
+    pub opts: &'a JsonSchemaOptions,
+    pub config: &'a DfaConfig,
+    /// Whitespace allowed between tokens (empty when compact).
+    pub ws: String,
+    /// `$ref` targets on the current path, with how many times each is entered.
+    active: HashMap<*const Value, u32>,
+    /// Recursion cuts so far (a result compiled without any is context-free and cached).
+    cuts: u64,
+    cache: HashMap<Vec<(usize, u16)>, Expr>,
+    cases: usize,
+    started: Instant,
+}
+
+impl<'a> Compiler<'a> {
+    pub(crate) fn new(root: &'a Value, opts: &'a JsonSchemaOptions, config: &'a DfaConfig) -> Compiler<'a> {
+        let ws = if opts.max_whitespace == 0 { String::new() } else { format!(r"[ \t\n\r]{{0,{}}}", opts.max_whitespace) };
+        let mut active = HashMap::new();
+        active.insert(root as *const Value, 1);
+        Compiler {
+            resolver: Resolver::new(root),
+            reading: super::policy::reading_of(root),
+            opts,
+            config,
+            ws,
+            active,
+            cuts: 0,
+            cache: HashMap::new(),
+            cases: 0,
+            started: Instant::now(),
+        }
+    }
+
+    /// The root's item.
+    pub(crate) fn root_item(&self, root: &'a Value) -> Item<'a> {
+        Item { schema: root, ctx: Ctx::root_in(self.reading.strictest()), base: Rc::from(self.resolver.root_base()), done: 0 }
+    }
+
+    fn check_time(&self, ctx: &Ctx) -> Result<()> {
+        let ms = self.started.elapsed().as_millis() as u64;
+        if ms > self.opts.max_compile_ms {
+            return Err(GrammarError::TooLarge {
+                what: "JSON Schema compile time (ms)",
+                limit: self.opts.max_compile_ms as usize,
+                detail: format!("still compiling at {} after {ms} ms", ctx.path),
+            });
+        }
+        Ok(())
+    }
+
+    /// Any value, depth-bounded (the language of `true` / `{}`).
+    pub(crate) fn any(&self, depth: usize) -> Expr {
+        Expr::regex(any_value(depth, &self.ws))
+    }
+
+    // -- under -------------------------------------------------------------------------------
+
+    /// The under-language of one schema.
+    pub(crate) fn compile_one(&mut self, item: Item<'a>) -> Result<Expr> {
+        self.compile(Conj::of(vec![item]))
+    }
+
+    /// The under-language of a conjunction (see the module docs).
+    pub(crate) fn compile(&mut self, conj: Conj<'a>) -> Result<Expr> {
+        let ctx = conj.items.first().map(|i| i.ctx.clone()).unwrap_or_else(Ctx::root);
+        self.check_time(&ctx)?;
+        let mut entered: Vec<*const Value> = Vec::new();
+        let result = self.flatten(conj, &mut entered, false).and_then(|flat| match flat {
+            None => Ok(Expr::Empty),
+            Some(flat) => self.compile_flat(flat),
+        });
+        for t in entered {
+            if let Some(n) = self.active.get_mut(&t) {
+                *n -= 1;
+            }
+        }
+        result
+    }
+
+    /// Follows `$ref`s and `allOf`s until every member is a plain schema object. `None` when
+    /// some member is `false` or a recursive reference is cut (under), in which case no value
+    /// is valid. In `over` mode a cut member is simply dropped (a superset).
+    fn flatten(&mut self, conj: Conj<'a>, entered: &mut Vec<*const Value>, over: bool) -> Result<Option<Conj<'a>>> {
+        let Conj { items, forbidden, required, excluded } = conj;
+        let mut out = Conj { items: Vec::new(), forbidden, required, excluded };
+        let mut seen: HashSet<(*const Value, u16)> = HashSet::new();
+        let mut work: Vec<Item<'a>> = items.into_iter().rev().collect();
+        while let Some(mut item) = work.pop() {
+            let map = match item.schema {
+                Value::Bool(true) => continue,
+                Value::Bool(false) => return Ok(None),
+                Value::Object(m) => m,
+                other => {
+                    return Err(item.ctx.invalid(format!(
+                        "a schema must be an object or a boolean, not {}",
+                        value_kind_name(other)
+                    )))
+                }
+            };
+            if !seen.insert((item.schema as *const Value, item.done)) {
+                continue;
+            }
+            let mut keep_siblings = true;
+            if item.done & DONE_REF == 0 {
+                for keyword in ["$ref", "$recursiveRef", "$dynamicRef"] {
+                    let Some(reference) = map.get(keyword) else { continue };
+                    let reference = reference
+                        .as_str()
+                        .ok_or_else(|| item.ctx.invalid(format!("{keyword} must be a string")))?;
+                    let target = self.resolver.resolve(reference, &item.base, keyword, &item.ctx)?;
+                    let address = target.schema as *const Value;
+                    let count = self.active.get(&address).copied().unwrap_or(0);
+                    if count >= self.opts.max_recursion_depth.max(1) {
+                        if over {
+                            continue;
+                        }
+                        self.cuts += 1;
+                        return Ok(None);
+                    }
+                    *self.active.entry(address).or_insert(0) += 1;
+                    entered.push(address);
+                    work.push(Item {
+                        schema: target.schema,
+                        ctx: item.ctx.at_path(target.path)?,
+                        base: Rc::from(target.base.as_str()),
+                        done: 0,
+                    });
+                    if self.reading.ref_overrides_siblings() && keyword == "$ref" {
+                        keep_siblings = false;
+                    }
+                }
+                item.done |= DONE_REF;
+            }
+            if !keep_siblings {
+                continue;
+            }
+            if item.done & DONE_ALL_OF == 0 {
+                if let Some(all) = map.get("allOf") {
+                    let branches = nonempty_list(all, "allOf", &item.ctx)?;
+                    for (i, b) in branches.iter().enumerate().rev() {
+                        work.push(item.child(b, &format!("allOf/{i}"), &self.resolver)?);
+                    }
+                }
+                item.done |= DONE_ALL_OF;
+            }
+            out.items.push(item);
+        }
+        Ok(Some(out))
+    }
+
+    /// Splits on the first disjunction left, or compiles the merged keywords.
+    fn compile_flat(&mut self, conj: Conj<'a>) -> Result<Expr> {
+        let key: Option<Vec<(usize, u16)>> = (conj.forbidden.is_empty() && conj.required.is_empty()).then(|| {
+            let mut k: Vec<(usize, u16)> = conj.items.iter().map(|i| (i.schema as *const Value as usize, i.done)).collect();
+            k.sort_unstable();
+            k
+        });
+        if let Some(hit) = key.as_ref().and_then(|k| self.cache.get(k)) {
+            return Ok(hit.clone());
+        }
+        let cuts_before = self.cuts;
+        let result = self.split_or_emit(conj)?;
+        if let (Some(k), true) = (key, self.cuts == cuts_before) {
+            self.cache.insert(k, result.clone());
+        }
+        Ok(result)
+    }
+
+    fn split_or_emit(&mut self, conj: Conj<'a>) -> Result<Expr> {
+        for (idx, item) in conj.items.iter().enumerate() {
+            let Some(map) = item.map() else { continue };
+            if item.done & DONE_ANY_OF == 0 {
+                if let Some(v) = map.get("anyOf") {
+                    let branches = nonempty_list(v, "anyOf", &item.ctx)?;
+                    let rest = with_done(&conj, idx, DONE_ANY_OF);
+                    let mut parts = Vec::new();
+                    for (i, b) in branches.iter().enumerate() {
+                        let case = self.with_item(&rest, item.child(b, &format!("anyOf/{i}"), &self.resolver)?)?;
+                        parts.push(self.compile(case)?);
+                    }
+                    return Ok(Expr::union(parts));
+                }
+            }
+            if item.done & DONE_ONE_OF == 0 {
+                if let Some(v) = map.get("oneOf") {
+                    let branches = nonempty_list(v, "oneOf", &item.ctx)?;
+                    let rest = with_done(&conj, idx, DONE_ONE_OF);
+                    return self.one_of(rest, item, branches);
+                }
+            }
+            if item.done & DONE_NOT == 0 {
+                if let Some(negated) = map.get("not") {
+                    let rest = with_done(&conj, idx, DONE_NOT);
+                    let negated = item.child(negated, "not", &self.resolver)?;
+                    return self.not(rest, negated);
+                }
+            }
+            if item.done & DONE_IF == 0 {
+                if let Some(cond) = map.get("if") {
+                    let rest = with_done(&conj, idx, DONE_IF);
+                    let cond = item.child(cond, "if", &self.resolver)?;
+                    let then = match map.get("then") {
+                        Some(t) => Some(item.child(t, "then", &self.resolver)?),
+                        None => None,
+                    };
+                    let otherwise = match map.get("else") {
+                        Some(e) => Some(item.child(e, "else", &self.resolver)?),
+                        None => None,
+                    };
+                    return self.if_then_else(rest, cond, then, otherwise);
+                }
+            }
+            if item.done & DONE_DEPENDENCIES == 0 && objects::has_dependencies(map) {
+                let rest = with_done(&conj, idx, DONE_DEPENDENCIES);
+                return objects::dependencies(self, rest, item.clone());
+            }
+        }
+        self.emit(conj)
+    }
+
+    /// Counts one more case of a split; too many is an error.
+    pub(crate) fn count_case(&mut self, ctx: &Ctx) -> Result<()> {
+        self.cases += 1;
+        if self.cases > MAX_CASES {
+            return Err(GrammarError::TooLarge {
+                what: "JSON Schema alternatives (anyOf × oneOf × dependencies ...)",
+                limit: MAX_CASES,
+                detail: format!("too many combined cases at {}", ctx.path),
+            });
+        }
+        Ok(())
+    }
+
+    /// `rest` plus one more member.
+    pub(crate) fn with_item(&mut self, rest: &Conj<'a>, item: Item<'a>) -> Result<Conj<'a>> {
+        self.count_case(&item.ctx)?;
+        let mut case = rest.clone();
+        case.items.push(item);
+        Ok(case)
+    }
+
+    fn one_of(&mut self, rest: Conj<'a>, item: &Item<'a>, branches: &'a [Value]) -> Result<Expr> {
+        let mut kids = Vec::new();
+        for (i, b) in branches.iter().enumerate() {
+            kids.push(item.child(b, &format!("oneOf/{i}"), &self.resolver)?);
+        }
+        let mut disjoint = true;
+        'pairs: for (x, a) in kids.iter().enumerate() {
+            for b in &kids[x + 1..] {
+                let mut check = Disjoint::new(&self.resolver, &a.base);
+                if !check.schemas(a.schema, b.schema, 0) {
+                    disjoint = false;
+                    break 'pairs;
+                }
+            }
+        }
+        let mut overs = Vec::new();
+        if !disjoint {
+            for k in &kids {
+                overs.push(self.over(Conj::of(vec![k.clone()]))?);
+            }
+        }
+        let mut parts = Vec::new();
+        for (i, k) in kids.iter().enumerate() {
+            let case = self.with_item(&rest, k.clone())?;
+            let mut lang = self.compile(case)?;
+            if !disjoint {
+                for (j, o) in overs.iter().enumerate() {
+                    if j != i && !lang.is_empty() {
+                        lang = lang.minus(o, self.config)?;
+                    }
+                }
+            }
+            parts.push(lang);
+        }
+        Ok(Expr::union(parts))
+    }
+
+    fn not(&mut self, rest: Conj<'a>, negated: Item<'a>) -> Result<Expr> {
+        // `not: {required: [...]}` (and annotations): the value is an object (every other value
+        // satisfies `required`) and some of those keys are absent. Forbid the first one the
+        // rest does not require (a sound choice among the allowed ones).
+        if let Some(names) = objects::required_only(negated.schema) {
+            let required = objects::required_by(&rest);
+            let Some(k) = names.iter().find(|n| !required.contains(n.as_str())) else { return Ok(Expr::Empty) };
+            let mut case = rest.clone();
+            case.forbidden.push(k.clone());
+            case.excluded |= K_ALL & !K_OBJECT;
+            return self.compile(case);
+        }
+        let under = self.compile(rest)?;
+        if under.is_empty() {
+            return Ok(under);
+        }
+        let over = self.over(Conj::of(vec![negated]))?;
+        under.minus(&over, self.config)
+    }
+
+    fn if_then_else(&mut self, rest: Conj<'a>, cond: Item<'a>, then: Option<Item<'a>>, otherwise: Option<Item<'a>>) -> Result<Expr> {
+        let mut yes = self.with_item(&rest, cond.clone())?;
+        if let Some(t) = then {
+            yes.items.push(t);
+        }
+        let yes = self.compile(yes)?;
+        let no = match otherwise {
+            Some(e) => self.with_item(&rest, e)?,
+            None => {
+                self.count_case(&cond.ctx)?;
+                rest
+            }
+        };
+        let no = self.compile(no)?;
+        let no = if no.is_empty() { no } else { no.minus(&self.over(Conj::of(vec![cond]))?, self.config)? };
+        Ok(Expr::union(vec![yes, no]))
+    }
+
+    /// The merged keywords of a split-free conjunction, per type.
+    fn emit(&mut self, conj: Conj<'a>) -> Result<Expr> {
+        let kinds = self.kinds(&conj, true)? & !conj.excluded;
+        if kinds == 0 {
+            return Ok(Expr::Empty);
+        }
+        let values = enum_values(&conj)?;
+        let constrained = conj.maps().any(|(m, _)| m.keys().any(|k| keyword_type(k).is_some()))
+            || !conj.forbidden.is_empty()
+            || !conj.required.is_empty();
+        if let Some(values) = &values {
+            let mut lits = Vec::new();
+            for v in values.iter().filter(|v| value_kind(v) & kinds != 0) {
+                lits.push(literal(v, &self.ws)?);
+            }
+            let lits = Expr::union(lits);
+            if !constrained || lits.is_empty() {
+                return Ok(lits);
+            }
+            let typed = self.typed(&conj, kinds)?;
+            return lits.and(&typed, self.config);
+        }
+        self.typed(&conj, kinds)
+    }
+
+    /// The union over the allowed kinds of each type's language.
+    fn typed(&mut self, conj: &Conj<'a>, kinds: u8) -> Result<Expr> {
+        let mut parts = Vec::new();
+        if kinds & K_NULL != 0 {
+            parts.push(Expr::literal("null"));
+        }
+        if kinds & K_BOOL != 0 {
+            parts.push(Expr::regex("true|false"));
+        }
+        if kinds & (K_INTEGER | K_FRACTION) != 0 {
+            parts.push(self.number(conj, kinds & K_FRACTION == 0, false)?);
+        }
+        if kinds & K_STRING != 0 {
+            parts.push(self.string(conj, false)?);
+        }
+        if kinds & K_OBJECT != 0 {
+            parts.push(objects::object(self, conj)?);
+        }
+        if kinds & K_ARRAY != 0 {
+            parts.push(arrays::array(self, conj)?);
+        }
+        Ok(Expr::union(parts))
+    }
+
+    /// The numbers of a conjunction. Where drafts disagree (is `1.0` an integer?) under reads
+    /// as the strictest draft and over as the loosest, so both hold under every reading.
+    fn number(&mut self, conj: &Conj<'a>, integer: bool, over: bool) -> Result<Expr> {
+        let dialect = if over { self.reading.loosest() } else { self.reading.strictest() };
+        let mut facts = NumberFacts { integer, ..NumberFacts::default() };
+        for (m, item) in conj.maps() {
+            facts.merge(NumberFacts::from_keywords(m, dialect, &item.ctx)?);
+        }
+        number_expr(&facts, dialect, self.config)
+    }
+
+    /// The strings of a conjunction; `lenient` drops what cannot be expressed (for over).
+    fn string(&mut self, conj: &Conj<'a>, lenient: bool) -> Result<Expr> {
+        let mut facts = StringFacts { patterns: Vec::new(), formats: Vec::new(), min_length: 0, max_length: None };
+        for (m, item) in conj.maps() {
+            if let Some(p) = m.get("pattern") {
+                let p = p.as_str().ok_or_else(|| item.ctx.invalid("pattern must be a string"))?;
+                facts.patterns.push((p.to_string(), item.ctx.clone()));
+            }
+            if let Some(f) = m.get("format").and_then(Value::as_str) {
+                if !lenient {
+                    facts.formats.push((f.to_string(), item.ctx.clone()));
+                }
+            }
+            if let Some(n) = count_keyword(m, "minLength", &item.ctx)? {
+                facts.min_length = facts.min_length.max(n);
+            }
+            if let Some(n) = count_keyword(m, "maxLength", &item.ctx)? {
+                facts.max_length = Some(facts.max_length.map_or(n, |x| x.min(n)));
+            }
+        }
+        if facts.max_length.is_some_and(|max| max < facts.min_length) {
+            return Ok(Expr::Empty);
+        }
+        match string_expr(&facts, self.config) {
+            Err(_) if lenient => {
+                facts.patterns.clear();
+                string_expr(&facts, self.config)
+            }
+            other => other,
+        }
+    }
+
+    /// The kinds of value the conjunction admits: its `type`s intersected, else (with `infer`,
+    /// for under) the types its keywords constrain, else every kind.
+    fn kinds(&self, conj: &Conj<'a>, infer: bool) -> Result<u8> {
+        let mut declared: Option<u8> = None;
+        let mut inferred = 0u8;
+        for (m, item) in conj.maps() {
+            if let Some(t) = m.get("type") {
+                let k = type_kinds(t, &item.ctx)?;
+                declared = Some(declared.map_or(k, |d| d & k));
+            }
+            for k in m.keys() {
+                if let Some(t) = keyword_type(k) {
+                    inferred |= t.kinds();
+                }
+            }
+        }
+        if !conj.required.is_empty() || !conj.forbidden.is_empty() {
+            inferred |= K_OBJECT;
+        }
+        Ok(match declared {
+            Some(d) => d,
+            None if infer && inferred != 0 => inferred,
+            None => K_ALL,
+        })
+    }
+
+    // -- over --------------------------------------------------------------------------------
+
+    /// A language containing every canonical text valid under the conjunction (see the module
+    /// docs). Disjunctions are dropped but for `anyOf`/`oneOf` (the union of the branches'
+    /// overs); objects and arrays are any object / any array, objects narrowed by the keys
+    /// they require and the constant values of those keys.
+    pub(crate) fn over(&mut self, conj: Conj<'a>) -> Result<Expr> {
+        let mut entered = Vec::new();
+        let flat = self.flatten(conj, &mut entered, true);
+        let result = match flat {
+            Ok(None) => Ok(Expr::Empty),
+            Ok(Some(flat)) => self.over_flat(flat),
+            Err(e) => Err(e),
+        };
+        for t in entered {
+            if let Some(n) = self.active.get_mut(&t) {
+                *n -= 1;
+            }
+        }
+        result
+    }
+
+    fn over_flat(&mut self, conj: Conj<'a>) -> Result<Expr> {
+        for (idx, item) in conj.items.iter().enumerate() {
+            let Some(map) = item.map() else { continue };
+            for (keyword, bit) in [("anyOf", DONE_ANY_OF), ("oneOf", DONE_ONE_OF)] {
+                if item.done & bit != 0 {
+                    continue;
+                }
+                let Some(v) = map.get(keyword) else { continue };
+                let branches = nonempty_list(v, keyword, &item.ctx)?;
+                let rest = with_done(&conj, idx, bit);
+                if branches.len() > 16 {
+                    return self.over_flat(rest);
+                }
+                let mut parts = Vec::new();
+                for (i, b) in branches.iter().enumerate() {
+                    let case = self.with_item(&rest, item.child(b, &format!("{keyword}/{i}"), &self.resolver)?)?;
+                    parts.push(self.over(case)?);
+                }
+                return Ok(Expr::union(parts));
+            }
+        }
+        let kinds = self.kinds(&conj, false)? & !conj.excluded;
+        let values = enum_values(&conj)?;
+        let mut parts = Vec::new();
+        if let Some(values) = values {
+            for v in values.iter().filter(|v| value_kind(v) & kinds != 0) {
+                parts.push(match v {
+                    Value::Object(_) => Expr::regex(kind_superset(JsonType::Object)),
+                    Value::Array(_) => Expr::regex(kind_superset(JsonType::Array)),
+                    v => literal(v, &self.ws)?,
+                });
+            }
+            return Ok(Expr::union(parts));
+        }
+        if kinds & K_NULL != 0 {
+            parts.push(Expr::literal("null"));
+        }
+        if kinds & K_BOOL != 0 {
+            parts.push(Expr::regex("true|false"));
+        }
+        if kinds & (K_INTEGER | K_FRACTION) != 0 {
+            parts.push(self.number(&conj, kinds & K_FRACTION == 0, true)?);
+        }
+        if kinds & K_STRING != 0 {
+            parts.push(self.string(&conj, true)?);
+        }
+        if kinds & K_OBJECT != 0 {
+            parts.push(objects::over(self, &conj)?);
+        }
+        if kinds & K_ARRAY != 0 {
+            parts.push(Expr::regex(kind_superset(JsonType::Array)));
+        }
+        Ok(Expr::union(parts))
+    }
+}
+
+/// The conjunction with member `idx` marked as having applied `bit`.
+pub(crate) fn with_done<'a>(conj: &Conj<'a>, idx: usize, bit: u16) -> Conj<'a> {
+    let mut rest = conj.clone();
+    rest.items[idx].done |= bit;
+    rest
+}
+
+/// The values `enum`/`const` allow across the conjunction (`None` when no member has either).
+fn enum_values<'a>(conj: &Conj<'a>) -> Result<Option<Vec<&'a Value>>> {
+    let mut values: Option<Vec<&'a Value>> = None;
+    for (m, item) in conj.maps() {
+        let mut mine: Option<Vec<&'a Value>> = None;
+        if let Some(e) = m.get("enum") {
+            let list = e.as_array().ok_or_else(|| item.ctx.invalid("enum must be an array"))?;
+            mine = Some(list.iter().collect());
+        }
+        if let Some(c) = m.get("const") {
+            mine = Some(match mine {
+                Some(list) => list.into_iter().filter(|v| json_equal(v, c)).collect(),
+                None => vec![c],
+            });
+        }
+        if let Some(mine) = mine {
+            values = Some(match values {
+                None => mine,
+                Some(prev) => prev.into_iter().filter(|v| mine.iter().any(|w| json_equal(v, w))).collect(),
+            });
+        }
+    }
+    Ok(values.map(|mut v| {
+        let mut unique: Vec<&Value> = Vec::new();
+        v.retain(|x| {
+            let fresh = !unique.iter().any(|u| json_equal(u, x));
+            if fresh {
+                unique.push(x);
+            }
+            fresh
+        });
+        v
+    }))
+}
+
+/// The kinds a `type` keyword admits.
+fn type_kinds(t: &Value, ctx: &Ctx) -> Result<u8> {
+    let names: Vec<&Value> = match t {
+        Value::Array(a) => a.iter().collect(),
+        other => vec![other],
+    };
+    let mut kinds = 0;
+    for name in names {
+        let ty = name
+            .as_str()
+            .and_then(JsonType::from_name)
+            .ok_or_else(|| ctx.invalid(format!("unknown type {name}")))?;
+        kinds |= ty.kinds();
+    }
+    Ok(kinds)
+}
+
+/// A non-empty array of schemas.
+pub(crate) fn nonempty_list<'v>(v: &'v Value, keyword: &str, ctx: &Ctx) -> Result<&'v [Value]> {
+    match v {
+        Value::Array(a) if !a.is_empty() => Ok(a),
+        _ => Err(ctx.invalid(format!("{keyword} must be a non-empty array of schemas"))),
+    }
+}
+
+/// Largest count (`minItems`, `maxLength`, ...) expanded into an automaton.
+pub(crate) const MAX_COUNT: u64 = 100_000;
+
+/// A non-negative integer keyword such as `minItems` (`2.0` is accepted as 2).
+pub(crate) fn count_keyword(map: &Map<String, Value>, keyword: &str, ctx: &Ctx) -> Result<Option<u64>> {
+    let Some(v) = map.get(keyword) else { return Ok(None) };
+    let key = v.as_number().and_then(super::values::NumberKey::of);
+    let n = match key {
+        Some(k) if k.is_integral() && v.as_number().is_some_and(|n| !n.to_string().starts_with('-')) => {
+            v.as_number().and_then(|n| n.as_u64()).or_else(|| {
+                v.as_number().and_then(|n| n.as_f64()).filter(|f| *f < 1.8e19).map(|f| f as u64)
+            }).unwrap_or(u64::MAX)
+        }
+        _ => return Err(ctx.invalid(format!("{keyword} must be a non-negative integer, not {v}"))),
+    };
+    Ok(Some(n))
+}
