@@ -1,7 +1,8 @@
 """Onyx: guaranteed, fast structured output for local LLMs.
 
 The grammar core (`onyx._grammar`, Rust) compiles a regex or JSON Schema against a model's
-vocabulary into per-state token bitmasks; see `Vocabulary` and `Grammar`.
+vocabulary into per-state token bitmasks; see `Vocabulary` (`onyx/vocabulary.py`: the core's
+vocabulary plus the tokenizer self-test) and `Grammar`.
 """
 
 # On Linux, MLX's CPU backend must find OpenBLAS before mlx.core is first imported (it is ~40x
@@ -22,11 +23,11 @@ from onyx._grammar import (  # noqa: E402
     TokenNotAllowedError,
     UnsupportedRegexError,
     UnsupportedSchemaError,
-    Vocabulary,
     VocabularyError,
     read_gguf_metadata,
 )
 from onyx.tokenizer_check import TokenizerMismatchError  # noqa: E402, TokenizerMismatchWarning, self_test
+from onyx.vocabulary import Vocabulary  # noqa: E402
 
 __all__ = [
     "EmptyLanguageError",

@@ -24,6 +24,7 @@ import onyx._grammar as _g
 from onyx.decode import DecodeStats, Finish, ModelRunner, SpecConfig, decode
 from onyx.models import LoadedModel, ModelError, load
 from onyx.sampling import MaskCache, SamplingParams
+from onyx.vocabulary import Vocabulary
 
 
 class RequestError(ValueError):
@@ -289,14 +290,14 @@ def _check_same_vocabulary(target: LoadedModel, draft: LoadedModel) -> None:
             f"tokens, {only_t} target tokens differ); speculative decoding needs the same tokenizer")
 
 
-def _vocabulary(loaded: LoadedModel) -> _g.Vocabulary:
+def _vocabulary(loaded: LoadedModel) -> Vocabulary:
     """The grammar core's vocabulary for a model: its tokenizer, the model's EOS ids, and masks as
     wide as the logits. The tokenizer self-test runs here (a mismatch warns)."""
     try:
-        return _g.Vocabulary.from_hf(loaded.tokenizer, eos_token_ids=loaded.eos_token_ids,
-                                     vocab_size=loaded.vocab_size)
+        return Vocabulary.from_hf(loaded.tokenizer, eos_token_ids=loaded.eos_token_ids,
+                                  vocab_size=loaded.vocab_size)
     except _g.VocabularyError as e:
         if "smaller than" not in str(e):
             raise
         # The tokenizer names more ids than the model has logits; masks are cut to the logits.
-        return _g.Vocabulary.from_hf(loaded.tokenizer, eos_token_ids=loaded.eos_token_ids)
+        return Vocabulary.from_hf(loaded.tokenizer, eos_token_ids=loaded.eos_token_ids)

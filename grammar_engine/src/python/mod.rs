@@ -3,7 +3,9 @@
 //! Each method converts arguments, releases the GIL for heavy work, calls the core, and maps
 //! [`GrammarError`](crate::GrammarError) variants onto Python exception classes (all
 //! subclasses of `GrammarError`, itself a `ValueError`). Panics are caught at this boundary
-//! and raised as `GrammarError` rather than crossing into Python.
+//! and raised as `GrammarError` rather than crossing into Python. Nothing here calls into the
+//! `onyx` package: what needs Python code (the tokenizer self-test) runs in `onyx/`, around
+//! these classes.
 //!
 //! * `errors`: the exception classes, and the boundary that runs core calls;
 //! * `vocabulary`: `Vocabulary`, built from a tokenizer, and the grammars it compiles;

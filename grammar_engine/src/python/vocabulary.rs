@@ -2,15 +2,17 @@
 //!
 //! The constructors read a Hugging Face `tokenizer.json` (from a file, a string, or a live
 //! `transformers` / `tokenizers` / mlx-lm tokenizer object) or a GGUF header into the core
-//! [`CoreVocabulary`]. EOS ids come from the caller, else from the files next to a
-//! `tokenizer.json`, else from well-known end-of-turn tokens. The vocabulary also compiles
-//! regexes and JSON Schemas into `Grammar`s, since a grammar is always built for one.
+//! [`CoreVocabulary`], and do nothing more: the tokenizer self-test, which is Python code,
+//! runs in `onyx.Vocabulary` (`onyx/vocabulary.py`), a Python subclass of this class. EOS ids
+//! come from the caller, else from the files next to a `tokenizer.json`, else from well-known
+//! end-of-turn tokens. The vocabulary also compiles regexes and JSON Schemas into `Grammar`s,
+//! since a grammar is always built for one vocabulary.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyBytes, PyString};
 
 use super::errors::{run, InvalidSchemaError, VocabularyError};
 use super::grammar::Grammar;
@@ -23,40 +25,35 @@ use crate::tokenizer_json;
 use crate::vocab::Vocabulary as CoreVocabulary;
 
 /// A model vocabulary: token id → bytes, special tokens, EOS ids.
-#[pyclass(frozen, module = "onyx._grammar")]
+///
+/// Subclassable: `onyx.Vocabulary` (Python) extends it with the tokenizer self-test, and wraps
+/// what the static constructors here return with the copy constructor.
+#[pyclass(frozen, subclass, module = "onyx._grammar")]
 pub struct Vocabulary {
     inner: Arc<CoreVocabulary>,
 }
 
 #[pymethods]
 impl Vocabulary {
+    /// A vocabulary sharing `vocab`'s tables (nothing is copied).
+    #[new]
+    fn new(vocab: &Bound<'_, Vocabulary>) -> Self {
+        Vocabulary { inner: vocab.get().inner.clone() }
+    }
+
     /// Reads a Hugging Face `tokenizer.json`. EOS ids come from `eos_token_ids`, else from the
     /// `tokenizer_config.json` / `generation_config.json` / `config.json` next to it, else from
     /// well-known end-of-turn special tokens. `vocab_size` pads to the model's logits width.
     #[staticmethod]
-    #[pyo3(signature = (path, eos_token_ids=None, vocab_size=None, *, self_test=true, strict=false))]
-    fn from_tokenizer_json(
-        py: Python<'_>,
-        path: PathBuf,
-        eos_token_ids: Option<Vec<u32>>,
-        vocab_size: Option<usize>,
-        self_test: bool,
-        strict: bool,
-    ) -> PyResult<Py<Self>> {
-        let file = path.clone();
+    #[pyo3(signature = (path, eos_token_ids=None, vocab_size=None))]
+    fn from_tokenizer_json(py: Python<'_>, path: PathBuf, eos_token_ids: Option<Vec<u32>>, vocab_size: Option<usize>) -> PyResult<Self> {
         let inner = run(py, move || {
-            let text = std::fs::read_to_string(&file)
-                .map_err(|e| CoreError::Vocabulary { reason: format!("cannot read {}: {e}", file.display()) })?;
-            let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| CoreError::Vocabulary { reason: format!("cannot read {}: {e}", path.display()) })?;
+            let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
             build_from_json(&text, eos_token_ids, Some(&dir), vocab_size)
         })?;
-        let vocab = Py::new(py, Vocabulary { inner: Arc::new(inner) })?;
-        if self_test {
-            let tokenizers = py.import("tokenizers")?;
-            let tok = tokenizers.getattr("Tokenizer")?.call_method1("from_file", (path.to_string_lossy().into_owned(),))?;
-            run_self_test(py, &vocab, &tok, strict)?;
-        }
-        Ok(vocab)
+        Ok(Vocabulary { inner: Arc::new(inner) })
     }
 
     /// Same as `from_tokenizer_json`, from the file's text.
@@ -80,20 +77,15 @@ impl Vocabulary {
     }
 
     /// From a Hugging Face fast tokenizer (`transformers`), a `tokenizers.Tokenizer`, or
-    /// mlx-lm's `TokenizerWrapper`. Unless `self_test=False`, the tokenizer self-test then
-    /// checks that its tokens decode to the bytes assumed here (warning on a mismatch, or
-    /// raising with `strict=True`); its result is cached by a hash of the tokenizer.
+    /// mlx-lm's `TokenizerWrapper`: reads its `tokenizer.json` text and EOS ids.
     #[staticmethod]
-    #[pyo3(signature = (tokenizer, eos_token_ids=None, vocab_size=None, *, self_test=true, strict=false))]
+    #[pyo3(signature = (tokenizer, eos_token_ids=None, vocab_size=None))]
     fn from_hf(
         py: Python<'_>,
         tokenizer: Bound<'_, PyAny>,
         eos_token_ids: Option<Vec<u32>>,
         vocab_size: Option<usize>,
-        self_test: bool,
-        strict: bool,
-    ) -> PyResult<Py<Self>> {
-        let original = tokenizer.clone();
+    ) -> PyResult<Self> {
         let mut eos = eos_token_ids.or_else(|| eos_ids_of(&tokenizer));
         let mut tok = tokenizer;
         // mlx-lm wraps the Hugging Face tokenizer.
@@ -111,11 +103,7 @@ impl Vocabulary {
             ));
         };
         let inner = run(py, move || build_from_json(&text, eos, None, vocab_size))?;
-        let vocab = Py::new(py, Vocabulary { inner: Arc::new(inner) })?;
-        if self_test {
-            run_self_test(py, &vocab, &original, strict)?;
-        }
-        Ok(vocab)
+        Ok(Vocabulary { inner: Arc::new(inner) })
     }
 
     /// Compiles a regex (full-match semantics) to a `Grammar`.
@@ -218,14 +206,6 @@ impl Vocabulary {
             self.inner.eos_ids()
         )
     }
-}
-
-/// Runs `onyx.tokenizer_check.self_test(vocab, tokenizer, strict=strict)`.
-fn run_self_test(py: Python<'_>, vocab: &Py<Vocabulary>, tokenizer: &Bound<'_, PyAny>, strict: bool) -> PyResult<()> {
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("strict", strict)?;
-    py.import("onyx.tokenizer_check")?.getattr("self_test")?.call((vocab.clone_ref(py), tokenizer), Some(&kwargs))?;
-    Ok(())
 }
 
 /// The core's size limits, with the ones given as keyword arguments.
