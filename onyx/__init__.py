@@ -26,7 +26,7 @@ from onyx._grammar import (  # noqa: E402
     VocabularyError,
     read_gguf_metadata,
 )
-from onyx.tokenizer_check import TokenizerMismatchError  # noqa: E402, TokenizerMismatchWarning, self_test
+from onyx.tokenizer_check import TokenizerMismatchError, TokenizerMismatchWarning, self_test  # noqa: E402
 from onyx.vocabulary import Vocabulary  # noqa: E402
 
 __all__ = [

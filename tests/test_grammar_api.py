@@ -8,6 +8,7 @@ import pytest
 import onyx
 import onyx._grammar
 import onyx.assets
+import onyx.tokenizer_check
 
 
 def test_bitmask_is_a_shared_read_only_uint32_view(vocabs):
@@ -109,6 +110,15 @@ def test_vocab_size_padding_and_metadata(smollm2):
     assert padded.size == 49280 and padded.is_special(49279)
     g = padded.compile_regex("[a-z]")
     assert g.token_bitmask(0).shape == (49280 // 32,)
+
+
+def test_star_import_gives_every_public_name():
+    namespace: dict = {}
+    exec("from onyx import *", namespace)
+    missing = set(onyx.__all__) - namespace.keys()
+    assert not missing, f"`from onyx import *` lacks {sorted(missing)}"
+    assert namespace["Vocabulary"] is onyx.Vocabulary
+    assert namespace["self_test"] is onyx.tokenizer_check.self_test
 
 
 def test_every_vocabulary_constructor_gives_the_public_class(smollm2, hf_tokenizers, tmp_path):
