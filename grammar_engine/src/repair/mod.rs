@@ -57,6 +57,7 @@ use path::finish;
 use search::Search;
 use table::{DenseTable, SparseTable, DENSE_MAX_ENTRIES};
 
+/// Whether a text fully matches, and where it stops matching.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Validation {
     /// The whole text is in the language.
