@@ -1,8 +1,9 @@
 """Onyx: guaranteed, fast structured output for local LLMs.
 
 The grammar core (`onyx._grammar`, Rust) compiles a regex or JSON Schema against a model's
-vocabulary into per-state token bitmasks; see `Vocabulary` and `Grammar`. `Engine` runs a model
-under such a grammar (loaded on first use, so `import onyx` stays light for grammar-only users).
+vocabulary into per-state token bitmasks; see `Vocabulary` (`onyx/vocabulary.py`: the core's
+vocabulary plus the tokenizer self-test) and `Grammar`. `Engine` runs a model under such a
+grammar (loaded on first use, so `import onyx` stays light for grammar-only users).
 """
 
 # On Linux, MLX's CPU backend must find OpenBLAS before mlx.core is first imported (it is ~40x
@@ -11,7 +12,7 @@ from onyx.platform import ensure_fast_blas
 
 ensure_fast_blas()
 
-from onyx._grammar import Grammar, Vocabulary, read_gguf_metadata  # noqa: E402
+from onyx._grammar import Grammar, read_gguf_metadata  # noqa: E402
 from onyx.errors import (  # noqa: E402
     CacheFullError,
     EmptyLanguageError,
@@ -32,6 +33,7 @@ from onyx.errors import (  # noqa: E402
 )
 from onyx.options import ConstraintSpec, GenerateOptions, SamplingParams, Speculation  # noqa: E402
 from onyx.tokenizer_check import TokenizerMismatchError, TokenizerMismatchWarning, self_test  # noqa: E402
+from onyx.vocabulary import Vocabulary  # noqa: E402
 
 __all__ = [
     "CacheFullError",

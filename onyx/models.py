@@ -115,7 +115,7 @@ def _check_text(text: str, param: str) -> None:
 def grammar_vocabulary(tokenizer, eos_token_ids: list[int], width: int):
     """The grammar core's vocabulary for a tokenizer, with masks `width` ids wide (the logits'
     width; a tokenizer naming more ids than the model has logits is cut to the logits)."""
-    from onyx._grammar import Vocabulary
+    from onyx.vocabulary import Vocabulary
 
     try:
         return Vocabulary.from_hf(tokenizer, eos_token_ids=eos_token_ids, vocab_size=width)

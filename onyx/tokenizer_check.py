@@ -135,14 +135,17 @@ class SelfTestReport:
         return "\n".join(lines)
 
 
-def self_test(vocab: Any, tokenizer: Any, *, strict: bool = False, cache: bool = True) -> SelfTestReport:
+def self_test(
+    vocab: Any, tokenizer: Any, *, strict: bool = False, cache: bool = True, stacklevel: int = 2
+) -> SelfTestReport:
     """Checks that `tokenizer` writes, token by token, the bytes `vocab` assumes.
 
     `tokenizer` is a `tokenizers.Tokenizer`, a transformers fast tokenizer, or mlx-lm's
     `TokenizerWrapper`. Returns the report; on failures warns with `TokenizerMismatchWarning`,
     or raises `TokenizerMismatchError` when `strict`. With `cache`, the result (pass or fail) is
     stored under `onyx.assets.cache_dir() / "selftest"` and reused for the same tokenizer and
-    vocabulary.
+    vocabulary. `stacklevel` is `warnings.warn`'s, counted from this function: the default
+    points a warning at the caller's line; a wrapper passes 3 to point at its own caller's.
     """
     tok = _TokenizerView(tokenizer)
     table = _VocabTable(vocab)
@@ -152,13 +155,13 @@ def self_test(vocab: Any, tokenizer: Any, *, strict: bool = False, cache: bool =
     if report is None:
         report = _Checker(tok, table, tokenizer_hash).run()
         if cache:
-            _store_cached(report, table.fingerprint)
+            _store_cached(report, table.fingerprint, stacklevel + 1)
 
     if not report.ok:
         message = report.summary()
         if strict:
             raise TokenizerMismatchError(message, report)
-        warnings.warn(message, TokenizerMismatchWarning, stacklevel=2)
+        warnings.warn(message, TokenizerMismatchWarning, stacklevel=stacklevel)
     return report
 
 
@@ -581,7 +584,7 @@ def _load_cached(tokenizer_hash: str, fingerprint: str) -> SelfTestReport | None
         return None
 
 
-def _store_cached(report: SelfTestReport, fingerprint: str) -> None:
+def _store_cached(report: SelfTestReport, fingerprint: str, stacklevel: int) -> None:
     path = _cache_path(report.tokenizer_hash)
     data = {
         "version": SELFTEST_VERSION,
@@ -605,4 +608,4 @@ def _store_cached(report: SelfTestReport, fingerprint: str) -> None:
                 pass
             raise
     except OSError as e:
-        warnings.warn(f"could not cache the tokenizer self-test in {path}: {e}", RuntimeWarning, stacklevel=3)
+        warnings.warn(f"could not cache the tokenizer self-test in {path}: {e}", RuntimeWarning, stacklevel=stacklevel)

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 import onyx
+import onyx._grammar
 import onyx.assets
+import onyx.tokenizer_check
 
 
 def test_bitmask_is_a_shared_read_only_uint32_view(vocabs):
@@ -108,3 +110,29 @@ def test_vocab_size_padding_and_metadata(smollm2):
     assert padded.size == 49280 and padded.is_special(49279)
     g = padded.compile_regex("[a-z]")
     assert g.token_bitmask(0).shape == (49280 // 32,)
+
+
+def test_star_import_gives_every_public_name():
+    namespace: dict = {}
+    exec("from onyx import *", namespace)
+    missing = set(onyx.__all__) - namespace.keys()
+    assert not missing, f"`from onyx import *` lacks {sorted(missing)}"
+    assert namespace["Vocabulary"] is onyx.Vocabulary
+    assert namespace["self_test"] is onyx.tokenizer_check.self_test
+
+
+def test_every_vocabulary_constructor_gives_the_public_class(smollm2, hf_tokenizers, tmp_path):
+    tok = hf_tokenizers["smollm2"]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(tok.to_str())
+    built = [
+        onyx.Vocabulary.from_gguf(onyx.assets.asset_path("smollm2")),
+        onyx.Vocabulary.from_tokenizer_json_str(tok.to_str()),
+        onyx.Vocabulary.from_tokenizer_json(path, self_test=False),
+        onyx.Vocabulary.from_hf(tok, self_test=False),
+        onyx.Vocabulary(smollm2),
+    ]
+    for vocab in built:
+        assert type(vocab) is onyx.Vocabulary and isinstance(vocab, onyx._grammar.Vocabulary)
+        assert vocab.size == smollm2.size and vocab.token_bytes(17) == smollm2.token_bytes(17)
+        assert vocab.compile_regex("[0-9]+").validate("42")

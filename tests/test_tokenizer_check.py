@@ -320,3 +320,28 @@ def test_vocabulary_from_hf_runs_the_self_test(monkeypatch, tmp_path):
     onyx.Vocabulary.from_tokenizer_json(path, strict=True)
     assert len(list((tmp_path / "cache" / "selftest").glob("*.json"))) >= 1
     onyx.Vocabulary.from_hf(tok, self_test=False)
+
+
+def test_vocabulary_from_tokenizer_json_runs_the_self_test(smollm2_dir, smollm2_json, cache):
+    path = smollm2_dir / "tokenizer.json"
+    vocab = no_warnings(onyx.Vocabulary.from_tokenizer_json, path, strict=True)
+    assert isinstance(vocab, onyx.Vocabulary)
+    verdicts = list((cache / "selftest").glob("*.json"))
+    assert len(verdicts) == 1 and json.loads(verdicts[0].read_text())["ok"] is True
+    period = vocab_id(smollm2_json, ".")
+    with pytest.raises(TokenizerMismatchError, match=f"EOS id {period}"):
+        onyx.Vocabulary.from_tokenizer_json(path, eos_token_ids=[2, period], strict=True)
+
+
+def test_vocabulary_mismatch_warns_at_the_callers_line(smollm2_json, hf_tokenizers, cache):
+    """As when the self-test ran from inside the extension: the warning names the line that built
+    the vocabulary, not a line of onyx."""
+    tok = hf_tokenizers["smollm2"]
+    period = vocab_id(smollm2_json, ".")
+    with pytest.warns(TokenizerMismatchWarning, match=f"EOS id {period}") as record:
+        vocab = onyx.Vocabulary.from_hf(tok, eos_token_ids=[2, period])
+    assert period in vocab.eos_token_ids
+    assert [w.filename for w in record if w.category is TokenizerMismatchWarning] == [__file__]
+    with pytest.raises(TokenizerMismatchError, match=f"EOS id {period}"):
+        onyx.Vocabulary.from_hf(tok, eos_token_ids=[2, period], strict=True)
+    no_warnings(onyx.Vocabulary.from_hf, tok, eos_token_ids=[2, period], self_test=False)

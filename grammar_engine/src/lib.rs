@@ -4,6 +4,9 @@
 //! tokens); a regex, or a JSON Schema through [`json_schema`], becomes a [`dfa::Dfa`] over
 //! bytes; a [`grammar::Grammar`] joins the two and answers, per DFA state, which tokens keep
 //! the output completable ([`index`]), where each one leads, and how far acceptance is.
+//! [`repair`] checks a finished text against a DFA and finds its cheapest edit into the
+//! language. With the `python` feature, the `python` module exposes all of this as
+//! `onyx._grammar`; the core itself never calls Python.
 
 pub mod algebra;
 pub mod byte_level;

@@ -1,0 +1,206 @@
+//! `Grammar`: the step API the decoding loop calls once per token.
+//!
+//! Masks are handed to Python as read-only NumPy views of the core's own rows, made once per
+//! state and shared by every caller, so asking for a mask never copies it. State ids arrive as
+//! Python ints; out-of-range ones become an id the core rejects as invalid.
+
+use std::sync::{Arc, OnceLock};
+
+use numpy::ndarray::ArrayView1;
+use numpy::PyArray1;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use super::errors::{run, to_py};
+use super::repair::{self, RepairResult, Validation};
+use crate::grammar::Grammar as CoreGrammar;
+
+fn state_id(state: i64) -> u32 {
+    // Out-of-range ids become u32::MAX, which the core rejects as an invalid state.
+    u32::try_from(state).unwrap_or(u32::MAX)
+}
+
+/// A compiled grammar: the step API the decoding loop calls once per token.
+#[pyclass(frozen, module = "onyx._grammar")]
+pub struct Grammar {
+    inner: Arc<CoreGrammar>,
+    /// One read-only NumPy view per state's mask, made on first request and handed out again
+    /// after that, so `token_bitmask` never copies.
+    views: Box<[OnceLock<Py<PyArray1<u32>>>]>,
+}
+
+impl Grammar {
+    pub(super) fn wrap(g: CoreGrammar) -> Self {
+        let views = (0..g.num_states()).map(|_| OnceLock::new()).collect();
+        Grammar { inner: Arc::new(g), views }
+    }
+}
+
+#[pymethods]
+impl Grammar {
+    #[getter]
+    fn initial_state(&self) -> u32 {
+        self.inner.initial_state()
+    }
+
+    #[getter]
+    fn num_states(&self) -> usize {
+        self.inner.num_states()
+    }
+
+    #[getter]
+    fn memory_bytes(&self) -> usize {
+        self.inner.memory_bytes()
+    }
+
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab().size()
+    }
+
+    /// The EOS ids of the grammar's vocabulary (allowed exactly in accepting states).
+    #[getter]
+    fn eos_token_ids(&self) -> Vec<u32> {
+        self.inner.vocab().eos_ids().to_vec()
+    }
+
+    /// The regex the grammar was compiled from (for a schema, the regex it compiled to).
+    #[getter]
+    fn regex(&self) -> &str {
+        self.inner.source()
+    }
+
+    /// Number of states whose row of the token index has been computed.
+    #[getter]
+    fn states_built(&self) -> usize {
+        self.inner.rows_built()
+    }
+
+    /// Allowed token ids in `state`, ascending, as numpy int32.
+    fn allowed_token_ids<'py>(&self, py: Python<'py>, state: i64) -> PyResult<Bound<'py, PyArray1<i32>>> {
+        let g = self.inner.clone();
+        let ids = run(py, move || g.allowed_token_ids(state_id(state)))?;
+        Ok(PyArray1::from_iter(py, ids.into_iter().map(|t| t as i32)))
+    }
+
+    /// The allowed-token bitmask of `state` as a read-only numpy uint32 array of ceil(V/32)
+    /// words (bit t%32 of word t//32). The same array object is returned on every call.
+    fn token_bitmask<'py>(slf: Bound<'py, Self>, state: i64) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let py = slf.py();
+        let this = slf.get();
+        let s = state_id(state);
+        if let Some(view) = this.views.get(s as usize).and_then(OnceLock::get) {
+            return Ok(view.bind(py).clone());
+        }
+        let g = this.inner.clone();
+        run(py, move || g.row(s).map(|_| ()))?;
+        let mask = this.inner.token_bitmask(s).map_err(|e| to_py(py, e))?;
+        let view = ArrayView1::from(mask);
+        // SAFETY: the mask lives in a `OnceLock` row of the grammar, which is never mutated or
+        // moved once set, and `slf` (which owns the grammar through an Arc) is the array's base
+        // object, so the memory outlives the array.
+        let array = unsafe { PyArray1::borrow_from_array(&view, slf.clone().into_any()) };
+        // Read-only, once per state: callers share this array.
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("write", false)?;
+        array.call_method("setflags", (), Some(&kwargs))?;
+        let cell = &this.views[s as usize];
+        let _ = cell.set(array.clone().unbind());
+        Ok(cell.get().map(|v| v.bind(py).clone()).unwrap_or(array))
+    }
+
+    /// `token_bitmask(state)` restricted to tokens after which acceptance stays reachable
+    /// within `budget` more tokens. Returns the shared mask itself when the budget restricts
+    /// nothing (the usual case), else a fresh array.
+    fn token_bitmask_within<'py>(slf: Bound<'py, Self>, state: i64, budget: i64) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let py = slf.py();
+        let g = slf.get().inner.clone();
+        let s = state_id(state);
+        let budget = u32::try_from(budget.max(0)).unwrap_or(u32::MAX);
+        let restricted = run(py, move || {
+            Ok(match g.token_bitmask_within(s, budget)? {
+                std::borrow::Cow::Borrowed(_) => None,
+                std::borrow::Cow::Owned(mask) => Some(mask),
+            })
+        })?;
+        match restricted {
+            None => Grammar::token_bitmask(slf, state),
+            Some(mask) => Ok(PyArray1::from_vec(py, mask)),
+        }
+    }
+
+    /// The state after `token_id`; raises `TokenNotAllowedError` if the mask forbids it.
+    fn advance(&self, py: Python<'_>, state: i64, token_id: i64) -> PyResult<u32> {
+        let token = u32::try_from(token_id).unwrap_or(u32::MAX);
+        self.inner.advance(state_id(state), token).map_err(|e| to_py(py, e))
+    }
+
+    /// True when the output so far fully matches.
+    fn is_accepting(&self, py: Python<'_>, state: i64) -> PyResult<bool> {
+        self.inner.is_accepting(state_id(state)).map_err(|e| to_py(py, e))
+    }
+
+    /// The longest byte string every valid continuation from `state` begins with.
+    fn forced_bytes<'py>(&self, py: Python<'py>, state: i64) -> PyResult<Bound<'py, PyBytes>> {
+        let b = self.inner.forced_bytes(state_id(state)).map_err(|e| to_py(py, e))?;
+        Ok(PyBytes::new(py, &b))
+    }
+
+    /// The fewest tokens that reach acceptance from `state` (0 if accepting). The first call
+    /// builds the whole index.
+    fn min_tokens_to_accept(&self, py: Python<'_>, state: i64) -> PyResult<u32> {
+        let g = self.inner.clone();
+        run(py, move || g.min_tokens_to_accept(state_id(state)))
+    }
+
+    /// The (token ids, next states) of every ordinary token allowed in `state`, as int32
+    /// arrays (EOS excluded).
+    fn transitions<'py>(&self, py: Python<'py>, state: i64) -> PyResult<(Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<i32>>)> {
+        let g = self.inner.clone();
+        let s = state_id(state);
+        let pairs = run(py, move || g.transitions(s))?;
+        Ok((
+            PyArray1::from_iter(py, pairs.iter().map(|&(t, _)| t as i32)),
+            PyArray1::from_iter(py, pairs.iter().map(|&(_, n)| n as i32)),
+        ))
+    }
+
+    /// Does `text` (str or bytes) fully match? Returns a `Validation` whose `error_offset` is the
+    /// byte offset where a match first becomes impossible (the text's length when it is a valid
+    /// but incomplete prefix).
+    fn validate(&self, py: Python<'_>, text: Bound<'_, PyAny>) -> PyResult<Validation> {
+        let bytes = repair::text_bytes(&text)?;
+        repair::validate(py, self.inner.clone(), bytes)
+    }
+
+    /// The string of the grammar's language closest to `text` in byte edit distance
+    /// (insertions, deletions, substitutions; unit costs by default). With `deadline_ms` or
+    /// `max_expansions`, returns the best repair found in time with a proven lower bound.
+    #[pyo3(signature = (text, max_cost=None, deadline_ms=None, *, insert_cost=1, delete_cost=1, substitute_cost=1, max_expansions=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn repair(
+        &self,
+        py: Python<'_>,
+        text: Bound<'_, PyAny>,
+        max_cost: Option<i64>,
+        deadline_ms: Option<f64>,
+        insert_cost: u32,
+        delete_cost: u32,
+        substitute_cost: u32,
+        max_expansions: Option<usize>,
+    ) -> PyResult<RepairResult> {
+        let bytes = repair::text_bytes(&text)?;
+        let opts = repair::options(max_cost, deadline_ms, insert_cost, delete_cost, substitute_cost, max_expansions)?;
+        repair::repair(py, self.inner.clone(), bytes, opts)
+    }
+
+    /// Computes every state's row now, in parallel (the eager build).
+    fn build_all(&self, py: Python<'_>) -> PyResult<()> {
+        let g = self.inner.clone();
+        run(py, move || g.build_all())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Grammar(num_states={}, vocab_size={})", self.inner.num_states(), self.inner.vocab().size())
+    }
+}

@@ -1,0 +1,52 @@
+//! The PyO3 module `onyx._grammar`: a thin layer over the Rust core.
+//!
+//! Each method converts arguments, releases the GIL for heavy work, calls the core, and maps
+//! [`GrammarError`](crate::GrammarError) variants onto Python exception classes (all
+//! subclasses of `GrammarError`, itself a `ValueError`). Panics are caught at this boundary
+//! and raised as `GrammarError` rather than crossing into Python. Nothing here calls into the
+//! `onyx` package: what needs Python code (the tokenizer self-test) runs in `onyx/`, around
+//! these classes.
+//!
+//! * `errors`: the exception classes, and the boundary that runs core calls;
+//! * `vocabulary`: `Vocabulary`, built from a tokenizer, and the grammars it compiles;
+//! * `grammar`: `Grammar`, the per-token step API;
+//! * `repair`: `Grammar.validate` / `Grammar.repair` and their result classes;
+//! * `gguf`: `read_gguf_metadata`.
+
+mod errors;
+mod gguf;
+mod grammar;
+mod repair;
+mod vocabulary;
+
+use pyo3::prelude::*;
+
+use errors::{
+    EmptyLanguageError, GrammarError, GrammarTooLargeError, InvalidRegexError, InvalidSchemaError, InvalidStateError,
+    NotCompletableError, TokenNotAllowedError, UnsupportedRegexError, UnsupportedSchemaError, VocabularyError,
+};
+use grammar::Grammar;
+use repair::{RepairResult, Validation};
+use vocabulary::Vocabulary;
+
+#[pymodule]
+fn _grammar(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<Vocabulary>()?;
+    m.add_class::<Grammar>()?;
+    m.add_class::<Validation>()?;
+    m.add_class::<RepairResult>()?;
+    m.add_function(wrap_pyfunction!(gguf::read_gguf_metadata, m)?)?;
+    m.add("GrammarError", py.get_type::<GrammarError>())?;
+    m.add("InvalidRegexError", py.get_type::<InvalidRegexError>())?;
+    m.add("UnsupportedRegexError", py.get_type::<UnsupportedRegexError>())?;
+    m.add("GrammarTooLargeError", py.get_type::<GrammarTooLargeError>())?;
+    m.add("EmptyLanguageError", py.get_type::<EmptyLanguageError>())?;
+    m.add("NotCompletableError", py.get_type::<NotCompletableError>())?;
+    m.add("UnsupportedSchemaError", py.get_type::<UnsupportedSchemaError>())?;
+    m.add("InvalidSchemaError", py.get_type::<InvalidSchemaError>())?;
+    m.add("VocabularyError", py.get_type::<VocabularyError>())?;
+    m.add("TokenNotAllowedError", py.get_type::<TokenNotAllowedError>())?;
+    m.add("InvalidStateError", py.get_type::<InvalidStateError>())?;
+    Ok(())
+}

@@ -1,0 +1,315 @@
+//! Validation and minimal-edit repair of a byte string against a [`Dfa`].
+//!
+//! [`validate`] says whether a text fully matches and, if not, where the match breaks.
+//! [`repair`] finds a string of the DFA's language at the smallest weighted edit distance from
+//! the text (byte insertions, deletions and substitutions, each with its own cost).
+//!
+//! # The search graph
+//!
+//! Nodes are `(i, s)`: `i` text bytes consumed, DFA state `s`. From `(i, s)`:
+//!
+//! * keep `text[i]` when `next(s, text[i])` is live: cost 0, to `(i + 1, next)`;
+//! * delete `text[i]`: `delete_cost`, to `(i + 1, s)`;
+//! * substitute `text[i]` by a byte `b != text[i]` with a live transition: `substitute_cost`,
+//!   to `(i + 1, next(s, b))`;
+//! * insert a byte `b` with a live transition: `insert_cost`, to `(i, next(s, b))`.
+//!
+//! The goal is any `(len, s)` with `s` accepting. Since the DFA only accepts valid UTF-8 (it is
+//! built in Unicode mode), every repaired text is valid UTF-8, whatever the input bytes were.
+//!
+//! # How a repair is found
+//!
+//! A greedy completion of the start node gives a first valid answer. A forward A* search with
+//! a consistent heuristic then looks for cheaper ones, pruning against the best so far. When
+//! the forward search takes long, it alternates with a backward Dijkstra from the goals that
+//! sharpens the heuristic and meets it in the middle. When the caller's deadline or expansion
+//! budget runs out, the best answer so far is returned with a proven lower bound.
+//!
+//! # Layout
+//!
+//! One concept per file:
+//!
+//! * `cost`: edit prices, and the tie-breaking "damage" folded into the internal cost;
+//! * `groups`: each state's transitions collapsed to one representative byte per target;
+//! * `table`: the node table both directions record costs and parent links in;
+//! * `greedy`: completion without search (the first incumbent and the anytime answer);
+//! * `search`: the forward A*, its heuristic, and the driver alternating the two directions;
+//! * `backward`: the backward Dijkstra and the heuristic and solutions it gives;
+//! * `path`: from parent links to edits, and from edits to a [`RepairResult`].
+
+mod backward;
+mod cost;
+mod greedy;
+mod groups;
+mod path;
+mod search;
+mod table;
+#[cfg(test)]
+mod test_support;
+
+use std::time::{Duration, Instant};
+
+use crate::dfa::{Dfa, DEAD};
+use cost::Weights;
+use greedy::greedy_tail;
+use groups::Groups;
+use path::finish;
+use search::Search;
+use table::{DenseTable, SparseTable, DENSE_MAX_ENTRIES};
+
+/// Whether a text fully matches, and where it stops matching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Validation {
+    /// The whole text is in the language.
+    pub valid: bool,
+    /// `None` when valid. Otherwise the offset of the first byte that makes a match impossible,
+    /// or `text.len()` when every byte is fine but the text stops before a full match.
+    pub error_offset: Option<usize>,
+}
+
+/// Checks `text` against `dfa` with full-match semantics.
+pub fn validate(dfa: &Dfa, text: &[u8]) -> Validation {
+    let mut state = dfa.start();
+    for (offset, &b) in text.iter().enumerate() {
+        state = dfa.next(state, b);
+        if state == DEAD {
+            return Validation { valid: false, error_offset: Some(offset) };
+        }
+    }
+    if dfa.is_accepting(state) {
+        Validation { valid: true, error_offset: None }
+    } else {
+        Validation { valid: false, error_offset: Some(text.len()) }
+    }
+}
+
+/// Edit costs and search limits for [`repair`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RepairOptions {
+    pub insert_cost: u32,
+    pub delete_cost: u32,
+    pub substitute_cost: u32,
+    /// Give up (with [`RepairStatus::NoRepairWithinMaxCost`]) when every repair costs more.
+    pub max_cost: Option<u32>,
+    /// Wall-clock budget for the search, measured from the call.
+    pub deadline: Option<Duration>,
+    /// Budget of node expansions.
+    pub max_expansions: Option<usize>,
+}
+
+impl Default for RepairOptions {
+    fn default() -> Self {
+        RepairOptions {
+            insert_cost: 1,
+            delete_cost: 1,
+            substitute_cost: 1,
+            max_cost: None,
+            deadline: None,
+            max_expansions: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RepairStatus {
+    /// `text` is a cheapest repair; `cost == lower_bound`.
+    Optimal,
+    /// The deadline or the expansion budget ran out first: `text` is the best repair found so
+    /// far, and its cost may exceed the optimum, which is at least `lower_bound`.
+    Anytime,
+    /// Every repair costs more than `max_cost`; no text.
+    NoRepairWithinMaxCost,
+    /// The budget ran out before any repair within `max_cost` was found; no text.
+    NotFound,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EditKind {
+    Insert,
+    Delete,
+    Substitute,
+}
+
+/// One edit. Offsets refer to the original text; an insertion at `offset` goes before the
+/// original byte `text[offset]` (or at the end when `offset == text.len()`). Edits are listed
+/// in text order, so applying them left to right rebuilds the repaired text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Edit {
+    pub kind: EditKind,
+    pub offset: usize,
+    /// The original byte (deletions and substitutions).
+    pub old: Option<u8>,
+    /// The new byte (insertions and substitutions).
+    pub new: Option<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepairResult {
+    pub status: RepairStatus,
+    /// The repaired text (fully matches the DFA); `None` for `NoRepairWithinMaxCost` and
+    /// `NotFound`.
+    pub text: Option<Vec<u8>>,
+    /// Sum of the edit costs of `edits`; `None` when there is no text.
+    pub cost: Option<u32>,
+    /// A proven lower bound on the cost of an optimal repair.
+    pub lower_bound: u32,
+    /// The edits turning the input into `text`, in text order.
+    pub edits: Vec<Edit>,
+    /// Nodes expanded by the search.
+    pub expansions: usize,
+}
+
+/// Finds a cheapest edit of `text` into the language of `dfa`. See the module documentation.
+pub fn repair(dfa: &Dfa, text: &[u8], opts: &RepairOptions) -> RepairResult {
+    repair_impl(dfa, text, opts, Tuning::for_len(text.len()))
+}
+
+/// Expansion allowances of the first forward and backward phases; the search alternates
+/// between the two directions, doubling both allowances each round.
+#[derive(Debug, Clone, Copy)]
+struct Tuning {
+    forward_first: usize,
+    backward_first: usize,
+    /// Use the hash-map node table whatever the size.
+    sparse: bool,
+}
+
+impl Tuning {
+    fn for_len(len: usize) -> Self {
+        Tuning { forward_first: 1024 + len, backward_first: 512 + len / 2, sparse: false }
+    }
+}
+
+/// [`repair`] under an explicit schedule (the tests cross-check several).
+fn repair_impl(dfa: &Dfa, text: &[u8], opts: &RepairOptions, tuning: Tuning) -> RepairResult {
+    let started = Instant::now();
+    if validate(dfa, text).valid {
+        return RepairResult {
+            status: RepairStatus::Optimal,
+            text: Some(text.to_vec()),
+            cost: Some(0),
+            lower_bound: 0,
+            edits: Vec::new(),
+            expansions: 0,
+        };
+    }
+    let weights = Weights::new(opts);
+    let mut groups = Groups::new(dfa.num_states());
+    if text.len() >= (u32::MAX - 1) as usize {
+        // Positions would not fit the node keys: answer with the greedy repair alone.
+        let mut edits = Vec::new();
+        greedy_tail(dfa, text, &mut groups, &weights, 0, dfa.start(), &mut edits);
+        return finish(dfa, text, opts, RepairStatus::Anytime, 0, edits, 0);
+    }
+    let entries = (text.len() + 1).saturating_mul(dfa.num_states());
+    if !tuning.sparse && entries <= DENSE_MAX_ENTRIES {
+        Search::<DenseTable>::new(dfa, text, opts, weights, groups, started).run(tuning)
+    } else {
+        Search::<SparseTable>::new(dfa, text, opts, weights, groups, started).run(tuning)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::*;
+    use super::*;
+
+    #[test]
+    fn validate_reports_offsets() {
+        let d = dfa("[0-9]{3}-[a-z]+");
+        assert_eq!(validate(&d, b"123-abc"), Validation { valid: true, error_offset: None });
+        assert_eq!(validate(&d, b"12x-abc"), Validation { valid: false, error_offset: Some(2) });
+        assert_eq!(validate(&d, b"123-"), Validation { valid: false, error_offset: Some(4) });
+        assert_eq!(validate(&d, b""), Validation { valid: false, error_offset: Some(0) });
+        assert_eq!(validate(&d, b"123-ab\xff"), Validation { valid: false, error_offset: Some(6) });
+    }
+
+    #[test]
+    fn valid_text_is_unchanged() {
+        let d = dfa("[0-9]{3}-[a-z]+");
+        let opts = RepairOptions::default();
+        let r = repair(&d, b"123-abc", &opts);
+        assert_eq!(r.status, RepairStatus::Optimal);
+        assert_eq!(r.text.as_deref(), Some(&b"123-abc"[..]));
+        assert_eq!(r.cost, Some(0));
+        assert_eq!(r.lower_bound, 0);
+        assert!(r.edits.is_empty());
+    }
+
+    #[test]
+    fn simple_repairs() {
+        let d = dfa("[0-9]{3}-[a-z]+");
+        let opts = RepairOptions::default();
+        for (text, cost) in
+            [(&b"12-abc"[..], 1), (b"123abc", 1), (b"1234-abc", 1), (b"123-", 1), (b"", 5), (b"x23-ab", 1)]
+        {
+            let r = repair(&d, text, &opts);
+            assert_eq!(r.status, RepairStatus::Optimal);
+            assert_eq!(r.cost, Some(cost), "{:?}", String::from_utf8_lossy(text));
+            check(&d, text, &opts, &r);
+        }
+        let r = repair(&d, b"123abc", &opts);
+        assert_eq!(r.edits, vec![Edit { kind: EditKind::Insert, offset: 3, old: None, new: Some(b'-') }]);
+        let r = repair(&d, b"12x-abc", &opts);
+        assert_eq!(r.edits.len(), 1);
+        assert_eq!(r.edits[0].kind, EditKind::Substitute);
+        assert_eq!(r.edits[0].offset, 2);
+    }
+
+    #[test]
+    fn max_cost() {
+        let d = dfa("[0-9]{3}-[a-z]+");
+        let text = b"1x3+abc"; // needs 2 substitutions
+        let tight = RepairOptions { max_cost: Some(1), ..RepairOptions::default() };
+        let r = repair(&d, text, &tight);
+        assert_eq!(r.status, RepairStatus::NoRepairWithinMaxCost);
+        assert_eq!(r.text, None);
+        assert_eq!(r.cost, None);
+        assert!(r.edits.is_empty());
+        assert_eq!(r.lower_bound, 2);
+        let exact = RepairOptions { max_cost: Some(2), ..RepairOptions::default() };
+        let r = repair(&d, text, &exact);
+        assert_eq!(r.status, RepairStatus::Optimal);
+        assert_eq!(r.cost, Some(2));
+        check(&d, text, &exact, &r);
+        let zero = RepairOptions { max_cost: Some(0), ..RepairOptions::default() };
+        assert_eq!(repair(&d, text, &zero).status, RepairStatus::NoRepairWithinMaxCost);
+        assert_eq!(repair(&d, b"123-abc", &zero).status, RepairStatus::Optimal);
+    }
+
+    #[test]
+    fn broken_utf8_gives_valid_utf8() {
+        let d = dfa("[é日]+");
+        let opts = RepairOptions::default();
+        let inputs: [&[u8]; 6] =
+            [b"\xc3\xa9\xc3\xe6\x97\xa5", b"\xe6\x97", b"\xff\xfe", b"", b"\xc3\xa9x\xe6\x97\xa5\xa5", b"\xa9\xc3"];
+        for text in inputs {
+            let r = repair(&d, text, &opts);
+            assert_eq!(r.status, RepairStatus::Optimal);
+            let out = check(&d, text, &opts, &r);
+            let s = std::str::from_utf8(&out).expect("valid UTF-8");
+            assert!(!s.is_empty() && s.chars().all(|c| c == 'é' || c == '日'));
+            assert_eq!(r.cost, Some(reference_cost(&d, text, &opts)));
+            for tuning in tunings(text.len()) {
+                let other = repair_impl(&d, text, &opts, tuning);
+                assert_eq!(other.cost, r.cost);
+                assert!(std::str::from_utf8(&check(&d, text, &opts, &other)).is_ok());
+            }
+        }
+        // One missing continuation byte costs one insertion.
+        let r = repair(&d, b"\xc3\xa9\xe6\x97", &opts);
+        assert_eq!(r.cost, Some(1));
+        assert_eq!(r.text.as_deref(), Some("é日".as_bytes()));
+    }
+
+    #[test]
+    fn invalid_utf8_against_ascii_grammar() {
+        let d = dfa("[a-z]+(,[a-z]+)*");
+        let opts = RepairOptions::default();
+        let text = b"ab\xff\xfecd,,e\x80";
+        let r = repair(&d, text, &opts);
+        assert_eq!(r.cost, Some(reference_cost(&d, text, &opts)));
+        assert_eq!(r.cost, Some(4));
+        check(&d, text, &opts, &r);
+    }
+}
