@@ -98,6 +98,7 @@ pub(crate) fn array<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
     }
     let needed: u64 = contains.iter().map(|(_, min, _)| *min).sum();
     lo = lo.max(needed);
+    hi = c.cap(hi, lo);
     if hi.is_some_and(|h| h < lo) {
         return Ok(Expr::Empty);
     }

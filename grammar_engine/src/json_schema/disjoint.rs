@@ -22,11 +22,20 @@ pub(crate) struct Disjoint<'r, 'a> {
     resolver: &'r Resolver<'a>,
     base: &'r str,
     steps: usize,
+    /// The kinds of value the context already allows (the branches of a `oneOf` next to
+    /// `type: object` only need to be disjoint on objects).
+    context: u8,
 }
 
 impl<'r, 'a> Disjoint<'r, 'a> {
     pub(crate) fn new(resolver: &'r Resolver<'a>, base: &'r str) -> Self {
-        Disjoint { resolver, base, steps: 0 }
+        Disjoint { resolver, base, steps: 0, context: K_ALL }
+    }
+
+    /// Only values of these kinds count (the context rules the others out).
+    pub(crate) fn within(mut self, kinds: u8) -> Self {
+        self.context = kinds;
+        self
     }
 
     /// Whether no value validates against both `a` and `b`.
@@ -78,7 +87,8 @@ impl<'r, 'a> Disjoint<'r, 'a> {
 
     /// Disjoint by the keywords of `a` and `b` themselves.
     fn direct(&mut self, a: &'a Map<String, Value>, b: &'a Map<String, Value>, depth: usize) -> bool {
-        let common = schema_kinds(a) & schema_kinds(b);
+        let context = if depth == 0 { self.context } else { K_ALL };
+        let common = schema_kinds(a) & schema_kinds(b) & context;
         if common == 0 {
             return true;
         }

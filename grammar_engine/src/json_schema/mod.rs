@@ -67,16 +67,31 @@ impl Default for JsonSchemaOptions {
     }
 }
 
+/// Upper bounds tried, in turn, when the exact automaton is over the size limit: large
+/// `maxItems`/`maxLength` bounds multiply states (100 items of strings up to 1024 characters
+/// need 100 × 1024 of them). Keeping fewer elements or shorter strings than a maximum allows
+/// is a sound restriction, taken only when the exact automaton does not fit.
+const COUNT_CAPS: [Option<u64>; 3] = [None, Some(16), Some(4)];
+
 /// Compiles `schema` into a DFA over UTF-8 bytes whose full matches are JSON texts valid under
 /// the schema.
 pub fn compile(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> Result<Dfa> {
-    let mut compiler = walk::Compiler::new(schema, opts, config);
-    let root = compiler.root_item(schema);
-    let expr = compiler.compile_one(root)?;
-    match expr.to_dfa(config)? {
-        Some(dfa) => Ok(dfa),
-        None => Err(GrammarError::EmptyLanguage {
-            detail: "no JSON value satisfies the schema (or none that this compiler can write: see the JSON Schema notes in the README)".into(),
-        }),
+    let mut last = None;
+    for cap in COUNT_CAPS {
+        let mut compiler = walk::Compiler::new(schema, opts, config);
+        compiler.count_cap = cap;
+        let root = compiler.root_item(schema);
+        let attempt = compiler.compile_one(root).and_then(|expr| expr.to_dfa(config));
+        match attempt {
+            Ok(Some(dfa)) => return Ok(dfa),
+            Ok(None) => {
+                return Err(GrammarError::EmptyLanguage {
+                    detail: "no JSON value satisfies the schema (or none that this compiler can write: see the JSON Schema notes in the README)".into(),
+                })
+            }
+            Err(e @ GrammarError::TooLarge { .. }) if compiler.capped() => last = Some(e),
+            Err(e) => return Err(e),
+        }
     }
+    Err(last.unwrap_or_else(|| GrammarError::EmptyLanguage { detail: "no JSON value satisfies the schema".into() }))
 }

@@ -616,39 +616,54 @@ pub(crate) fn over<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
     let ws = c.ws.clone();
     let mut lang = Expr::regex(kind_superset(JsonType::Object));
     let mut keyed: Vec<(String, Option<&'a Value>)> = Vec::new();
-    for (m, _) in conj.maps() {
+    for (m, item) in conj.maps() {
         let names: Vec<&str> = match m.get("required") {
             Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
             _ => Vec::new(),
         };
         for name in names {
-            let constant = m
-                .get("properties")
-                .and_then(|p| p.get(name))
-                .and_then(|s| s.get("const").or_else(|| s.get("enum").filter(|e| e.as_array().is_some_and(|a| a.len() <= 8))));
+            let constant = m.get("properties").and_then(|p| p.get(name)).and_then(|s| constant_values(c, s, &item.base));
             if !keyed.iter().any(|(n, _)| n == name) {
                 keyed.push((name.to_string(), constant));
             }
         }
     }
-    keyed.sort_by_key(|(_, v)| v.is_none());
-    for (name, constant) in keyed.into_iter().take(2) {
+    keyed.sort_by_key(|(n, v)| (c.common_names.contains(n), v.is_none()));
+    for (name, constant) in keyed.into_iter().take(3) {
         let key = regex_syntax::escape(&string_literal_text(&name));
         let value = match constant {
-            Some(Value::Array(values)) if values.iter().all(|v| !v.is_object() && !v.is_array()) => {
-                let mut alts = Vec::new();
-                for v in values {
-                    alts.push(scalar_regex(v));
-                }
+            Some(Value::Array(values)) => {
+                let alts: Vec<String> = values.iter().map(scalar_regex).collect();
                 format!("(?:{})", alts.join("|"))
             }
-            Some(v) if !v.is_object() && !v.is_array() && !v.is_array() => scalar_regex(v),
-            _ => String::new(),
+            Some(v) => scalar_regex(v),
+            None => String::new(),
         };
         let needle = Expr::regex(format!(r"(?s:.)*{key}{ws}:{ws}{value}(?s:.)*"));
         lang = lang.and(&needle, c.config)?;
     }
     Ok(lang)
+}
+
+/// The scalar constants a property schema allows (`const`, or an `enum` of up to 8 scalars),
+/// through `$ref`s.
+fn constant_values<'a>(c: &Compiler<'a>, schema: &'a Value, base: &str) -> Option<&'a Value> {
+    let mut s = schema;
+    for _ in 0..8 {
+        let m = s.as_object()?;
+        if let Some(r) = m.get("$ref").and_then(Value::as_str) {
+            s = c.resolver.resolve(r, base, "$ref", &super::context::Ctx::root()).ok()?.schema;
+            continue;
+        }
+        let v = m.get("const").or_else(|| m.get("enum").filter(|e| e.as_array().is_some_and(|a| a.len() <= 8)))?;
+        let scalar = |x: &Value| !x.is_object() && !x.is_array();
+        return match v {
+            Value::Array(a) if m.contains_key("enum") => a.iter().all(scalar).then_some(v),
+            v if scalar(v) => Some(v),
+            _ => None,
+        };
+    }
+    None
 }
 
 /// A scalar's canonical text as a regex prefix (numbers: any spelling's common start).

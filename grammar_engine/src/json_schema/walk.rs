@@ -118,6 +118,13 @@ pub(crate) struct Compiler<'a> {
     cache: HashMap<Vec<(usize, u16)>, Expr>,
     cases: usize,
     started: Instant,
+    /// Object names that do not discriminate (see `one_of`); over-languages prefer others.
+    pub common_names: HashSet<String>,
+    /// When set, upper count bounds (`maxItems`, `maxLength`) above it are lowered to it (but
+    /// never below the lower bound): see `COUNT_CAPS` in `mod.rs`.
+    pub count_cap: Option<u64>,
+    /// Whether some bound is large enough that a cap would lower it.
+    large_bounds: std::cell::Cell<bool>,
 }
 
 impl<'a> Compiler<'a> {
@@ -136,12 +143,32 @@ impl<'a> Compiler<'a> {
             cache: HashMap::new(),
             cases: 0,
             started: Instant::now(),
+            common_names: HashSet::new(),
+            count_cap: None,
+            large_bounds: std::cell::Cell::new(false),
         }
     }
 
     /// The root's item.
     pub(crate) fn root_item(&self, root: &'a Value) -> Item<'a> {
         Item { schema: root, ctx: Ctx::root_in(self.reading.strictest()), base: Rc::from(self.resolver.root_base()), done: 0 }
+    }
+
+    /// An upper count bound after the cap (see `count_cap`); `lo` is the matching lower bound.
+    pub(crate) fn cap(&self, hi: Option<u64>, lo: u64) -> Option<u64> {
+        let hi = hi?;
+        if hi > 4 && hi > lo {
+            self.large_bounds.set(true);
+        }
+        Some(match self.count_cap {
+            Some(cap) if hi > cap => cap.max(lo),
+            _ => hi,
+        })
+    }
+
+    /// Whether a retry with a tighter cap could make the automaton smaller.
+    pub(crate) fn capped(&self) -> bool {
+        self.large_bounds.get() && self.count_cap != Some(4)
     }
 
     fn check_time(&self, ctx: &Ctx) -> Result<()> {
@@ -352,10 +379,11 @@ impl<'a> Compiler<'a> {
         for (i, b) in branches.iter().enumerate() {
             kids.push(item.child(b, &format!("oneOf/{i}"), &self.resolver)?);
         }
+        let context = self.kinds(&rest, false)? & !rest.excluded;
         let mut disjoint = true;
         'pairs: for (x, a) in kids.iter().enumerate() {
             for b in &kids[x + 1..] {
-                let mut check = Disjoint::new(&self.resolver, &a.base);
+                let mut check = Disjoint::new(&self.resolver, &a.base).within(context);
                 if !check.schemas(a.schema, b.schema, 0) {
                     disjoint = false;
                     break 'pairs;
@@ -364,9 +392,21 @@ impl<'a> Compiler<'a> {
         }
         let mut overs = Vec::new();
         if !disjoint {
+            // Names every branch requires do not tell branches apart: over-languages are
+            // narrowed by the others first.
+            let mut shared: Option<HashSet<String>> = None;
+            for k in &kids {
+                let names = objects::required_by(&Conj::of(vec![k.clone()]));
+                shared = Some(match shared {
+                    None => names,
+                    Some(s) => s.intersection(&names).cloned().collect(),
+                });
+            }
+            self.common_names = shared.unwrap_or_default();
             for k in &kids {
                 overs.push(self.over(Conj::of(vec![k.clone()]))?);
             }
+            self.common_names.clear();
         }
         let mut parts = Vec::new();
         for (i, k) in kids.iter().enumerate() {
@@ -505,6 +545,7 @@ impl<'a> Compiler<'a> {
         if facts.max_length.is_some_and(|max| max < facts.min_length) {
             return Ok(Expr::Empty);
         }
+        facts.max_length = self.cap(facts.max_length, facts.min_length);
         match string_expr(&facts, self.config) {
             Err(_) if lenient => {
                 facts.patterns.clear();
