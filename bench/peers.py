@@ -178,6 +178,8 @@ class Adapter:
         raise NotImplementedError
 
     def timed_walk(self, compiled, tokens: list[int]) -> list[int]:
+        """Each adapter writes this loop with its library's own calls, bound to locals: a loop
+        shared through `Matcher` would add Python calls to every step it measures."""
         raise NotImplementedError
 
     build = None  # a method in the adapters of libraries with an eager build
