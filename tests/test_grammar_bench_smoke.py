@@ -9,12 +9,14 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from bench.corpus import GRAMMAR_PATTERNS
+from bench import harness, peers
+from bench.corpus import GRAMMAR_PATTERNS, PERSON_SCHEMA
 from bench.peers import PEER_PACKAGES, onyx_compile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,3 +105,25 @@ def test_installed_peer_gives_clean_rows_next_to_onyx(peer, tmp_path):
         assert r["ratio_vs_onyx"]["step"] > 0
     # On a plain regex every engine allows exactly the same tokens at every step.
     assert rows["digits4"]["mask_diff_vs_onyx"]["relation"] == "equal", rows["digits4"]["mask_diff_vs_onyx"]
+
+
+def _sleep(_adapter, seconds: float) -> None:  # a worker call that outlives its timeout
+    time.sleep(seconds)
+
+
+def test_adapter_worker_compiles_and_is_killed_past_its_timeout():
+    """What a bench gets from `harness.Worker` + `peers.open_adapter`: compile times from the
+    worker, a compile error as an error string, and a hung call killed at its timeout."""
+    w = harness.Worker(peers.open_adapter, ("onyx", "smollm2"), timeout=120)
+    try:
+        assert w.error is None and w.info["vocab_load_ms"] > 0
+        res, err = w.run(peers.compile_task, {"kind": "schema", "spec": PERSON_SCHEMA}, timeout=60)
+        assert err is None and res["first_mask_ms"] >= res["compile_ms"] > 0
+        res, err = w.run(peers.compile_task, {"kind": "regex", "spec": "[0-9]{4}(ab"}, timeout=60)
+        assert res is None and err.startswith("InvalidRegexError"), err
+        assert w.alive()
+        res, err = w.run(_sleep, 60, timeout=1)
+        assert res is None and err == "timed out after 1 s (worker killed)"
+        assert not w.alive()
+    finally:
+        w.close()
