@@ -261,7 +261,7 @@ class OutlinesAdapter(Adapter):
 
         def mask():
             guide.write_mask_into(buf.ctypes.data, self.words, 4)
-            return buf
+            return buf.view(np.uint32)
 
         return Matcher(mask, lambda tok: guide.advance(tok, return_tokens=False), lambda: bool(guide.is_finished()))
 
@@ -354,7 +354,7 @@ class XGrammarAdapter(Adapter):
 
         def mask():
             m.fill_next_token_bitmask(buf)
-            return buf[0]
+            return buf[0].view(np.uint32)
 
         def advance(tok):
             if not m.accept_token(tok):
@@ -434,7 +434,7 @@ class LLGuidanceAdapter(Adapter):
 
         def mask():
             m.unsafe_compute_mask_ptr(buf.ctypes.data, buf.nbytes)
-            return buf
+            return buf.view(np.uint32)
 
         def advance(tok):
             if not m.consume_token(tok):
