@@ -5,31 +5,29 @@ against mlx-lm's own KVCache on the same model in the same run.
     python bench/cache_bench.py --real             # the real default model (onyx.models.load())
     python bench/cache_bench.py --quick            # fewer steps / lengths
 
-Prints tables and writes bench/results/cache_bench.json (one entry per model). Decode steps of the two caches are
-interleaved (mlx-lm, paged, paged, mlx-lm, ...) so both see the same machine load; the numbers to
-read are the ratios (paged / mlx-lm), not the absolute times. `run_cache_bench()` is the same
-thing as a function (for bench/runtime_bench.py).
+Prints tables and writes cache_bench.json (one entry per model) to --out (default
+bench/results). Decode steps of the two caches are interleaved (mlx-lm, paged, paged, mlx-lm,
+...) so both see the same machine load; the numbers to read are the ratios (paged / mlx-lm), not
+the absolute times. `run_cache_bench()` is the same thing as a function (for
+bench/runtime_bench.py).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import harness  # noqa: E402, I001  (first: sets up onyx, OpenBLAS before mlx)
 
-from onyx.paged_cache import PagedKVPool  # noqa: E402  (sets up the fast BLAS before mlx)
+import json  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
 
 import mlx.core as mx  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results" / "cache_bench.json"
+from onyx.paged_cache import PagedKVPool  # noqa: E402
 
 
 def random_smollm2(num_layers: int = 30, seed: int = 0):
@@ -127,7 +125,7 @@ def bench_decode(model, *, prompt_len=16, steps=128, block_size=16, seed=0):
                 times[name].append(dt)
                 tokens[name].append(int(y[name].item()))
         order.reverse()
-    ratios = [p / m for p, m in zip(times["paged"], times["mlx_lm"])]
+    ratios = harness.paired_ratios(times["paged"], times["mlx_lm"])
     out = {"prompt_len": prompt_len, "steps": steps, "block_size": block_size}
     for name in caches:
         med = statistics.median(times[name])
@@ -176,8 +174,10 @@ def bench_prefix_reuse(model, *, system_len=256, question_len=16, repeats=3, blo
 
 
 def run_cache_bench(model=None, *, model_name=None, quick=False, decode_configs=None,
-                    rollback_lengths=None, write_json=True, verbose=True) -> dict:
-    """Runs both benchmarks and returns (and by default writes) the result dict."""
+                    rollback_lengths=None, write_json=True, out_dir: Path = harness.RESULTS,
+                    verbose=True) -> dict:
+    """Runs both benchmarks and returns (and by default writes to out_dir/cache_bench.json)
+    the result dict."""
     if model is None:
         model, model_name = random_smollm2(), model_name or "random SmolLM2-135M-shaped llama (float32)"
     if decode_configs is None:
@@ -216,24 +216,23 @@ def run_cache_bench(model=None, *, model_name=None, quick=False, decode_configs=
                   f"{r['rollback_24_us']:>11.2f} {r['rollback_24_max_blocks_freed']:>13} "
                   f"{r['mlx_trim_8_us']:>11.2f} {r['rollback_8_us'] / r['mlx_trim_8_us']:>14.2f}")
     if write_json:  # one entry per model: a run replaces the previous run on the same model
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        path = Path(out_dir) / "cache_bench.json"
         runs = []
-        if RESULTS.exists():
+        if path.exists():
             try:
-                runs = json.loads(RESULTS.read_text()).get("runs", [])
+                runs = json.loads(path.read_text()).get("runs", [])
             except (ValueError, AttributeError):
                 runs = []
         runs = [r for r in runs if r.get("model") != result["model"]] + [result]
-        RESULTS.write_text(json.dumps({"runs": runs}, indent=2) + "\n")
+        harness.write_json(path, {"runs": runs})
         if verbose:
-            print(f"\nwrote {RESULTS.relative_to(ROOT)}")
+            print(f"\nwrote {path}")
     return result
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = harness.arg_parser(__doc__, "fewer steps and lengths")
     ap.add_argument("--real", action="store_true", help="use onyx.models.load() (the default model)")
-    ap.add_argument("--quick", action="store_true", help="fewer steps and lengths")
     ap.add_argument("--no-json", action="store_true")
     a = ap.parse_args(argv)
     model = name = None
@@ -242,7 +241,7 @@ def main(argv=None):
 
         loaded = load()
         model, name = loaded.model, f"{loaded.name} ({loaded.dtype})"
-    run_cache_bench(model, model_name=name, quick=a.quick, write_json=not a.no_json)
+    run_cache_bench(model, model_name=name, quick=a.quick, write_json=not a.no_json, out_dir=a.out)
 
 
 if __name__ == "__main__":

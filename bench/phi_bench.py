@@ -4,11 +4,11 @@ the model's law conditioned on validity, and what it costs.
 
 Two tables.
 
-1. Bounded Dyck D(3,12) and D(3,16) with the toy LM of tests/test_phi_dyck.py (one bracket
+1. Bounded Dyck D(3,12) and D(3,16) with the toy LM of bench/dyck.py (one bracket
    pair, 145 / 988 strings, as in the Φ paper's Table 2). Analytic TV to μ* of the laws that
    Uniform (Φ ≡ 1: plain masking, μ^proj), OneStep (definition 9) and exact Φ induce; the same
-   laws sampled by the product's speculative verifier (`onyx.decode._verify` with draft
-   proposals, `onyx.phi` providers) with N, the sampling floor, the acceptance rate, δ = max
+   laws sampled by the product's speculative verifier (`onyx.decoding.verify` with draft
+   proposals, `onyx.decoding.phi` providers) with N, the sampling floor, the acceptance rate, δ = max
    |Φ̂ - Φ| over the trie, and the cost of `log_weights` per verified position. Plus the
    analytic TVs over 10 toy-LM seeds (mean ± std) and the structural bias (mean depth/length).
 
@@ -34,34 +34,25 @@ Results: tables on stdout, bench/results/phi_bench.json and phi_bench.png (or --
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import json
-import platform
 import sys
-import time
 from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import harness  # noqa: E402, I001  (first: sets up onyx, OpenBLAS before mlx)
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import platform  # noqa: E402
+import time  # noqa: E402
 
-import onyx  # noqa: E402  (before mlx: OpenBLAS)
 import mlx.core as mx  # noqa: E402
+import numpy as np  # noqa: E402
 
-from onyx.phi import ExactPhi, TokenTrie, _logsumexp, score_with_function  # noqa: E402
-from onyx.sampling import MaskCache  # noqa: E402
+import onyx  # noqa: E402
+from onyx.decoding.phi import ExactPhi, TokenTrie, _logsumexp, score_with_function  # noqa: E402
+from onyx.constraint import MaskCache  # noqa: E402
 
-
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-H = _load("phi_dyck_helpers", ROOT / "tests" / "test_phi_dyck.py")
+from bench.dyck import EOS, LM, OPEN, ToyLM, dyck_setup  # noqa: E402
+from bench.phi_laws import (Rows, compact_grammar, empirical, fvo_sample, prepared_exact_phi,  # noqa: E402
+                            providers, trie_laws, tv, tv_floor)
 
 SCHEMAS = {
     "A status": (
@@ -143,7 +134,7 @@ def _structure(law: dict) -> tuple[float, float]:
     for k, p in law.items():
         h = m = 0
         for t in k:
-            h += 1 if t == H.OPEN else -1
+            h += 1 if t == OPEN else -1
             m = max(m, h)
         depth += p * m
         length += p * len(k)
@@ -152,15 +143,15 @@ def _structure(law: dict) -> tuple[float, float]:
 
 def dyck_table(n: int, seeds: int) -> dict:
     out = {"rows": [], "seeds": {}}
-    lm = H.LM
+    lm = LM
     for depth, length in ((3, 12), (3, 16)):
-        grammar, trie, strings = H.dyck_setup(depth, length, lm)
-        laws = H.trie_laws(trie, lm, [H.EOS])
-        phis = H.providers(grammar, trie, lm, 3)
+        grammar, trie, strings = dyck_setup(depth, length)
+        laws = trie_laws(trie, lm, [EOS])
+        phis = providers(grammar, trie, lm, 3)
         exact_law = phis["exact"].law()
         deltas = _phi_delta(trie, lm, phis["exact"])
         masks = MaskCache(grammar, 3)
-        rows = H.Rows(lm, grammar, masks, draft_temperature=2.0, width=3)
+        rows = Rows(lm, grammar, masks, draft_temperature=2.0, width=3)
         star = laws["star"]
         # Φ̄ at the root: E_{μ^proj_root}[Φ]
         z = np.asarray(lm([]), dtype=np.float64)
@@ -172,16 +163,16 @@ def dyck_table(n: int, seeds: int) -> dict:
         for name, law in (("uniform", laws["proj"]), ("onestep", laws["onestep"]), ("exact", exact_law)):
             provider, acc = _timed(phis[name])
             t0 = time.perf_counter()
-            counts, accept = H.fvo_sample(n, grammar, rows, provider, gamma=5, seed=11)
+            counts, accept = fvo_sample(n, grammar, rows, provider, gamma=5, seed=11)
             dt = time.perf_counter() - t0
-            emp = H.empirical(counts)
+            emp = empirical(counts)
             tokens = sum(len(k) + 1 for k in counts.elements())
             d, L = _structure(law)
             out["rows"].append({
                 "grammar": f"D({depth},{length})", "strings": len(strings), "trie_nodes": len(trie),
-                "estimator": name, "tv_analytic": H.tv(law, star), "tv_empirical": H.tv(emp, star),
-                "tv_empirical_to_own_law": H.tv(emp, law), "floor_own_law": H.tv_floor(law, n),
-                "floor_mu_star": H.tv_floor(star, n), "n": n, "acceptance": accept, "delta": deltas[name],
+                "estimator": name, "tv_analytic": tv(law, star), "tv_empirical": tv(emp, star),
+                "tv_empirical_to_own_law": tv(emp, law), "floor_own_law": tv_floor(law, n),
+                "floor_mu_star": tv_floor(star, n), "n": n, "acceptance": accept, "delta": deltas[name],
                 "phi_bar_root": phi_bar, "us_per_position": (1e6 * acc[0] / acc[1]) if acc[1] else 0.0,
                 "loop_tokens_per_s": tokens / dt, "mean_depth": d, "mean_length": L,
             })
@@ -189,12 +180,12 @@ def dyck_table(n: int, seeds: int) -> dict:
         out.setdefault("mu_star_structure", {})[f"D({depth},{length})"] = {"mean_depth": d, "mean_length": L}
         per = {"uniform": [], "onestep": [], "exact": []}
         for seed in range(seeds):
-            m = H.ToyLM(bias=lm.bias, sigma=lm.sigma, seed=seed)
-            ls = H.trie_laws(trie, m, [H.EOS])
+            m = ToyLM(bias=lm.bias, sigma=lm.sigma, seed=seed)
+            ls = trie_laws(trie, m, [EOS])
             ex = ExactPhi(max_nodes=100_000).fit(trie, score_with_function(trie, m), grammar=grammar, vocab_size=3).law()
-            per["uniform"].append(H.tv(ls["proj"], ls["star"]))
-            per["onestep"].append(H.tv(ls["onestep"], ls["star"]))
-            per["exact"].append(H.tv(ex, ls["star"]))
+            per["uniform"].append(tv(ls["proj"], ls["star"]))
+            per["onestep"].append(tv(ls["onestep"], ls["star"]))
+            per["exact"].append(tv(ex, ls["star"]))
         out["seeds"][f"D({depth},{length})"] = {k: {"mean": float(np.mean(v)), "std": float(np.std(v)),
                                                      "onestep_beats_uniform": None} for k, v in per.items()}
         out["seeds"][f"D({depth},{length})"]["onestep"]["onestep_beats_uniform"] = int(
@@ -213,7 +204,7 @@ def _compact(engine, phi: ExactPhi, schema) -> dict:
     masking stays inside the trie; OTHER carries the remaining mass, so every row's softmax gives
     the model's probabilities."""
     trie = phi.trie
-    c = H.compact_grammar(engine, trie, schema)
+    c = compact_grammar(engine, trie, schema)
     to_small, other, eos, width, g = (c[k] for k in ("to_small", "other", "eos", "width", "grammar"))
     small = TokenTrie.from_sequences(g, [[to_small[t] for t in s] for s in trie.sequences()], mode=trie.mode,
                                      max_nodes=100_000)
@@ -255,11 +246,11 @@ def json_table(engine, n: int, runs: int, names: list[str]) -> list[dict]:
     for name in names:
         prompt_text, schema = SCHEMAS[name]
         messages = [{"role": "user", "content": prompt_text}]
-        ids = engine.chat_prompt_ids(messages)
+        ids = engine.chat_ids(messages)
         grammar = engine.compile(json_schema=schema)
-        phi = H.prepared_exact_phi(engine, ids, grammar)
+        phi = prepared_exact_phi(engine, ids, grammar)
         c = _compact(engine, phi, schema)
-        laws = H.trie_laws(c["trie"], c["logits_of"], [c["eos"]])
+        laws = trie_laws(c["trie"], c["logits_of"], [c["eos"]])
         star = laws["star"]
         # exact-Φ law from the product's Φ (big-vocabulary ids), mapped to the compact ids
         big_ids = sorted({t for t in phi.trie.token[1:]})
@@ -268,13 +259,13 @@ def json_table(engine, n: int, runs: int, names: list[str]) -> list[dict]:
         # the FVO loop (the product's verifier) with exact Φ, in the compact vocabulary
         small_phi = ExactPhi(max_nodes=100_000).fit(c["trie"], score_with_function(c["trie"], c["logits_of"]),
                                                    grammar=c["grammar"], vocab_size=c["width"])
-        rows = H.Rows(c["logits_of"], c["grammar"], MaskCache(c["grammar"], c["width"]), draft_temperature=0.5,
+        rows = Rows(c["logits_of"], c["grammar"], MaskCache(c["grammar"], c["width"]), draft_temperature=0.5,
                       width=c["width"])
         t0 = time.perf_counter()
-        counts, accept = H.fvo_sample(n, c["grammar"], rows, small_phi, gamma=4, seed=5)
+        counts, accept = fvo_sample(n, c["grammar"], rows, small_phi, gamma=4, seed=5)
         loop_s = time.perf_counter() - t0
-        counts_none, accept_none = H.fvo_sample(n, c["grammar"], rows, None, gamma=4, seed=6)
-        emp, emp_none = H.empirical(counts), H.empirical(counts_none)
+        counts_none, accept_none = fvo_sample(n, c["grammar"], rows, None, gamma=4, seed=6)
+        emp, emp_none = empirical(counts), empirical(counts_none)
         text = {}
         for k, v in star.items():
             s = engine.loaded.tokenizer.decode([big_ids[t] for t in k])
@@ -293,11 +284,11 @@ def json_table(engine, n: int, runs: int, names: list[str]) -> list[dict]:
             "trie_nodes": phi.stats["phi_trie_nodes"], "forwards": phi.stats["phi_forwards"],
             "prepare_s": phi.stats["phi_prepare_s"], "valid_mass": phi.stats["phi_valid_mass"],
             "tv_bound": phi.stats["phi_tv_bound"],
-            "tv_proj": H.tv(laws["proj"], star), "tv_exact_phi": H.tv(phi_law, star),
-            "tv_onestep": H.tv(laws["onestep"], star),
-            "fvo_tv": H.tv(emp, star), "fvo_n": n, "fvo_floor": H.tv_floor(star, n), "fvo_acceptance": accept,
+            "tv_proj": tv(laws["proj"], star), "tv_exact_phi": tv(phi_law, star),
+            "tv_onestep": tv(laws["onestep"], star),
+            "fvo_tv": tv(emp, star), "fvo_n": n, "fvo_floor": tv_floor(star, n), "fvo_acceptance": accept,
             "fvo_samples_per_s": n / loop_s,
-            "none_loop_tv_to_proj": H.tv(emp_none, laws["proj"]), "none_loop_floor": H.tv_floor(laws["proj"], n),
+            "none_loop_tv_to_proj": tv(emp_none, laws["proj"]), "none_loop_floor": tv_floor(laws["proj"], n),
             "none_loop_acceptance": accept_none,
             "mu_star_top": sorted(text.items(), key=lambda kv: -kv[1])[:3],
             "mu_proj_top": sorted(proj_text.items(), key=lambda kv: -kv[1])[:3],
@@ -356,14 +347,9 @@ def print_tables(res: dict) -> None:
                  if r["mu_star_on_canonical"] is not None else ""))
 
 
-def plot(res: dict, path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no PNG", file=sys.stderr)
+def plot(res: dict, path: Path):
+    plt = harness.pyplot()
+    if plt is None:
         return
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.5))
     rows = res["dyck"]["rows"]
@@ -390,21 +376,17 @@ def plot(res: dict, path: Path) -> None:
     b.set_ylim(0, 1.25)
     b.set_title("Finite JSON, SmolLM2-135M-Instruct")
     b.legend(loc="upper left", fontsize="small", ncol=3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    return harness.save_figure(fig, path)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="N = 2,000, one engine run per kind")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    ap = harness.arg_parser(__doc__, "N = 2,000, one engine run per kind")
     ap.add_argument("--schemas", default=None, help="comma-separated schema name prefixes (A,B,C,D,A')")
     ap.add_argument("--no-json", action="store_true", help="Dyck table only (no model)")
     args = ap.parse_args()
     n = 2000 if args.quick else 10_000
     runs = 1 if args.quick else 3
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = harness.out_dir(args.out)
     t0 = time.time()
     res = {"quick": args.quick, "platform": platform.platform(), "machine": platform.machine()}
     print("Dyck ...", file=sys.stderr, flush=True)
@@ -421,10 +403,7 @@ def main() -> None:
         res["json"] = json_table(engine, n, runs, names)
     res["elapsed_s"] = round(time.time() - t0, 1)
     print_tables(res) if res["json"] else print_tables({**res, "json": []})
-    (out / "phi_bench.json").write_text(json.dumps(res, indent=2, default=float))
-    if res["json"]:
-        plot(res, out / "phi_bench.png")
-    print(f"\nwrote {out / 'phi_bench.json'}" + (f" and {out / 'phi_bench.png'}" if res["json"] else ""))
+    harness.save_results(out, "phi_bench", res, plot if res["json"] else None)
 
 
 if __name__ == "__main__":

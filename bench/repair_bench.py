@@ -30,109 +30,27 @@ reports only Onyx.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
-import random
-import statistics
-import string
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import harness  # noqa: E402, I001  (first: sets up onyx)
 
-import broken_json_corpus as corpus  # noqa: E402
+import json  # noqa: E402
+import random  # noqa: E402
+import statistics  # noqa: E402
+import string  # noqa: E402
+import time  # noqa: E402
+
+from bench import broken_json_corpus as corpus  # noqa: E402
+from bench.corpus import INVOICE, IPV4_LOOSE as IPV4, RECORDS, TAGS, TAX_RATES  # noqa: E402
 
 # --------------------------------------------------------------------------------------------
 # Grammars and generators of valid texts
 # --------------------------------------------------------------------------------------------
 
-RECORDS = {
-    "type": "object",
-    "properties": {
-        "records": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "integer", "minimum": 0},
-                    "name": {"type": "string", "maxLength": 32},
-                    "email": {"type": "string", "format": "email"},
-                    "score": {"type": "number"},
-                    "tags": {"type": "array", "items": {"enum": ["red", "green", "blue", "black"]}, "maxItems": 4},
-                    "active": {"type": "boolean"},
-                },
-                "required": ["id", "name", "email", "score", "tags", "active"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["records"],
-    "additionalProperties": False,
-}
-
-COUNTRIES = ["US", "CA", "MX", "GB", "DE", "FR", "IT", "ES", "NL", "BE", "SE", "NO", "DK", "FI", "PL", "CZ",
-             "AT", "CH", "JP", "KR", "CN", "IN", "BR", "AR", "AU", "NZ", "ZA"]
-
-INVOICE = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string", "format": "uuid"},
-        "issued": {"type": "string", "format": "date-time"},
-        "due": {"type": "string", "format": "date"},
-        "customer": {
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "minLength": 1, "maxLength": 60},
-                "email": {"type": "string", "format": "email"},
-                "address": {
-                    "type": "object",
-                    "properties": {
-                        "street": {"type": "string", "maxLength": 80},
-                        "city": {"type": "string", "maxLength": 40},
-                        "zip": {"type": "string", "pattern": "^[0-9]{5}(-[0-9]{4})?$"},
-                        "country": {"enum": COUNTRIES},
-                    },
-                    "required": ["street", "city", "zip", "country"],
-                    "additionalProperties": False,
-                },
-            },
-            "required": ["name", "email", "address"],
-            "additionalProperties": False,
-        },
-        "currency": {"enum": ["USD", "EUR", "GBP", "JPY", "CHF"]},
-        "lines": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{5}$"},
-                    "description": {"type": "string", "maxLength": 60},
-                    "qty": {"type": "integer", "minimum": 1, "maximum": 999},
-                    "unit_price": {"type": "number", "minimum": 0},
-                    "tax_rate": {"enum": [0, 7, 19, 20]},
-                    "discount": {"type": ["number", "null"]},
-                },
-                "required": ["sku", "description", "qty", "unit_price", "tax_rate", "discount"],
-                "additionalProperties": False,
-            },
-        },
-        "notes": {"type": ["string", "null"], "maxLength": 200},
-        "paid": {"type": "boolean"},
-    },
-    "required": ["id", "issued", "due", "customer", "currency", "lines", "notes", "paid"],
-    "additionalProperties": False,
-}
-
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
          "quebec romeo sierra tango uniform victor whiskey xray yankee zulu").split()
-
-OCTET = "(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])"
-IPV4 = rf"{OCTET}(\.{OCTET}){{3}}"
 
 
 def _dumps(value) -> str:
@@ -154,7 +72,7 @@ def gen_record(rng: random.Random, i: int) -> str:
     name = rng.choice(WORDS).title() + " " + rng.choice(WORDS).title()
     return _dumps({
         "id": i, "name": name, "email": f"{rng.choice(WORDS)}{i}@example.com",
-        "score": round(rng.uniform(0, 100), 2), "tags": rng.sample(["red", "green", "blue", "black"], rng.randint(0, 3)),
+        "score": round(rng.uniform(0, 100), 2), "tags": rng.sample(TAGS, rng.randint(0, 3)),
         "active": rng.random() < 0.5,
     })
 
@@ -194,7 +112,7 @@ def gen_invoice(rng: random.Random, target: int) -> str:
             pieces[i] = _dumps({
                 "sku": "".join(rng.choices(string.ascii_uppercase, k=3)) + f"-{rng.randint(0, 99999):05d}",
                 "description": " ".join(rng.sample(WORDS, 3)), "qty": rng.randint(1, 50),
-                "unit_price": round(rng.uniform(1, 500), 2), "tax_rate": rng.choice([0, 7, 19, 20]),
+                "unit_price": round(rng.uniform(1, 500), 2), "tax_rate": rng.choice(TAX_RATES),
                 "discount": rng.choice([None, 0.1, 5]),
             })
         return pieces[i]
@@ -253,22 +171,13 @@ def garbage(n: int, rng: random.Random) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Timing helpers
+# Parts
 # --------------------------------------------------------------------------------------------
 
 
 def timed(fn, reps: int, budget_s: float = 2.0):
-    """(result of the last call, median seconds, min seconds) over up to `reps` calls, fewer if
-    the calls take longer than `budget_s` in total."""
-    times = []
-    result = None
-    start = time.perf_counter()
-    for _ in range(reps):
-        t = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - t)
-        if time.perf_counter() - start > budget_s:
-            break
+    """(result of the last call, median seconds, min seconds): `harness.timed`."""
+    result, times = harness.timed(fn, reps, budget_s)
     return result, statistics.median(times), min(times)
 
 
@@ -277,11 +186,6 @@ def fmt_ms(s: float | None) -> str:
         return "-"
     ms = s * 1e3
     return f"{ms:.3f}" if ms < 1 else (f"{ms:.2f}" if ms < 10 else f"{ms:.1f}")
-
-
-# --------------------------------------------------------------------------------------------
-# Parts
-# --------------------------------------------------------------------------------------------
 
 
 def bench_length(vocab, quick: bool, seed: int) -> list[dict]:
@@ -416,7 +320,7 @@ def bench_compare(vocab, quick: bool) -> dict:
     try:
         import json_repair
 
-        jr_version = _version("json-repair")
+        jr_version = harness.package_version("json-repair")
     except ImportError:
         json_repair, jr_version = None, None
     checker = jsonschema.FormatChecker()
@@ -479,15 +383,6 @@ def bench_compare(vocab, quick: bool) -> dict:
     return {"json_repair_version": jr_version, "compile_s": compile_s, "summary": summary, "cases": cases_out}
 
 
-def _version(dist: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return None
-
-
 # --------------------------------------------------------------------------------------------
 # Report
 # --------------------------------------------------------------------------------------------
@@ -546,13 +441,8 @@ def print_tables(res: dict) -> None:
 
 
 def plot(res: dict, path: Path):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plot", file=sys.stderr)
+    plt = harness.pyplot()
+    if plt is None:
         return None
     fig, axes = plt.subplots(2, 2, figsize=(13, 9))
 
@@ -613,16 +503,11 @@ def plot(res: dict, path: Path):
     ax.legend(fontsize=8, loc="lower left")
     ax.grid(axis="y", alpha=0.3)
 
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return harness.save_figure(fig, path)
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="fewer sizes, documents and repetitions")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results"), help="output directory")
+    ap = harness.arg_parser(__doc__, "fewer sizes, documents and repetitions")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-plot", action="store_true")
     args = ap.parse_args(argv)
@@ -630,16 +515,14 @@ def main(argv=None) -> int:
     import onyx
     from onyx import assets
 
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = harness.out_dir(args.out)
     vocab = onyx.Vocabulary.from_gguf(assets.fetch("smollm2"))
     t0 = time.perf_counter()
-    load_before = os.getloadavg()
+    load_before = harness.loadavg()
     res: dict = {
         "meta": {
-            "quick": args.quick, "seed": args.seed, "python": platform.python_version(),
-            "platform": platform.platform(), "cpus": os.cpu_count(), "vocab": "smollm2",
-            "onyx": _version("onyx"), "json_repair": _version("json-repair"),
+            "quick": args.quick, "seed": args.seed, **harness.machine_meta(), "vocab": "smollm2",
+            "onyx": harness.package_version("onyx"), "json_repair": harness.package_version("json-repair"),
         },
         "grammar_states": {"records": vocab.compile_json_schema(RECORDS).num_states},
     }
@@ -650,18 +533,12 @@ def main(argv=None) -> int:
     print("running compare ...", file=sys.stderr, flush=True)
     res["compare"] = bench_compare(vocab, args.quick)
     res["meta"]["seconds"] = time.perf_counter() - t0
-    res["meta"]["loadavg_before_after"] = [load_before, os.getloadavg()]
+    res["meta"]["loadavg_before_after"] = [load_before, harness.loadavg()]
 
     print_tables(res)
-    json_path = out_dir / "repair_bench.json"
-    json_path.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
-    print(f"\nwrote {json_path}")
-    if not args.no_plot:
-        png = plot(res, out_dir / "repair_bench.png")
-        if png:
-            print(f"wrote {png}")
+    harness.save_results(out_dir, "repair_bench", res, None if args.no_plot else plot)
     print(f"({res['meta']['seconds']:.0f} s; load average before/after: "
-          f"{load_before[0]:.1f} / {res['meta']['loadavg_before_after'][1][0]:.1f} on {os.cpu_count()} CPUs)")
+          f"{load_before[0]:.1f} / {res['meta']['loadavg_before_after'][1][0]:.1f} on {res['meta']['cpus']} CPUs)")
     return 0
 
 

@@ -26,41 +26,26 @@ flat in the sequence length.
 
 from __future__ import annotations
 
-import onyx  # noqa: I001  (first: preloads OpenBLAS before mlx.core is imported)
-
-import argparse
-import importlib.util
-import json
-import math
-import os
-import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 
-import mlx.core as mx
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import harness  # noqa: E402, I001  (first: sets up onyx, OpenBLAS before mlx)
 
-ROOT = Path(__file__).resolve().parent.parent
+import os  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+
+import mlx.core as mx  # noqa: E402
+import numpy as np  # noqa: E402
+
+import onyx  # noqa: E402
+from bench.cache_bench import run_cache_bench  # noqa: E402
+from bench.corpus import CHARACTER_SCHEMA, JSON_ASK, QUESTIONS, STORY, SYSTEM_PROMPT  # noqa: E402
+
 NOTES_FLOOR_TOK_S = 47.0  # /work/shared/NOTES.md: ~540 MB of f32 weights at ~25 GB/s
 NOTES_BANDWIDTH_GBS = 25.0
 
-STORY = ("Write a long, detailed story about a dragon who learns to cook. Describe every dish, "
-         "every ingredient and every guest at the feast in detail.")
-JSON_ASK = ("Describe a fantasy character as JSON: name, age, a long backstory, a list of five skills "
-            "and a list of five possessions.")
-CHARACTER_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string"},
-        "age": {"type": "integer"},
-        "backstory": {"type": "string"},
-        "skills": {"type": "array", "items": {"type": "string"}},
-        "possessions": {"type": "array", "items": {"type": "string"}},
-    },
-    "required": ["name", "age", "backstory", "skills", "possessions"],
-}
 FULL_MASK = r"(?s:.)*"
 LOWER = r"[a-z ]+"
 
@@ -72,55 +57,9 @@ CONFIGS = [
     ("json_schema", "JSON schema (character)", "json", {"json_schema": CHARACTER_SCHEMA}),
 ]
 
-SYSTEM_PROMPT = (
-    "You are Onyx Assistant, a careful and friendly helper for the staff of a large public library. "
-    "You answer questions about opening hours, borrowing rules, fines, room bookings, events, the "
-    "digital catalogue, inter-library loans, accessibility services and volunteering. Always be "
-    "polite and concise. If you do not know an answer, say so and suggest asking at the front desk. "
-    "Borrowing rules: adults may borrow up to twenty items at a time; children up to ten; DVDs are "
-    "lent for one week, books for three weeks, magazines for one week. Items may be renewed twice "
-    "unless another member has reserved them. Fines are twenty cents per day per item, capped at "
-    "five dollars per item; children's items have no fines. Lost items are charged at replacement "
-    "cost plus a processing fee of three dollars. Room bookings: the study rooms seat four people "
-    "and may be booked for two hours per day; the meeting hall seats sixty and must be booked a week "
-    "in advance through the events office. Opening hours: Monday to Thursday nine to eight, Friday "
-    "nine to six, Saturday ten to five, closed on Sundays and public holidays. The digital catalogue "
-    "is available online at all times; members sign in with their card number and a four digit PIN. "
-    "Inter-library loans take about ten working days and cost two dollars each. Accessibility: the "
-    "building has step-free access, a hearing loop at the front desk, large-print books on the "
-    "ground floor and screen-reader software on every public computer. Volunteers help with the "
-    "homework club, the reading circle for older readers and the summer reading challenge; they "
-    "must be over sixteen and attend one induction session. Events this month include a local "
-    "history talk, a coding club for teenagers, a knitting circle and a storytime for toddlers "
-    "every Wednesday morning. Never share personal details of members. Never promise exceptions "
-    "to the rules; refer such requests to the duty manager. When asked about anything unrelated "
-    "to the library, answer briefly and steer the conversation back to library services."
-)
-QUESTIONS = ["How many books can my daughter borrow?", "Are you open on Sunday?",
-             "How much is the fine for a late DVD?", "Can I book the meeting hall tomorrow?"]
-
-
 # --------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------
-
-def _median(xs):
-    return statistics.median(xs) if xs else float("nan")
-
-
-def _load_cache_bench():
-    spec = importlib.util.spec_from_file_location("onyx_cache_bench", ROOT / "bench" / "cache_bench.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _loadavg():
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
 
 def measure_bandwidth(size_mb: int = 256, repeats: int = 7) -> dict:
     """Read bandwidth (GB/s, median of `repeats`) of streaming reductions over a float32 array far
@@ -132,12 +71,8 @@ def measure_bandwidth(size_mb: int = 256, repeats: int = 7) -> dict:
     mx.eval(b)
     for name, fn in (("numpy_max", lambda: a.max()), ("numpy_dot", lambda: np.dot(a, a)),
                      ("mlx_sum", lambda: mx.eval(mx.sum(b)))):
-        ts = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            ts.append(time.perf_counter() - t0)
-        out[f"{name}_gbs"] = round(a.nbytes / _median(ts) / 1e9, 2)
+        _, ts = harness.timed(fn, repeats, budget_s=float("inf"))
+        out[f"{name}_gbs"] = round(a.nbytes / harness.median(ts) / 1e9, 2)
     del b
     out["best_gbs"] = max(out[k] for k in out if k.endswith("_gbs"))
     return out
@@ -221,7 +156,7 @@ def run_decode_matrix(engine, prompts: dict, *, max_tokens: int, reps: int, verb
         rows = samples[n]
         result["configs"][n] = {
             "label": labels[n],
-            "tok_s_median": round(_median([r["tok_s"] for r in rows]), 3),
+            "tok_s_median": round(harness.median([r["tok_s"] for r in rows]), 3),
             "tok_s_min": round(min(r["tok_s"] for r in rows), 3),
             "tok_s_max": round(max(r["tok_s"] for r in rows), 3),
             "completion_tokens": rows[0]["completion_tokens"],
@@ -230,8 +165,8 @@ def run_decode_matrix(engine, prompts: dict, *, max_tokens: int, reps: int, verb
         }
 
     def paired(a, b):  # median over reps of tok/s(a) / tok/s(b)
-        ratios = [x["tok_s"] / y["tok_s"] for x, y in zip(samples[a], samples[b]) if y["tok_s"] > 0]
-        return round(_median(ratios), 4)
+        ratios = harness.paired_ratios([x["tok_s"] for x in samples[a]], [y["tok_s"] for y in samples[b]])
+        return round(harness.median(ratios), 4)
 
     base = result["configs"]["unconstrained"]["tok_s_median"]
     result["ratios_vs_unconstrained"] = {
@@ -247,31 +182,25 @@ def run_decode_matrix(engine, prompts: dict, *, max_tokens: int, reps: int, verb
 
 def run_step_interleaved(engine, prompts: dict, *, max_tokens: int, rounds: int, verbose: bool) -> dict:
     """The finest interleaving: the four configurations of CONFIGS run as four live decode loops
-    (`onyx.decode.decode`, the loop `engine.generate` drives, speculative="baseline") on the
+    (`onyx.decoding.decode`, the loop `engine.generate` drives, speculative="baseline") on the
     engine's runner, advanced one token each in turn (order rotated every step), each `next()`
     timed. A `next()` is one whole step: queue the forward, the grammar's mask work (overlapping
     it), wait, argmax, advance. Paired per-step ratios constrained/unconstrained at the same
     position (same context length) cancel the machine's drift far better than whole runs."""
-    from onyx.decode import Finish, SpecConfig, decode
-    from onyx.sampling import MaskCache, SamplingParams
+    from onyx.decoding import Finish, decode
+    from onyx.options import ConstraintSpec, GenerateOptions, Speculation
 
     def constraint(opts):
-        if not opts:
-            return None, None
-        try:  # the engine's own (already warm) mask cache
-            return engine._constraint(opts.get("regex"), opts.get("json_schema"))
-        except Exception:  # noqa: BLE001 - private API moved: a fresh cache, warmed below
-            g = engine.compile(**opts)
-            return g, MaskCache(g, engine.loaded.vocab_size)
+        # The engine's own (already warm) grammar and mask cache.
+        return engine.grammars.constraint(ConstraintSpec.parse(opts.get("regex"), opts.get("json_schema")))
 
     step_times = {c[0]: [] for c in CONFIGS}  # per round: list of per-step seconds
     tokens = {c[0]: 0 for c in CONFIGS}
     for rnd in range(rounds):
         gens = {}
         for key, _label, kind, opts in CONFIGS:
-            g, m = constraint(opts)
-            gens[key] = decode(engine.runner, prompts[kind], grammar=g, masks=m, params=SamplingParams(),
-                               max_tokens=max_tokens, spec=SpecConfig(mode="baseline"))
+            options = GenerateOptions(max_tokens=max_tokens, speculation=Speculation(mode="baseline"))
+            gens[key] = decode(engine.runner, prompts[kind], options, constraint=constraint(opts))
         for key, gen in gens.items():  # first step = prefill + first token: not timed
             ev = next(gen)
             if isinstance(ev, Finish):
@@ -304,14 +233,14 @@ def run_step_interleaved(engine, prompts: dict, *, max_tokens: int, rounds: int,
             tokens[k] += len(times[k])
         if verbose:
             print("  round " + str(rnd) + ": " + ", ".join(
-                f"{k} {len(v)} steps {1e3 * _median(v):.1f} ms" for k, v in times.items()), flush=True)
+                f"{k} {len(v)} steps {1e3 * harness.median(v):.1f} ms" for k, v in times.items()), flush=True)
 
     res = {"max_tokens": max_tokens, "rounds": rounds, "configs": {}}
     for key, label, _kind, _opts in CONFIGS:
         flat = [t for r in step_times[key] for t in r]
         res["configs"][key] = {"label": label, "steps": len(flat),
-                               "median_step_ms": round(1e3 * _median(flat), 3),
-                               "tok_s_median_step": round(1 / _median(flat), 3),
+                               "median_step_ms": round(1e3 * harness.median(flat), 3),
+                               "tok_s_median_step": round(1 / harness.median(flat), 3),
                                "tok_s_mean": round(len(flat) / sum(flat), 3),
                                # the fastest decile: what the loop does when the machine is quiet
                                "p10_step_ms": round(1e3 * float(np.percentile(flat, 10)), 3),
@@ -324,9 +253,9 @@ def run_step_interleaved(engine, prompts: dict, *, max_tokens: int, rounds: int,
                 paired.append(tc / tu)
                 s_c += tc
                 s_u += tu
-        res["configs"][key]["median_paired_step_ratio"] = round(_median(paired), 4)
+        res["configs"][key]["median_paired_step_ratio"] = round(harness.median(paired), 4)
         res["configs"][key]["sum_time_ratio"] = round(s_c / s_u, 4) if s_u else None
-        res["configs"][key]["overhead"] = round(_median(paired) - 1.0, 4)
+        res["configs"][key]["overhead"] = round(harness.median(paired) - 1.0, 4)
     return res
 
 
@@ -345,7 +274,7 @@ def run_prefix_ttft(engine, *, reps: int, verbose: bool) -> dict:
         out = {}
         for which, q in (("cold", QUESTIONS[(2 * rep) % len(QUESTIONS)]),
                          ("warm", QUESTIONS[(2 * rep + 1) % len(QUESTIONS)])):
-            ids = engine.chat_prompt_ids([{"role": "system", "content": system}, {"role": "user", "content": q}])
+            ids = engine.chat_ids([{"role": "system", "content": system}, {"role": "user", "content": q}])
             r = engine.generate(ids, max_tokens=1, temperature=0, speculative="baseline")
             out[which] = {"prompt_tokens": len(ids), "ttft_s": r.stats["ttft_s"], "total_s": r.stats["total_s"],
                           "cached_prompt_tokens": r.stats["cached_prompt_tokens"]}
@@ -354,7 +283,7 @@ def run_prefix_ttft(engine, *, reps: int, verbose: bool) -> dict:
             print(f"  rep {rep}: cold {1e3 * out['cold']['total_s']:.1f} ms ({out['cold']['prompt_tokens']} tokens, "
                   f"{out['cold']['cached_prompt_tokens']} cached), warm {1e3 * out['warm']['total_s']:.1f} ms "
                   f"({out['warm']['cached_prompt_tokens']} cached)", flush=True)
-    med = lambda w, k: _median([r[w][k] for r in rows])  # noqa: E731
+    med = lambda w, k: harness.median([r[w][k] for r in rows])  # noqa: E731
     res = {"reps": rows, "system_prompt_tokens_approx": rows[0]["cold"]["prompt_tokens"]}
     for w in ("cold", "warm"):
         res[f"{w}_total_ms"] = round(1e3 * med(w, "total_s"), 2)
@@ -499,12 +428,8 @@ def print_table(rows) -> None:
 
 
 def plot(res: dict, path: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = harness.pyplot()
+    if plt is None:
         return False
     fig, ax = plt.subplots(2, 2, figsize=(13, 9))
     c = res["decode"]["configs"]
@@ -556,9 +481,7 @@ def plot(res: dict, path: Path) -> bool:
                 f"{t['warm_cached_prompt_tokens']} cached")
     fig.suptitle(f"Onyx runtime bench: {res['model']['name']} ({res['model']['dtype']}), "
                  f"load avg {res['meta']['loadavg_start']}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    harness.save_figure(fig, path)
     return True
 
 
@@ -567,13 +490,13 @@ def plot(res: dict, path: Path) -> bool:
 def run(quick: bool = False, out_dir: Path | None = None, *, max_tokens: int | None = None,
         reps: int | None = None, verbose: bool = True) -> dict:
     t_start = time.perf_counter()
-    out_dir = Path(out_dir) if out_dir is not None else ROOT / "bench" / "results"
+    out_dir = Path(out_dir) if out_dir is not None else harness.RESULTS
     max_tokens = max_tokens or (24 if quick else 128)
     reps = reps or (2 if quick else 5)
     from onyx.platform import blas_status
 
     meta = {"quick": quick, "machine": platform.machine(), "python": platform.python_version(),
-            "mlx": mx.__version__, "cpu_count": os.cpu_count(), "loadavg_start": _loadavg(),
+            "mlx": mx.__version__, "cpu_count": os.cpu_count(), "loadavg_start": harness.loadavg(),
             "blas": str(blas_status())}
     if verbose:
         print(f"load average {meta['loadavg_start']}; loading the engine...", flush=True)
@@ -588,8 +511,8 @@ def run(quick: bool = False, out_dir: Path | None = None, *, max_tokens: int | N
         print("measuring read bandwidth...", flush=True)
     bw = measure_bandwidth(128 if quick else 256, 3 if quick else 7)
 
-    prompts = {"story": engine.chat_prompt_ids([{"role": "user", "content": STORY}]),
-               "json": engine.chat_prompt_ids([{"role": "user", "content": JSON_ASK}])}
+    prompts = {"story": engine.chat_ids([{"role": "user", "content": STORY}]),
+               "json": engine.chat_ids([{"role": "user", "content": JSON_ASK}])}
     if verbose:
         print(f"decode runs: {reps} reps x {len(CONFIGS) + 1} configurations, max_tokens={max_tokens}", flush=True)
     decode_res = run_decode_matrix(engine, prompts, max_tokens=max_tokens, reps=reps, verbose=verbose)
@@ -623,8 +546,7 @@ def run(quick: bool = False, out_dir: Path | None = None, *, max_tokens: int | N
 
     if verbose:
         print("cache_bench (paged vs mlx-lm steps, prefix reuse, rollback)...", flush=True)
-    cb = _load_cache_bench()
-    cb_res = cb.run_cache_bench(
+    cb_res = run_cache_bench(
         loaded.model, model_name=f"{loaded.name} ({loaded.dtype})", quick=quick,
         decode_configs=[(16, 16)] if quick else [(16, 96), (512, 48)],
         rollback_lengths=[64, 1024] if quick else [64, 256, 1024, 4096],
@@ -637,35 +559,18 @@ def run(quick: bool = False, out_dir: Path | None = None, *, max_tokens: int | N
     res = {"meta": meta, "model": model_info, "bandwidth": bw, "decode": decode_res, "floor": floor,
            "paged_vs_mlx": paged, "step_interleaved": steps_res, "cache_bench": cb_res, "rollback_flatness": rollback_flatness(cb_res["rollback"]),
            "prefix_ttft": ttft}
-    meta["loadavg_end"] = _loadavg()
+    meta["loadavg_end"] = harness.loadavg()
     meta["wall_s"] = round(time.perf_counter() - t_start, 1)
     rows, targets = build_table(res)
     res["targets"] = targets
     res["table"] = [list(r) for r in rows]
     print_table(rows)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "runtime_bench.json").write_text(json.dumps(res, indent=2, default=_json_default) + "\n")
-    png = out_dir / "runtime_bench.png"
-    wrote_png = plot(res, png)
-    if verbose:
-        print(f"\nwrote {out_dir / 'runtime_bench.json'}" + (f" and {png}" if wrote_png else " (no matplotlib: no plot)"))
+    harness.save_results(out_dir, "runtime_bench", res, plot)
     return res
 
 
-def _json_default(o):
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return None if math.isnan(o) else float(o)
-    if isinstance(o, np.bool_):
-        return bool(o)
-    return str(o)
-
-
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="few tokens and reps (smoke test)")
-    ap.add_argument("--out", type=Path, default=None, help="output folder (default bench/results)")
+    ap = harness.arg_parser(__doc__, "few tokens and reps (smoke test)")
     ap.add_argument("--max-tokens", type=int, default=None)
     ap.add_argument("--reps", type=int, default=None)
     a = ap.parse_args(argv)

@@ -44,56 +44,18 @@ Prints one table, writes spec_bench.json and spec_bench.png (speedup per pattern
 
 from __future__ import annotations
 
-import onyx  # noqa: I001  (first: preloads OpenBLAS before mlx.core is imported)
-
-import argparse
-import json
-import math
-import os
-import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-MIN_TOKENS = 12  # each measurement covers at least this many generated tokens
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import harness  # noqa: E402, I001  (first: sets up onyx)
 
-PERSON_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string"},
-        "age": {"type": "integer"},
-        "email": {"type": "string"},
-    },
-    "required": ["name", "age", "email"],
-    "additionalProperties": False,
-}
-ORDER_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"},
-        "customer": {
-            "type": "object",
-            "properties": {"name": {"type": "string"}, "email": {"type": "string"}},
-            "required": ["name", "email"],
-            "additionalProperties": False,
-        },
-        "items": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": 3,
-            "items": {
-                "type": "object",
-                "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}, "price": {"type": "number"}},
-                "required": ["sku", "qty", "price"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    "required": ["id", "customer", "items"],
-    "additionalProperties": False,
-}
+import math  # noqa: E402
+import time  # noqa: E402
+
+from bench.corpus import EMAIL, ORDER_ID, ORDER_SCHEMA_FREE, PERSON_SCHEMA_FREE, YEAR  # noqa: E402
+
+MIN_TOKENS = 12  # each measurement covers at least this many generated tokens
 
 
 def _user(text: str) -> list[dict]:
@@ -102,17 +64,17 @@ def _user(text: str) -> list[dict]:
 
 # (key, label, kind, constraint options, chat messages, max_tokens)
 PATTERNS = [
-    ("year", "[0-9]{4}", "regex", {"regex": r"[0-9]{4}"},
+    ("year", YEAR, "regex", {"regex": YEAR},
      _user("In what year did Apollo 11 land on the Moon? Reply with the year only."), 8),
-    ("email", "[a-z]+@[a-z]+\\.com", "regex", {"regex": r"[a-z]+@[a-z]+\.com"},
+    ("email", EMAIL, "regex", {"regex": EMAIL},
      _user("Maria Lopez works at Globex. Company email addresses are the first name followed by "
            "@globex.com. What is Maria's email address? Reply with the address only."), 32),
-    ("order_id", "[A-Z]{3}-[0-9]{4}", "regex", {"regex": r"[A-Z]{3}-[0-9]{4}"},
+    ("order_id", ORDER_ID, "regex", {"regex": ORDER_ID},
      _user("The customer wrote: 'Hi, my order KLM-4821 has not arrived yet.' What is the order ID "
            "mentioned? Reply with the ID only."), 16),
-    ("person", "JSON person (name, age, email)", "schema", {"json_schema": PERSON_SCHEMA},
+    ("person", "JSON person (name, age, email)", "schema", {"json_schema": PERSON_SCHEMA_FREE},
      _user("Give a person record as JSON: Alice Johnson, 34 years old, email alice.johnson@example.com."), 64),
-    ("order", "JSON order (id, customer, items[1..3])", "schema", {"json_schema": ORDER_SCHEMA},
+    ("order", "JSON order (id, customer, items[1..3])", "schema", {"json_schema": ORDER_SCHEMA_FREE},
      _user("Write an order as JSON: order ID ORD-1042 for customer Jane Doe (jane@shop.com), who bought "
            "2 notebooks (SKU NB-01) at 3.50 each and 1 pen (SKU PN-07) at 1.25."), 80),
 ]
@@ -142,18 +104,6 @@ def make_rows(gammas: list[int]) -> list[dict]:
 # --------------------------------------------------------------------------------------------
 # running
 # --------------------------------------------------------------------------------------------
-
-def _loadavg():
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
-def _median(xs):
-    xs = [x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x))]
-    return statistics.median(xs) if xs else float("nan")
-
 
 def generate(engine, pattern, row):
     _key, _label, _kind, constraint, messages, max_tokens = pattern
@@ -187,9 +137,9 @@ def measure(engine, pattern, row, inner: int) -> dict:
 
 def forced_span_tokens(engine, pattern, token_ids: list[int]) -> dict:
     """Walks an output through the grammar: how many of its tokens jump-forward would propose as
-    forced (tokenized or learned as `onyx.drafts.ForcedTokens` does, matching the output), in how
+    forced (tokenized or learned as `onyx.decoding.drafts.ForcedTokens` does, matching the output), in how
     many spans; and the forward-count bound if those tokens cost nothing."""
-    from onyx.drafts import ForcedTokens
+    from onyx.decoding.drafts import ForcedTokens
 
     _key, _label, _kind, constraint, _messages, _max = pattern
     grammar = engine.compile(**constraint)
@@ -261,7 +211,7 @@ def run(args) -> dict:
     rep_load = []
     t_runs = time.perf_counter()
     for rep in range(reps):
-        rep_load.append(_loadavg())
+        rep_load.append(harness.loadavg())
         for pi, p in enumerate(patterns):
             k = (rep * 5 + pi) % len(jobs)
             order = jobs[k:] + jobs[:k]
@@ -270,7 +220,7 @@ def run(args) -> dict:
             for block, row in order:
                 m = measure(engines[block], p, row, inner[p[0]])
                 samples[(block, p[0], row["row"])].append(m)
-        log(f"rep {rep + 1}/{reps} done at {time.perf_counter() - t_runs:.0f} s, load {_loadavg()}")
+        log(f"rep {rep + 1}/{reps} done at {time.perf_counter() - t_runs:.0f} s, load {harness.loadavg()}")
     runs_s = time.perf_counter() - t_runs
 
     out_rows = []
@@ -281,7 +231,7 @@ def run(args) -> dict:
             for row in rows:
                 ms = samples[(block, p[0], row["row"])]
                 s = ms[0]["stats"]
-                ratios = [m["tok_s"] / b["tok_s"] for m, b in zip(ms, base) if b["tok_s"] > 0]
+                ratios = harness.paired_ratios([m["tok_s"] for m in ms], [b["tok_s"] for b in base])
                 n_tok = s["completion_tokens"]
                 rec = {
                     "block": block, "pattern": p[0], "row": row["row"], "family": row["family"],
@@ -292,12 +242,13 @@ def run(args) -> dict:
                     "acceptance_rate": s.get("acceptance_rate", 0.0),
                     "drafts_per_round": round(s.get("drafted", 0) / s["target_forwards"], 3)
                     if s["target_forwards"] else 0.0,
-                    "tok_s": round(_median([m["tok_s"] for m in ms]), 3),
+                    "tok_s": round(harness.median([m["tok_s"] for m in ms]), 3),
                     "tok_s_all": [round(m["tok_s"], 3) for m in ms],
-                    "speedup": round(_median(ratios), 4),
+                    "speedup": round(harness.median(ratios), 4),
                     "speedup_all": [round(x, 4) for x in ratios],
-                    "speedup_of_medians": round(_median([m["tok_s"] for m in ms]) / _median([b["tok_s"] for b in base]), 4),
-                    "draft_ms_per_token": round(1000 * _median([m["draft_s_per_token"] for m in ms]), 3),
+                    "speedup_of_medians": round(harness.median([m["tok_s"] for m in ms])
+                                                / harness.median([b["tok_s"] for b in base]), 4),
+                    "draft_ms_per_token": round(1000 * harness.median([m["draft_s_per_token"] for m in ms]), 3),
                     "same_as_baseline": all(m["token_ids"] == ref_ids and m["same_inner"] for m in ms),
                     "valid": ms[0]["valid"], "finish_reason": ms[0]["finish_reason"],
                     "generations_per_measurement": inner[p[0]],
@@ -325,7 +276,7 @@ def run(args) -> dict:
             "min_tokens_per_measurement": MIN_TOKENS,
             "speedup": "median over repetitions of tok/s(row) / tok/s(baseline of the same block, same repetition)",
             "load_s": round(load_s, 2), "runs_s": round(runs_s, 1), "loadavg_per_rep": rep_load,
-            "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+            **harness.machine_meta(),
         },
         "patterns": [{"key": p[0], "label": p[1], "kind": p[2], "max_tokens": p[5],
                       "messages": p[4], "constraint": p[3],
@@ -457,13 +408,8 @@ def print_targets(res: dict) -> None:
 
 
 def plot(res: dict, path: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plot", file=sys.stderr)
+    plt = harness.pyplot()
+    if plt is None:
         return False
     blocks = list(res["meta"]["blocks"])
     patterns = [p["key"] for p in res["patterns"]]
@@ -491,40 +437,33 @@ def plot(res: dict, path: Path) -> bool:
     fig.suptitle(f"Onyx speculative decoding, greedy, {res['meta']['model']} "
                  f"(load avg per rep: {', '.join(str(l[0]) if l else '?' for l in load)}; {res['meta']['cpus']} CPUs)",
                  fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    harness.save_figure(fig, path)
     return True
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="two patterns, gamma 4 only, 2 repetitions")
+    ap = harness.arg_parser(__doc__, "two patterns, gamma 4 only, 2 repetitions")
     ap.add_argument("--no-draft-model", action="store_true", help="model-free drafts only (no self-draft block)")
     ap.add_argument("--reps", type=int, default=0, help="repetitions (default 3, or 2 with --quick)")
     ap.add_argument("--patterns", default="", help="comma-separated pattern keys (default: all, or the quick set)")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
     args = ap.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = harness.out_dir(args.out)
 
     t0 = time.perf_counter()
-    load_before = _loadavg()
+    load_before = harness.loadavg()
     res = run(args)
     res["meta"]["loadavg_start"] = load_before
-    res["meta"]["loadavg_end"] = _loadavg()
+    res["meta"]["loadavg_end"] = harness.loadavg()
     res["meta"]["wall_s"] = round(time.perf_counter() - t0, 1)
     res["targets"] = evaluate_targets(res)
 
     print_table(res)
     print_targets(res)
-    (out / "spec_bench.json").write_text(json.dumps(res, indent=1))
-    png = plot(res, out / "spec_bench.png")
+    harness.save_results(out, "spec_bench", res, plot)
     m = res["meta"]
-    print(f"\n{m['reps']} repetitions, wall {m['wall_s']} s (model load {m['load_s']} s), load average "
-          f"{load_before} -> {m['loadavg_end']} on {m['cpus']} CPUs; wrote {out / 'spec_bench.json'}"
-          + (f" and {out / 'spec_bench.png'}" if png else ""))
+    print(f"{m['reps']} repetitions, wall {m['wall_s']} s (model load {m['load_s']} s), load average "
+          f"{load_before} -> {m['loadavg_end']} on {m['cpus']} CPUs")
     if "self-draft" in m["blocks"]:
         print("note: the self-draft block drafts with the target itself (SmolLM2-135M; no smaller model shares its "
               "tokenizer here): a degenerate upper bound on acceptance. On a Mac, use e.g. a 0.5B draft for a 7B "

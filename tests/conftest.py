@@ -6,10 +6,19 @@ run without them fails with the command to run rather than skipping silently.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 import onyx
 from onyx import assets
+
+# The tests share inputs and helpers with the benches (`bench.corpus`, `bench.dyck`, ...): the
+# checkout's root must be importable (an editable install puts it on sys.path too).
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))
 
 VOCABS = {
     "smollm2": "smollm2",  # 49,152 tokens, byte-level BPE

@@ -32,9 +32,7 @@ round works on ~30-wide rows instead of 49,152-wide ones.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -42,13 +40,12 @@ import pytest
 import onyx  # noqa: F401  (before mlx: OpenBLAS)
 import mlx.core as mx
 
-from onyx.decoding.phi import DEAD_LOG_WEIGHT, ExactPhi, TokenTrie, _logsumexp, make_phi
+from onyx.decoding.phi import DEAD_LOG_WEIGHT, ExactPhi, TokenTrie, _logsumexp, make_phi, score_with_function
 from onyx.constraint import MaskCache
 from onyx.decoding.sampling import distribution
 
-_spec = importlib.util.spec_from_file_location("phi_dyck_helpers", Path(__file__).with_name("test_phi_dyck.py"))
-H = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(H)
+from bench.phi_laws import (Rows, compact_grammar, empirical, fvo_sample, prepared_exact_phi, trie_laws, tv,
+                            tv_floor)
 
 PROMPT = [{"role": "user", "content": "What is the status of the job?"}]
 SCHEMA = {"enum": ["ok", "okay", "failed"]}
@@ -98,14 +95,14 @@ def build_case(engine, prompt, schema) -> dict:
     vocabulary for one (prompt, schema)."""
     ids = engine.chat_ids(prompt)
     grammar = engine.compile(json_schema=schema)
-    phi = H.prepared_exact_phi(engine, ids, grammar)  # the product's own preparation
+    phi = prepared_exact_phi(engine, ids, grammar)  # the product's own preparation
     trie = phi.trie
     assert phi.stats["phi_trie"] == "full" and len(trie) < 400
     ref = reference_rows(engine.loaded.model, ids, trie)
     eos = [int(e) for e in grammar.eos_token_ids]
 
     # The compact vocabulary: the trie's tokens (same bytes), OTHER, EOS.
-    c = H.compact_grammar(engine, trie, schema)
+    c = compact_grammar(engine, trie, schema)
     big_ids, to_small, other, small_eos, width, small_g = (c[k] for k in ("big_ids", "to_small", "other", "eos",
                                                                           "width", "grammar"))
     small_trie = TokenTrie.full(small_g, max_nodes=10_000)
@@ -133,7 +130,7 @@ def build_case(engine, prompt, schema) -> dict:
 
 @pytest.fixture(scope="module")
 def laws(setup):
-    out = H.trie_laws(setup["small_trie"], setup["logits_of"], [setup["small_eos"]])
+    out = trie_laws(setup["small_trie"], setup["logits_of"], [setup["small_eos"]])
     assert abs(sum(out["star"].values()) - 1) < 1e-9
     return out
 
@@ -155,7 +152,7 @@ def test_exact_phi_from_prepare_matches_the_reference_dp(setup):
     """Φ from the product's prepare = Φ fitted on the independent logits (via the isomorphic
     compact trie), and Φ(root) is the model's probability of a valid unconstrained output."""
     phi, small = setup["phi"], ExactPhi(max_nodes=10_000)
-    small.fit(setup["small_trie"], H.score_with_function(setup["small_trie"], setup["logits_of"]),
+    small.fit(setup["small_trie"], score_with_function(setup["small_trie"], setup["logits_of"]),
               grammar=setup["small_g"], vocab_size=setup["width"])
     to_small = setup["to_small"]
     for n in range(len(phi.trie)):
@@ -165,19 +162,19 @@ def test_exact_phi_from_prepare_matches_the_reference_dp(setup):
 
 
 def test_laws_differ_clearly(laws):
-    gap = H.tv(laws["proj"], laws["star"])
+    gap = tv(laws["proj"], laws["star"])
     assert gap > 0.3, gap
-    assert gap > 10 * H.tv_floor(laws["star"], N)
+    assert gap > 10 * tv_floor(laws["star"], N)
 
 
 @pytest.fixture(scope="module")
 def rows(setup):
     g = setup["small_g"]
-    return H.Rows(setup["logits_of"], g, MaskCache(g, setup["width"]), draft_temperature=DRAFT_T, width=setup["width"])
+    return Rows(setup["logits_of"], g, MaskCache(g, setup["width"]), draft_temperature=DRAFT_T, width=setup["width"])
 
 
 def _providers(setup):
-    exact = ExactPhi(max_nodes=10_000).fit(setup["small_trie"], H.score_with_function(setup["small_trie"], setup["logits_of"]),
+    exact = ExactPhi(max_nodes=10_000).fit(setup["small_trie"], score_with_function(setup["small_trie"], setup["logits_of"]),
                                            grammar=setup["small_g"], vocab_size=setup["width"],
                                            prompt_len=len(setup["ids"]))
     return {"none": None, "exact": exact}
@@ -188,10 +185,10 @@ def test_masking_samples_mu_proj_and_exact_phi_samples_mu_star(setup, laws, rows
     prompt = tuple(setup["ids"])
     results = {}
     for name, target, other in (("none", "proj", "star"), ("exact", "star", "proj")):
-        counts, acc = H.fvo_sample(N, setup["small_g"], rows, phis[name], gamma=4, seed=5, prompt=prompt)
-        emp = H.empirical(counts)
-        floor = H.tv_floor(laws[target], N)
-        results[name] = (H.tv(emp, laws[target]), floor, H.tv(emp, laws[other]), acc)
+        counts, acc = fvo_sample(N, setup["small_g"], rows, phis[name], gamma=4, seed=5, prompt=prompt)
+        emp = empirical(counts)
+        floor = tv_floor(laws[target], N)
+        results[name] = (tv(emp, laws[target]), floor, tv(emp, laws[other]), acc)
         print(f"phi={name}: TV(emp, {target}) {results[name][0]:.4f} (floor {floor:.4f}), "
               f"TV(emp, {other}) {results[name][2]:.4f}, acceptance {acc:.3f}")
     for name, (to_own, floor, to_other, acc) in results.items():
@@ -221,10 +218,10 @@ def _equality_verify(logits, proposal, grammar, masks, state, params, sampler, r
 
 def test_appendix_h_equality_verifier_fails_the_same_check(setup, laws, rows):
     n = 10_000
-    counts, _ = H.fvo_sample(n, setup["small_g"], rows, _providers(setup)["exact"], gamma=4, seed=9,
+    counts, _ = fvo_sample(n, setup["small_g"], rows, _providers(setup)["exact"], gamma=4, seed=9,
                              prompt=tuple(setup["ids"]), verify=_equality_verify)
-    got = H.tv(H.empirical(counts), laws["star"])
-    floor = H.tv_floor(laws["star"], n)
+    got = tv(empirical(counts), laws["star"])
+    floor = tv_floor(laws["star"], n)
     print(f"equality verifier: TV(emp, mu*) {got:.4f} (floor {floor:.4f})")
     assert got > 2.5 * floor, (got, floor)
 

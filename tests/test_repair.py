@@ -16,32 +16,18 @@ validates with `jsonschema`.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import random
 import re
 import string
-import sys
-from pathlib import Path
 
 import jsonschema
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _load_corpus():
-    spec = importlib.util.spec_from_file_location("broken_json_corpus", ROOT / "bench" / "broken_json_corpus.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up while it executes
-    spec.loader.exec_module(mod)
-    return mod
-
-
-corpus = _load_corpus()
+from bench import broken_json_corpus as corpus
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

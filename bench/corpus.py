@@ -1,0 +1,186 @@
+"""The inputs the benches (and their tests) share: vocabularies, regexes, JSON Schemas, samples
+and prompts. Plain data, no dependencies. The broken-JSON corpus of the repair tests and bench
+is its own module (`bench/broken_json_corpus.py`).
+
+The person and order records come in the variants the benches measure: `person_schema` and
+`order_schema` build each variant from one definition, so a variant differs only where it says.
+"""
+
+from __future__ import annotations
+
+# --------------------------------------------------------------------------------------------
+# Vocabularies
+# --------------------------------------------------------------------------------------------
+
+VOCABS = {  # name -> onyx asset (`python -m onyx.assets fetch ASSET`)
+    "qwen2": "qwen2-tokenizer",     # 152,064 tokens, byte-level BPE (the grammar targets' scale)
+    "smollm2": "smollm2",           # 49,152 tokens, byte-level BPE
+    "gemma3": "gemma3-tokenizer",   # 262,144 tokens, SentencePiece with byte fallback
+}
+
+# --------------------------------------------------------------------------------------------
+# Regexes
+# --------------------------------------------------------------------------------------------
+
+# The Onyx paper's two patterns, and an order ID.
+YEAR = r"[0-9]{4}"
+EMAIL = r"[a-z]+@[a-z]+\.com"
+ORDER_ID = r"[A-Z]{3}-[0-9]{4}"
+
+EMAIL_PATTERN = r"[a-z0-9._]+@[a-z0-9]+\.[a-z]{2,6}"  # a JSON Schema "pattern" for emails
+
+OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"  # 0-255, no leading zeros
+IPV4 = rf"({OCTET}\.){{3}}{OCTET}"
+OCTET_LOOSE = r"(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])"  # 0-255, leading zeros allowed
+IPV4_LOOSE = rf"{OCTET_LOOSE}(\.{OCTET_LOOSE}){{3}}"
+
+# --------------------------------------------------------------------------------------------
+# JSON Schemas
+# --------------------------------------------------------------------------------------------
+
+
+def _string(pattern: str | None = None) -> dict:
+    return {"type": "string", "pattern": pattern} if pattern else {"type": "string"}
+
+
+def _record(properties: dict, **extra) -> dict:
+    """A closed object whose properties are all required (in order)."""
+    return {"type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False, **extra}
+
+
+def person_schema(email_pattern: str | None = None) -> dict:
+    """{name, age, email}, all required; the email a free string or one matching the pattern."""
+    return _record({"name": {"type": "string"}, "age": {"type": "integer"}, "email": _string(email_pattern)})
+
+
+def order_schema(*, id_pattern: str, email_pattern: str | None, max_items: int) -> dict:
+    """{id, customer {name, email}, items [{sku, qty, price}] (1 to max_items)}."""
+    item = _record({"sku": {"type": "string"}, "qty": {"type": "integer"}, "price": {"type": "number"}})
+    return _record({
+        "id": _string(id_pattern),
+        "customer": _record({"name": {"type": "string"}, "email": _string(email_pattern)}),
+        "items": {"type": "array", "items": item, "minItems": 1, "maxItems": max_items},
+    })
+
+
+# Grammar bench: emails constrained by EMAIL_PATTERN, up to five items.
+PERSON_SCHEMA = person_schema(EMAIL_PATTERN)
+ORDER_SCHEMA = order_schema(id_pattern=ORDER_ID, email_pattern=EMAIL_PATTERN, max_items=5)
+# Speculative-decoding bench: what a model writes from a prompt (free emails, up to three items).
+PERSON_SCHEMA_FREE = person_schema()
+ORDER_SCHEMA_FREE = order_schema(id_pattern=f"^{ORDER_ID}$", email_pattern=None, max_items=3)
+
+# A character sheet with a long free-text field (runtime bench: long constrained outputs).
+CHARACTER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "age": {"type": "integer"},
+        "backstory": {"type": "string"},
+        "skills": {"type": "array", "items": {"type": "string"}},
+        "possessions": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["name", "age", "backstory", "skills", "possessions"],
+}
+
+TAGS = ["red", "green", "blue", "black"]
+
+# An array of records (repair bench: documents of any length).
+RECORDS = _record({
+    "records": {"type": "array", "items": _record({
+        "id": {"type": "integer", "minimum": 0},
+        "name": {"type": "string", "maxLength": 32},
+        "email": {"type": "string", "format": "email"},
+        "score": {"type": "number"},
+        "tags": {"type": "array", "items": {"enum": TAGS}, "maxItems": 4},
+        "active": {"type": "boolean"},
+    })},
+})
+
+COUNTRIES = ["US", "CA", "MX", "GB", "DE", "FR", "IT", "ES", "NL", "BE", "SE", "NO", "DK", "FI", "PL", "CZ",
+             "AT", "CH", "JP", "KR", "CN", "IN", "BR", "AR", "AU", "NZ", "ZA"]
+TAX_RATES = [0, 7, 19, 20]
+
+# An invoice: formats, nested objects, enums, nullable fields (~6,600 DFA states).
+INVOICE = _record({
+    "id": {"type": "string", "format": "uuid"},
+    "issued": {"type": "string", "format": "date-time"},
+    "due": {"type": "string", "format": "date"},
+    "customer": _record({
+        "name": {"type": "string", "minLength": 1, "maxLength": 60},
+        "email": {"type": "string", "format": "email"},
+        "address": _record({
+            "street": {"type": "string", "maxLength": 80},
+            "city": {"type": "string", "maxLength": 40},
+            "zip": {"type": "string", "pattern": "^[0-9]{5}(-[0-9]{4})?$"},
+            "country": {"enum": COUNTRIES},
+        }),
+    }),
+    "currency": {"enum": ["USD", "EUR", "GBP", "JPY", "CHF"]},
+    "lines": {"type": "array", "minItems": 1, "items": _record({
+        "sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{5}$"},
+        "description": {"type": "string", "maxLength": 60},
+        "qty": {"type": "integer", "minimum": 1, "maximum": 999},
+        "unit_price": {"type": "number", "minimum": 0},
+        "tax_rate": {"enum": TAX_RATES},
+        "discount": {"type": ["number", "null"]},
+    })},
+    "notes": {"type": ["string", "null"], "maxLength": 200},
+    "paid": {"type": "boolean"},
+})
+
+# --------------------------------------------------------------------------------------------
+# Patterns with a valid sample (grammar bench)
+# --------------------------------------------------------------------------------------------
+
+# (name, kind, spec, a valid sample). JSON samples are compact: every engine is configured for
+# compact output (no whitespace between tokens, "," and ":" separators).
+GRAMMAR_PATTERNS = [
+    ("digits4", "regex", YEAR, "2024"),
+    ("email", "regex", EMAIL, "jane@example.com"),
+    ("code", "regex", ORDER_ID, "ABC-1234"),
+    ("ipv4", "regex", IPV4, "192.168.10.254"),
+    ("person", "schema", PERSON_SCHEMA,
+     '{"name":"Jane Doe","age":42,"email":"jane.doe@example.com"}'),
+    ("order", "schema", ORDER_SCHEMA,
+     '{"id":"ABC-1234","customer":{"name":"Jane Doe","email":"jane@example.com"},'
+     '"items":[{"sku":"SKU-001","qty":2,"price":9.99},{"sku":"SKU-042","qty":1,"price":120.5}]}'),
+]
+
+# --------------------------------------------------------------------------------------------
+# Prompts (runtime bench)
+# --------------------------------------------------------------------------------------------
+
+STORY = ("Write a long, detailed story about a dragon who learns to cook. Describe every dish, "
+         "every ingredient and every guest at the feast in detail.")
+JSON_ASK = ("Describe a fantasy character as JSON: name, age, a long backstory, a list of five skills "
+            "and a list of five possessions.")
+
+# A long system prompt shared by several requests (prefix caching), and questions to ask after it.
+SYSTEM_PROMPT = (
+    "You are Onyx Assistant, a careful and friendly helper for the staff of a large public library. "
+    "You answer questions about opening hours, borrowing rules, fines, room bookings, events, the "
+    "digital catalogue, inter-library loans, accessibility services and volunteering. Always be "
+    "polite and concise. If you do not know an answer, say so and suggest asking at the front desk. "
+    "Borrowing rules: adults may borrow up to twenty items at a time; children up to ten; DVDs are "
+    "lent for one week, books for three weeks, magazines for one week. Items may be renewed twice "
+    "unless another member has reserved them. Fines are twenty cents per day per item, capped at "
+    "five dollars per item; children's items have no fines. Lost items are charged at replacement "
+    "cost plus a processing fee of three dollars. Room bookings: the study rooms seat four people "
+    "and may be booked for two hours per day; the meeting hall seats sixty and must be booked a week "
+    "in advance through the events office. Opening hours: Monday to Thursday nine to eight, Friday "
+    "nine to six, Saturday ten to five, closed on Sundays and public holidays. The digital catalogue "
+    "is available online at all times; members sign in with their card number and a four digit PIN. "
+    "Inter-library loans take about ten working days and cost two dollars each. Accessibility: the "
+    "building has step-free access, a hearing loop at the front desk, large-print books on the "
+    "ground floor and screen-reader software on every public computer. Volunteers help with the "
+    "homework club, the reading circle for older readers and the summer reading challenge; they "
+    "must be over sixteen and attend one induction session. Events this month include a local "
+    "history talk, a coding club for teenagers, a knitting circle and a storytime for toddlers "
+    "every Wednesday morning. Never share personal details of members. Never promise exceptions "
+    "to the rules; refer such requests to the duty manager. When asked about anything unrelated "
+    "to the library, answer briefly and steer the conversation back to library services."
+)
+QUESTIONS = ["How many books can my daughter borrow?", "Are you open on Sunday?",
+             "How much is the fine for a late DVD?", "Can I book the meeting hall tomorrow?"]

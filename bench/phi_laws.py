@@ -1,0 +1,241 @@
+"""Sampling laws over a finite token trie, and the product's speculative verifier run against
+memoized logits: the ground truth and the sampler of the Φ (future-validity) test and bench.
+
+  * `trie_laws`: μ^proj (local masking), μ^1s (OneStep) and μ* (the model conditioned on
+    validity) over a trie's outputs, computed here from the logits, independently of onyx.decoding.phi;
+  * `tv`, `tv_floor`, `empirical`: total variation, and the sampling floor it is judged against;
+  * `Rows`, `fvo_sample`: n outputs of `onyx.decoding.verify` with a draft law q != p, round by
+    round as `onyx.decoding.decode` runs them;
+  * `tiny_vocab`, `compact_grammar`: real vocabularies over a handful of tokens, so a real
+    model's trie can be sampled on rows ~30 wide instead of the model's full vocabulary.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+
+import onyx  # noqa: F401, I001  (before mlx: OpenBLAS)
+import mlx.core as mx
+
+from onyx.decoding.verify import verify as _verify
+from onyx.decoding.drafts import Proposal
+from onyx.decoding.phi import ExactPhi, OneStepPhi, TokenTrie, _logsumexp, score_with_function
+from onyx.constraint import MaskCache
+from onyx.decoding.sampling import Sampler, apply_mask, distribution
+from onyx.options import SamplingParams
+
+# --------------------------------------------------------------------------------------------
+# Small real vocabularies
+# --------------------------------------------------------------------------------------------
+
+
+def tiny_vocab(tokens: list[str], extra_special: int = 0) -> onyx.Vocabulary:
+    """A real tokenizer.json (byte-level BPE, no merges) over exactly these tokens, then
+    `extra_special` special tokens the grammar never allows, then EOS (the last id)."""
+    vocab = {t: i for i, t in enumerate(tokens)}
+    n = len(tokens)
+    added = [{"id": n + i, "content": f"<|other{i}|>", "special": True} for i in range(extra_special)]
+    eos = n + extra_special
+    added.append({"id": eos, "content": "<|endoftext|>", "special": True})
+    doc = {
+        "version": "1.0",
+        "added_tokens": added,
+        "decoder": {"type": "ByteLevel"},
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False},
+        "model": {"type": "BPE", "vocab": vocab, "merges": []},
+    }
+    return onyx.Vocabulary.from_tokenizer_json_str(json.dumps(doc), eos_token_ids=[eos])
+
+
+def byte_level_spelling(token_bytes: list[bytes]) -> list[str]:
+    """Each token's bytes spelled as a byte-level BPE vocabulary spells them (GPT-2's byte ->
+    printable character map), to build a `tiny_vocab` from a real model's tokens."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    table = {b: chr(b) for b in printable}
+    for b in range(256):
+        if b not in table:  # the others, in byte order, become U+0100, U+0101, ...
+            table[b] = chr(256 + len(table) - len(printable))
+    return ["".join(table[b] for b in tb) for tb in token_bytes]
+
+
+def prepared_exact_phi(engine, prompt_ids: list[int], grammar) -> ExactPhi:
+    """The product's exact-Φ preparation on a real model: the trie scored on forks of the
+    prompt's paged KV (temperature 1)."""
+    seq, _, _ = engine.runner.prefill(prompt_ids[:-1], leave_last=False)
+    try:
+        phi = ExactPhi()
+        phi.prepare(engine.runner, seq, prompt_ids, grammar, SamplingParams(temperature=1.0))
+    finally:
+        seq.free()
+    return phi
+
+
+def compact_grammar(engine, trie: TokenTrie, schema) -> dict:
+    """A real model's token trie in a compact vocabulary: the trie's tokens (same bytes), then
+    OTHER (every other token) and EOS, with the schema compiled over it. `to_small` maps the
+    model's token ids to the compact ones."""
+    big_ids = sorted({t for t in trie.token[1:]})
+    vocab = tiny_vocab(byte_level_spelling([engine.vocab.token_bytes(t) for t in big_ids]), extra_special=1)
+    return dict(big_ids=big_ids, to_small={t: i for i, t in enumerate(big_ids)}, other=len(big_ids),
+                eos=len(big_ids) + 1, width=len(big_ids) + 2, grammar=vocab.compile_json_schema(json.dumps(schema)))
+
+
+
+# --------------------------------------------------------------------------------------------
+# Analytic laws over a full token trie
+# --------------------------------------------------------------------------------------------
+
+
+def trie_laws(trie: TokenTrie, logits_of, eos: list[int]) -> dict[str, dict[tuple, float]]:
+    """μ^proj, μ^1s (OneStep) and μ* over the trie's outputs, computed here from the logits
+    (independently of onyx.decoding.phi). `logits_of(path)` is the model's (V,) next-token logits."""
+    proj, one, star = {}, {}, {}
+    stack = [(0, 0.0, 0.0, 0.0)]
+    while stack:
+        n, lp_proj, lp_one, lp_model = stack.pop()
+        z = np.asarray(logits_of(trie.path(n)), dtype=np.float64)
+        lp = z - _logsumexp(z)
+        kids = trie.children[n]
+        allowed = list(kids) + (list(eos) if trie.accepting[n] else [])
+        z_proj = _logsumexp(lp[allowed])
+        w = {}
+        for y in allowed:
+            if y in kids:
+                c = kids[y]
+                nxt = list(trie.children[c]) + (list(eos) if trie.accepting[c] else [])
+                w[y] = lp[y] + _logsumexp(lp[nxt])
+            else:
+                w[y] = lp[y]  # Φ̂(EOS) = 1
+        z_one = _logsumexp(np.array(list(w.values())))
+        if trie.accepting[n]:
+            key = tuple(trie.path(n))
+            e_lp = _logsumexp(lp[list(eos)])
+            proj[key] = lp_proj + e_lp - z_proj
+            one[key] = lp_one + _logsumexp(np.array([w[e] for e in eos])) - z_one
+            star[key] = lp_model + e_lp
+        for y, c in kids.items():
+            stack.append((c, lp_proj + lp[y] - z_proj, lp_one + w[y] - z_one, lp_model + lp[y]))
+    out = {}
+    for name, law in (("proj", proj), ("onestep", one), ("star", star)):
+        keys = list(law)
+        vals = np.array([law[k] for k in keys])
+        p = np.exp(vals - _logsumexp(vals))
+        out[name] = dict(zip(keys, p.tolist()))
+    return out
+
+
+def tv(a: dict, b: dict) -> float:
+    return 0.5 * sum(abs(a.get(k, 0.0) - b.get(k, 0.0)) for k in set(a) | set(b))
+
+
+def tv_floor(law: dict, n: int, *, q: float = 0.999, reps: int = 400, seed: int = 0) -> float:
+    """The q-quantile of TV(empirical of n draws from `law`, `law`): the sampling floor."""
+    p = np.array(list(law.values()), dtype=np.float64)
+    p = p / p.sum()
+    draws = np.random.default_rng(seed).multinomial(n, p, size=reps) / n
+    return float(np.quantile(0.5 * np.abs(draws - p).sum(axis=1), q))
+
+
+def empirical(counts: Counter) -> dict:
+    total = sum(counts.values())
+    return {k: v / total for k, v in counts.items()}
+
+# --------------------------------------------------------------------------------------------
+# The product's speculative loop on memoized logits
+# --------------------------------------------------------------------------------------------
+
+
+class Rows:
+    """Memoized (V,) target logits and draft distributions per token prefix."""
+
+    def __init__(self, logits_of, grammar, masks: MaskCache, draft_temperature: float, width: int) -> None:
+        self.logits_of = logits_of
+        self.grammar = grammar
+        self.masks = masks
+        self.draft_t = draft_temperature
+        self.width = width
+        self._rows: dict[tuple, mx.array] = {}
+        self._q: dict[tuple, tuple] = {}
+
+    def row(self, prefix: tuple) -> mx.array:
+        r = self._rows.get(prefix)
+        if r is None:
+            if any(t in self.grammar.eos_token_ids for t in prefix):
+                r = mx.zeros((self.width,), dtype=mx.float32)  # after an EOS draft: never used
+            else:
+                r = mx.array(np.asarray(self.logits_of(list(prefix)), dtype=np.float32))
+            self._rows[prefix] = r
+        return r
+
+    def draft(self, prefix: tuple, state: int):
+        """The draft law q at a prefix: the target tempered by `draft_t`, grammar-masked (so it
+        differs from the target's law and exercises rejection and residual resampling)."""
+        hit = self._q.get(prefix)
+        if hit is None:
+            q = distribution(apply_mask(self.row(prefix), self.masks.get(state)),
+                             SamplingParams(temperature=self.draft_t))
+            qn = np.asarray(q, dtype=np.float64)
+            support = np.nonzero(qn > 0)[0]
+            hit = (q, support, qn[support] / qn[support].sum())
+            self._q[prefix] = hit
+        return hit
+
+
+def fvo_sample(n: int, grammar, rows: Rows, phi, *, gamma: int = 3, seed: int = 0, prompt: tuple = (),
+               verify=None) -> tuple[Counter, float]:
+    """n outputs of the product's speculative verifier (`_verify`) against memoized logits,
+    mirroring `onyx.decoding.decode`'s round structure. Returns output counts and the draft
+    acceptance rate."""
+    verify = verify or _verify
+    params = SamplingParams(temperature=1.0, seed=seed)
+    sampler = Sampler(params)
+    rng = np.random.default_rng(seed + 1)
+    masks = rows.masks
+    eos = set(grammar.eos_token_ids)
+    counts: Counter = Counter()
+    drafted = accepted_total = 0
+    for _ in range(n):
+        out: list[int] = []
+        state = grammar.initial_state
+        done = False
+        while not done:
+            proposal = Proposal()
+            s = state
+            for _ in range(gamma):
+                q, support, probs = rows.draft(tuple(out + proposal.tokens), s)
+                t = int(support[rng.choice(len(support), p=probs)])
+                proposal.add(t, q, "model")
+                if t in eos:
+                    break
+                s = grammar.advance(s, t)
+                if masks.only_eos(s):
+                    break
+            drafts = proposal.tokens
+            logits = mx.stack([rows.row(tuple(out + drafts[:i])) for i in range(len(drafts) + 1)])
+            m, new, states = verify(logits, proposal, grammar, masks, state, params, sampler, 1 << 20, phi,
+                                    list(prompt) + out)
+            drafted += len(drafts)
+            accepted_total += m
+            for i, token in enumerate(drafts[:m] + [new]):
+                if token in eos:
+                    done = True
+                    break
+                state = states[i + 1] if i < m else grammar.advance(state, token)
+                out.append(token)
+                if masks.only_eos(state):
+                    done = True
+                    break
+        counts[tuple(out)] += 1
+    return counts, (accepted_total / drafted if drafted else 0.0)
+
+
+def providers(grammar, trie, logits_of, width: int, prompt_len: int = 0):
+    params = SamplingParams(temperature=1.0)
+    exact = ExactPhi(max_nodes=100_000).fit(trie, score_with_function(trie, logits_of), grammar=grammar,
+                                            vocab_size=width, temperature=1.0, prompt_len=prompt_len)
+    onestep = OneStepPhi().configure(grammar, width, params)
+    return {"uniform": None, "onestep": onestep, "exact": exact}
+
