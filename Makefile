@@ -4,9 +4,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: test serve build venv system-deps fetch-test-data cargo-test pytest bench clean
+.PHONY: test test-fast serve build venv system-deps fetch-test-data cargo-test pytest bench clean
 
 test: system-deps build fetch-test-data cargo-test pytest
+
+# The same without the tests marked slow (a few minutes instead of about fifteen).
+test-fast: system-deps build fetch-test-data cargo-test
+	$(BIN)/python -m pytest -q -m "not slow" tests
 
 # Serves the embedded default model (fetched and converted on first use) on 127.0.0.1:8000.
 serve: system-deps build

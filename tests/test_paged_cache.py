@@ -12,6 +12,7 @@ import random
 import pytest
 
 from onyx import paged_cache  # noqa: F401  (sets up the BLAS before mlx.core is imported)
+from onyx import models
 from onyx.paged_cache import CacheFullError, PagedKVPool
 
 import mlx.core as mx  # noqa: E402
@@ -597,7 +598,6 @@ def test_shape_errors(tiny):
 def test_real_model_greedy_equals_mlx_lm_cache():
     """SmolLM2-135M-Instruct (onyx.models.load()): 64 greedy tokens on a ChatML prompt with the
     paged cache equal mlx-lm's own cache, token for token."""
-    models = pytest.importorskip("onyx.models")
     loaded = models.load()
     prompt = loaded.chat_ids([{"role": "user", "content": "Write a short poem about the sea."}])
     ref = models.greedy_generate(loaded, prompt, 64, stop_at_eos=False)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "runtime_bench.py"
 
 CONFIGS = ("unconstrained", "full_mask", "lower", "json_schema")

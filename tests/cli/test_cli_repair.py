@@ -13,7 +13,7 @@ import pytest
 
 from onyx import assets
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATE_ISH = "[0-9]{4}-[a-z]+"
 
 PERSON = {

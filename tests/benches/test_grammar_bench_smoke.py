@@ -19,7 +19,7 @@ from bench import harness, peers
 from bench.corpus import GRAMMAR_PATTERNS, PERSON_SCHEMA
 from bench.peers import PEER_PACKAGES, onyx_compile
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "grammar_bench.py"
 
 

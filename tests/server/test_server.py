@@ -23,7 +23,7 @@ import pytest
 
 openai = pytest.importorskip("openai")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "sk-onyx-test-key"
 MAX_TOKENS_LIMIT = 512
 MAX_BODY_BYTES = 64 * 1024
@@ -291,7 +291,8 @@ def test_regex_with_response_format_is_400(http):
     ({"n": 3}, "n"),
     ({"logprobs": True}, "logprobs"),
     ({"regexp": "[0-9]+"}, "regexp"),  # a typo is refused, not silently ignored
-    ({"speculative": "sideways"}, None),  # passed through; the engine refuses it
+    ({"speculative": "sideways"}, "speculative"),
+    ({"num_draft_tokens": 99}, "num_draft_tokens"),
     ({"messages": [{"role": "robot", "content": "hi"}]}, "messages.0.role"),
 ])
 def test_bad_parameter_values_are_400(http, fields, param):
@@ -299,6 +300,17 @@ def test_bad_parameter_values_are_400(http, fields, param):
     if param is not None:
         assert err["param"] == param, err
     assert err["type"] == "invalid_request_error"
+
+
+def test_lone_surrogates_are_400_not_500(http):
+    # "\udcff" is legal in a JSON string but is not a character: the tokenizer cannot take it.
+    body = b'{"model": "onyx", "max_tokens": 4, "messages": [{"role": "user", "content": "hi \\udcff"}]}'
+    r = http.post("/v1/chat/completions", content=body, headers={"Content-Type": "application/json"})
+    err = _error(r, 400)
+    assert err["param"] == "messages.0.content" and "not valid Unicode" in err["message"]
+    body = b'{"model": "onyx", "max_tokens": 4, "prompt": "\\ud800"}'
+    err = _error(http.post("/v1/completions", content=body, headers={"Content-Type": "application/json"}), 400)
+    assert err["param"] == "prompt"
 
 
 def test_completions_bad_values_are_400(http):
@@ -314,6 +326,7 @@ def test_completions_bad_values_are_400(http):
     b'{"model": "onyx", "messages": "hi"}',  # wrong type
     b'{"model": "onyx", "messages": [{"content": "hi"}]}',  # no role
     b'{"model": "onyx", "messages": [{"role": "user", "content": "hi"}], "temperature": "hot"}',
+    b'{"model": "onyx", "messages": [{"role": "user", "content": "hi"}], "jump_forward": "false"}',
     b'[1, 2]',
 ])
 def test_malformed_bodies_are_422(http, content):

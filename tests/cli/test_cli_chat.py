@@ -15,7 +15,7 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "you> "
 
 
@@ -70,8 +70,20 @@ def test_chat_session_regex_stats_quit():
 
         child.sendline("/stats")
         child.expect(r"last reply: \d+ tokens, [0-9.]+ tok/s")
-        child.expect(r"acceptance")
+        child.expect(r"speculative \(aware\): acceptance \d+% \(\d+ of \d+ drafted tokens\)")
         child.expect(r"session: 3 replies")
+        child.expect_exact(PROMPT)
+        assert "in this build" not in child.before
+
+        # a schema pasted inline works like a schema file
+        child.sendline('/schema {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], '
+                       '"additionalProperties": false}')
+        child.expect_exact("constraint: JSON Schema")
+        child.expect_exact(PROMPT)
+        reply = reply_to(child, "Give me a number as JSON.")
+        assert isinstance(json.loads(reply)["n"], int), repr(reply)
+        child.sendline("/schema {not json")
+        child.expect_exact("error: the inline schema is not JSON")
         child.expect_exact(PROMPT)
 
         child.sendline("/clear")

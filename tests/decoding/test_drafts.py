@@ -1,0 +1,54 @@
+"""Draft sources: grammar-forced spans follow the target's own spelling, and prompt lookup
+continues the latest n-gram's earlier occurrence."""
+
+from __future__ import annotations
+
+from onyx.decoding.drafts import ForcedTokens, Proposal, lookup
+
+
+def test_forced_tokens_follow_the_models_own_spelling(engine):
+    tok = engine.loaded.tokenizer
+    one = {c: tok.encode(c, add_special_tokens=False) for c in '{"ab'}
+    assert all(len(ids) == 1 for ids in one.values())
+    g = engine.compile(regex=r'\{"ab":"[a-z]+"\}')
+    forced = ForcedTokens(g, tok, engine.vocab)
+    s0 = g.initial_state
+    text = lambda ids: b"".join(engine.vocab.token_bytes(t) for t in ids)  # noqa: E731
+    # The tokenizer's spelling of the forced `{"ab":"` (no longer token starts with its last one).
+    canonical = forced.at(s0)
+    assert text(canonical) == b'{"ab":"'
+    # The target spells `{"ab` one byte at a time: the next proposal follows it, then the rest.
+    s = s0
+    for c in '{"ab':
+        forced.observe(s, one[c][0])
+        s = g.advance(s, one[c][0])
+    learned = forced.at(s0)
+    assert learned[:4] == [one[c][0] for c in '{"ab'] and learned[4:] == forced.at(s)
+    assert g.forced_bytes(s0).startswith(text(learned))
+    # A state with nothing forced (inside `[a-z]+`) learns nothing.
+    for c in '":"a':
+        s = g.advance(s, tok.encode(c, add_special_tokens=False)[0])
+    assert g.forced_bytes(s) == b""
+    forced.observe(s, one["b"][0])
+    assert forced.at(s) == []
+    # A span that ends the grammar keeps its last token: nothing can merge with it. One that a
+    # longer allowed token extends (`ab` + `[a-z]+`: `abc`, `about`, ...) drops it.
+    whole = engine.compile(regex=r'\{"ab":"c"\}')
+    assert text(ForcedTokens(whole, tok, engine.vocab).at(whole.initial_state)) == b'{"ab":"c"}'
+    open_end = engine.compile(regex=r"ab[a-z]+")
+    assert ForcedTokens(open_end, tok, engine.vocab).at(open_end.initial_state) == []
+
+
+def test_lookup_continues_the_longest_earlier_ngram():
+    ctx = [1, 2, 3, 9, 9, 1, 2, 3]
+    assert lookup(ctx, 3) == [9, 9, 1]  # the trigram 1 2 3 occurred before: what followed it
+    assert lookup([5, 6, 7], 2) == []  # nothing repeats
+    assert lookup([4, 4, 4, 4], 2) == [4]  # the latest earlier occurrence wins
+    assert lookup(ctx, 1) == [9]
+
+
+def test_a_proposal_keeps_tokens_probabilities_and_sources_aligned():
+    p = Proposal()
+    p.add(3, None, "forced")
+    p.add(5, None, "lookup")
+    assert p.tokens == [3, 5] and p.probs == [None, None] and p.sources == ["forced", "lookup"]

@@ -1,0 +1,43 @@
+"""How many drafts per round: a fixed γ, or adaptive γ priced per device and draft source."""
+
+from __future__ import annotations
+
+from onyx.decoding.gamma import GammaController
+
+
+def test_adaptive_gamma_prices_drafts():
+    free = GammaController("auto")  # model-free drafts on the CPU
+    for _ in range(20):
+        free.update(4, 4)
+    assert free.next() >= 4  # reliable free drafts: speculate far
+    for _ in range(40):
+        free.update(4, 0)
+    picks = [free.next() for _ in range(32)]
+    assert picks.count(0) >= 30 and 1 in picks  # useless drafts: plain decoding, with rare probes
+    twin = GammaController("auto", draft_cost=1.0)  # a draft model as big as the target
+    for _ in range(20):
+        twin.update(4, 4)
+    assert [twin.next() for _ in range(40)] == [0] * 40  # never pays, never probes
+    small = GammaController("auto", draft_cost=0.07)  # e.g. a 0.5B draft for a 7B target
+    for _ in range(20):
+        small.update(4, 3)
+    assert small.next() >= 2
+    assert GammaController("auto", device="gpu").width_cost < GammaController("auto").width_cost
+    assert GammaController(3).next() == 3 and GammaController(3).forced_limit() is None
+    jf = GammaController("auto")  # forced drafts are priced by their own acceptance
+    assert 0 < jf.forced_limit() <= jf.cap == 7
+    for _ in range(30):
+        jf.update(0, 0, 4, 0)  # the target never takes the forced tokenization
+    assert jf.forced_limit() == 0
+    jf.update(2, -1, 3, 1)  # a forced draft was rejected: the lookup drafts after it taught nothing
+    assert jf.acceptance == 0.6
+    # Forced spans fail at their first token (another spelling) or not at all: half the spans
+    # missing still pays for whole spans; spans taken only for their first token pay for one.
+    whole = GammaController("auto")
+    for i in range(40):
+        whole.update(0, 0, 4, 4 if i % 2 else 0)
+    assert whole.forced_limit() == whole.cap
+    head = GammaController("auto")
+    for _ in range(40):
+        head.update(0, 0, 4, 1)
+    assert head.forced_limit() == 1

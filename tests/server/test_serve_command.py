@@ -1,0 +1,26 @@
+"""`python -m onyx.server` refuses bad settings before it binds a port: a clear message and
+exit status 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def serve(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "onyx.server", "--port", "0", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_draft_model_with_another_vocabulary_is_refused():
+    r = serve("--draft-model", "gemma3-270m")
+    assert r.returncode == 2, r.stderr
+    assert "does not share the target's vocabulary" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_non_positive_limits_are_refused():
+    r = serve("--max-queue", "0")
+    assert r.returncode == 2 and "--max-queue must be positive" in r.stderr
