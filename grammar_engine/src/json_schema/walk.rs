@@ -285,7 +285,7 @@ impl<'a> Compiler<'a> {
 
     /// Splits on the first disjunction left, or compiles the merged keywords.
     fn compile_flat(&mut self, conj: Conj<'a>) -> Result<Expr> {
-        let key: Option<Vec<(usize, u16)>> = (conj.forbidden.is_empty() && conj.required.is_empty()).then(|| {
+        let key: Option<Vec<(usize, u16)>> = (conj.forbidden.is_empty() && conj.required.is_empty() && conj.excluded == 0).then(|| {
             let mut k: Vec<(usize, u16)> = conj.items.iter().map(|i| (i.schema as *const Value as usize, i.done)).collect();
             k.sort_unstable();
             k
