@@ -26,6 +26,11 @@ use serde_json::{Map, Number, Value};
 use crate::error::{GrammarError, Result};
 
 mod context;
+pub(crate) mod canonical;
+pub(crate) mod pattern;
+pub(crate) mod search;
+pub(crate) mod formats;
+pub(crate) mod strings;
 
 use context::{Ctx, MAX_SCHEMA_DEPTH};
 

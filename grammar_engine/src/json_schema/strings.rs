@@ -1,0 +1,394 @@
+//! String schemas: what `minLength`, `maxLength`, `pattern` and `format` say about a string,
+//! compiled to the canonical JSON texts (quotes included) of the strings satisfying all of it.
+//!
+//! Patterns ([`super::search`]) and formats ([`super::formats`]) each give a language over
+//! canonical string bodies; several of them (from `allOf`) are intersected. Length bounds count
+//! code points of the decoded string. Alone they are a counted repetition of
+//! [`CANONICAL_CHAR`]; next to a pattern or format they are applied by a product of the
+//! language's DFA with a character counter, which counts a character at each byte that starts
+//! one (not a UTF-8 continuation byte, not inside an escape). The product only creates the
+//! (state, count) pairs that occur, so a bound the language already implies costs little.
+
+use serde_json::{Map, Number, Value};
+
+use super::canonical;
+use super::context::Ctx;
+use super::formats;
+use super::pattern::{self, PatternError};
+use super::search;
+use crate::algebra::Expr;
+use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::error::{GrammarError, Result};
+
+pub(crate) use super::canonical::CANONICAL_CHAR;
+
+/// DFA states a length bound costs per counted character when nothing else constrains the
+/// string (a boundary state, UTF-8 continuation states and escape states), for refusing
+/// bounds no DFA within the limits can count up to.
+const STATES_PER_CHAR: u64 = 13;
+
+/// What a (merged) schema says about a string. Several patterns/formats may come from allOf.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StringFacts {
+    /// ECMA-262 patterns (search semantics), with location.
+    pub patterns: Vec<(String, Ctx)>,
+    /// Format names, with location.
+    pub formats: Vec<(String, Ctx)>,
+    /// Code points.
+    pub min_length: u64,
+    pub max_length: Option<u64>,
+}
+
+impl StringFacts {
+    /// Reads `minLength`, `maxLength`, `pattern` and `format` from one schema object.
+    pub(crate) fn from_keywords(map: &Map<String, Value>, ctx: &Ctx) -> Result<StringFacts> {
+        let mut facts = StringFacts::default();
+        if let Some(v) = map.get("minLength") {
+            facts.min_length = count(v, "minLength", ctx)?;
+        }
+        if let Some(v) = map.get("maxLength") {
+            facts.max_length = Some(count(v, "maxLength", ctx)?);
+        }
+        match map.get("pattern") {
+            None => {}
+            Some(Value::String(p)) => facts.patterns.push((p.clone(), ctx.clone())),
+            Some(_) => return Err(ctx.invalid("pattern must be a string")),
+        }
+        match map.get("format") {
+            None => {}
+            Some(Value::String(f)) => facts.formats.push((f.clone(), ctx.clone())),
+            Some(_) => return Err(ctx.invalid("format must be a string")),
+        }
+        Ok(facts)
+    }
+
+    /// Adds the facts of another schema that must hold too (`allOf`).
+    pub(crate) fn merge(&mut self, other: StringFacts) {
+        self.patterns.extend(other.patterns);
+        self.formats.extend(other.formats);
+        self.min_length = self.min_length.max(other.min_length);
+        self.max_length = match (self.max_length, other.max_length) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+/// A non-negative integer keyword value (`2.0` and `2e1` count as integers); saturates at
+/// `u64::MAX`, which no string reaches.
+fn count(v: &Value, keyword: &str, ctx: &Ctx) -> Result<u64> {
+    let bad = || ctx.invalid(format!("{keyword} must be a non-negative integer"));
+    let Value::Number(n) = v else { return Err(bad()) };
+    integer_value(n).ok_or_else(bad)
+}
+
+fn integer_value(n: &Number) -> Option<u64> {
+    if let Some(u) = n.as_u64() {
+        return Some(u);
+    }
+    let text = n.to_string();
+    if text.starts_with('-') {
+        // "-0" and "-0.0" are zero; any other negative is not a count.
+        return text[1..].chars().all(|c| c == '0' || c == '.').then_some(0);
+    }
+    let (mantissa, exponent) = match text.find(['e', 'E']) {
+        Some(i) => (&text[..i], text[i + 1..].parse::<i64>().ok()?),
+        None => (text.as_str(), 0),
+    };
+    let (int_part, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{int_part}{frac}");
+    let point = int_part.len() as i64 + exponent; // digits before the decimal point
+    let (whole, rest) = if point <= 0 {
+        ("", digits.as_str())
+    } else if point as usize >= digits.len() {
+        (digits.as_str(), "")
+    } else {
+        digits.split_at(point as usize)
+    };
+    if rest.chars().any(|c| c != '0') {
+        return None;
+    }
+    let zeros = (point.max(0) as usize).saturating_sub(digits.len());
+    let whole = whole.trim_start_matches('0');
+    if whole.is_empty() {
+        return Some(0);
+    }
+    if whole.len() + zeros > 19 {
+        return Some(u64::MAX);
+    }
+    let base: u64 = whole.parse().ok()?;
+    Some(base.checked_mul(10u64.checked_pow(zeros as u32)?).unwrap_or(u64::MAX))
+}
+
+/// The canonical JSON text of one string value, as a literal Expr (quotes included).
+pub(crate) fn string_literal(value: &str) -> Expr {
+    Expr::literal(&format!("\"{}\"", canonical::spell(value)))
+}
+
+/// The canonical JSON texts (quotes included) of the strings satisfying every fact.
+/// An unsatisfiable combination is [`Expr::Empty`], not an error.
+pub(crate) fn string_expr(facts: &StringFacts, config: &DfaConfig) -> Result<Expr> {
+    let (min, max) = (facts.min_length, facts.max_length);
+    if max.is_some_and(|max| max < min) {
+        return Ok(Expr::Empty);
+    }
+    let mut parts = Vec::new();
+    for (p, ctx) in &facts.patterns {
+        let node = pattern::parse(p).map_err(|e| pattern_error(p, &e, ctx))?;
+        parts.push(search::search_language(&node, ctx, config)?);
+    }
+    for (name, ctx) in &facts.formats {
+        if let Some(e) = formats::format_expr(name, ctx, config)? {
+            parts.push(e);
+        }
+    }
+    let bounded = min > 0 || max.is_some();
+    let body = match parts.len() {
+        0 if !bounded => Expr::regex(format!("{CANONICAL_CHAR}*")),
+        0 => {
+            let counted = max.unwrap_or(min);
+            if counted.saturating_mul(STATES_PER_CHAR) > config.max_states as u64 {
+                return Err(GrammarError::TooLarge {
+                    what: "string length bound",
+                    limit: config.max_states,
+                    detail: format!(
+                        "a DFA counting {counted} characters needs about {} states",
+                        counted.saturating_mul(STATES_PER_CHAR)
+                    ),
+                });
+            }
+            let upper = max.map_or(String::new(), |m| m.to_string());
+            Expr::regex(format!("{CANONICAL_CHAR}{{{min},{upper}}}"))
+        }
+        _ => {
+            let mut parts = parts.into_iter();
+            let mut body = parts.next().unwrap_or(Expr::Empty);
+            for p in parts {
+                body = body.and(&p, config)?;
+            }
+            if bounded && !body.is_empty() {
+                body = bound_length(&body, min, max, config)?;
+            }
+            body
+        }
+    };
+    if body.is_empty() {
+        return Ok(Expr::Empty);
+    }
+    Ok(Expr::concat(vec![Expr::literal("\""), body, Expr::literal("\"")]))
+}
+
+fn pattern_error(pattern: &str, e: &PatternError, ctx: &Ctx) -> GrammarError {
+    match e {
+        PatternError::Invalid { .. } => ctx.invalid(format!("pattern {pattern:?} is not an ECMA-262 regex: {e}")),
+        PatternError::Unsupported { .. } => ctx.unsupported("pattern", format!("pattern {pattern:?}: {e}")),
+    }
+}
+
+/// Where the character counter is inside one canonical character.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Phase {
+    /// Between characters (or inside a UTF-8 sequence, whose continuation bytes count nothing).
+    Between,
+    /// After the `\` of an escape.
+    Escape,
+    /// Inside `\uXXXX`, with this many hex digits to go.
+    Hex(u8),
+}
+
+impl Phase {
+    /// The next phase, and whether `byte` starts a character.
+    fn step(self, byte: u8) -> (Phase, bool) {
+        match self {
+            Phase::Between if byte == b'\\' => (Phase::Escape, true),
+            Phase::Between => (Phase::Between, !(0x80..=0xBF).contains(&byte)),
+            Phase::Escape if byte == b'u' => (Phase::Hex(4), false),
+            Phase::Escape | Phase::Hex(1) => (Phase::Between, false),
+            Phase::Hex(n) => (Phase::Hex(n - 1), false),
+        }
+    }
+}
+
+/// The bytes the counter tells apart: `\`, `u`, continuation bytes, the rest.
+fn counter_class(byte: u8) -> u8 {
+    match byte {
+        b'\\' => 0,
+        b'u' => 1,
+        0x80..=0xBF => 2,
+        _ => 3,
+    }
+}
+
+/// The texts of `body` (canonical string bodies) with `min` to `max` characters.
+fn bound_length(body: &Expr, min: u64, max: Option<u64>, config: &DfaConfig) -> Result<Expr> {
+    let Some(dfa) = body.to_dfa(config)? else { return Ok(Expr::Empty) };
+    // Product byte classes: pairs of (DFA class, counter class), with a representative byte.
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    let mut seen: std::collections::HashMap<(usize, u8), u8> = std::collections::HashMap::new();
+    for byte in 0..=255u8 {
+        let key = (dfa.class(byte), counter_class(byte));
+        let next = reps.len() as u8;
+        classes[byte as usize] = *seen.entry(key).or_insert_with(|| {
+            reps.push(byte);
+            next
+        });
+    }
+    let cap = max.unwrap_or(min);
+    let limit = config.max_states.saturating_mul(2).saturating_add(64);
+    let mut ids: std::collections::HashMap<(u32, u64, Phase), u32> = std::collections::HashMap::new();
+    let mut order = vec![(0u32, 0u64, Phase::Between)];
+    ids.insert(order[0], 0);
+    let mut trans: Vec<u32> = Vec::new();
+    let mut i = 0;
+    while i < order.len() {
+        let (s, n, phase) = order[i];
+        i += 1;
+        for &byte in &reps {
+            let t = dfa.next(s, byte);
+            let (next_phase, starts) = phase.step(byte);
+            let count = n + u64::from(starts);
+            if t == DEAD || (max.is_some() && count > cap) {
+                trans.push(DEAD);
+                continue;
+            }
+            let key = (t, count.min(cap), next_phase);
+            let id = match ids.get(&key) {
+                Some(&id) => id,
+                None => {
+                    if order.len() >= limit {
+                        return Err(GrammarError::TooLarge {
+                            what: "string length bound",
+                            limit: config.max_states,
+                            detail: format!("more than {} states counting up to {cap} characters", order.len()),
+                        });
+                    }
+                    ids.insert(key, order.len() as u32);
+                    order.push(key);
+                    order.len() as u32 - 1
+                }
+            };
+            trans.push(id);
+        }
+    }
+    let accepting: Vec<bool> =
+        order.iter().map(|&(s, n, phase)| phase == Phase::Between && n >= min && dfa.is_accepting(s)).collect();
+    match Dfa::from_table(classes, reps.len(), &trans, &accepting) {
+        None => Ok(Expr::Empty),
+        Some(d) if d.num_states() > config.max_states => Err(GrammarError::TooLarge {
+            what: "string length bound",
+            limit: config.max_states,
+            detail: format!("{} states", d.num_states()),
+        }),
+        Some(d) => Ok(Expr::Dfa(std::rc::Rc::new(d))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn facts(schema: Value) -> StringFacts {
+        StringFacts::from_keywords(schema.as_object().unwrap(), &Ctx::root()).unwrap()
+    }
+
+    fn compile(schema: Value) -> Option<Dfa> {
+        let e = string_expr(&facts(schema), &DfaConfig::default()).unwrap();
+        e.to_dfa(&DfaConfig::default()).unwrap()
+    }
+
+    /// Checks decoded values: each is spelled canonically and quoted.
+    fn check(schema: Value, yes: &[&str], no: &[&str]) {
+        let d = compile(schema.clone());
+        let accepts = |s: &str| {
+            d.as_ref().is_some_and(|d| {
+                let t = d.walk(0, format!("\"{}\"", canonical::spell(s)).as_bytes());
+                t != DEAD && d.is_accepting(t)
+            })
+        };
+        for s in yes {
+            assert!(accepts(s), "{schema} should accept {s:?}");
+        }
+        for s in no {
+            assert!(!accepts(s), "{schema} should reject {s:?}");
+        }
+    }
+
+    fn accepts_text(d: &Dfa, text: &str) -> bool {
+        let t = d.walk(0, text.as_bytes());
+        t != DEAD && d.is_accepting(t)
+    }
+
+    #[test]
+    fn only_canonical_spellings() {
+        let d = compile(json!({})).unwrap();
+        for ok in [r#""""#, r#""a\"b""#, r#""\u0001""#, r#""\n""#, "\"é\u{7f}\"", r#""/""#] {
+            assert!(accepts_text(&d, ok), "{ok}");
+        }
+        for no in [r#""\/""#, r#""\u0041""#, r#""\u000A""#, r#""\u000a""#, "\"\n\"", r#""\x""#] {
+            assert!(!accepts_text(&d, no), "{no}");
+        }
+        let lit = string_literal("a\"\u{1}\n").to_dfa(&DfaConfig::default()).unwrap().unwrap();
+        assert!(accepts_text(&lit, r#""a\"\u0001\n""#) && !accepts_text(&lit, "\"a\\\"\\u0001\\u000a\""));
+    }
+
+    #[test]
+    fn lengths_count_code_points() {
+        check(json!({"minLength": 2, "maxLength": 3}), &["ab", "é😀", "\n\"x", "\u{1}\u{2}"], &["a", "abcd", "😀", ""]);
+        check(json!({"maxLength": 0}), &[""], &["a"]);
+        check(json!({"minLength": 2.0}), &["ab", "abc"], &["a"]);
+        assert!(compile(json!({"minLength": 3, "maxLength": 2})).is_none());
+    }
+
+    #[test]
+    fn lengths_with_patterns_and_formats() {
+        check(json!({"pattern": "^[a-z]+$", "maxLength": 3}), &["a", "abc"], &["", "abcd", "A"]);
+        check(json!({"pattern": "x", "minLength": 3}), &["axb", "xxx", "x\n\""], &["x", "ax"]);
+        check(json!({"pattern": "\"", "minLength": 2, "maxLength": 2}), &["a\"", "\"\""], &["\"", "ab\""]);
+        check(json!({"format": "date", "maxLength": 10}), &["2020-01-01"], &["2020-01-1"]);
+        assert!(compile(json!({"format": "date", "maxLength": 9})).is_none());
+        check(json!({"format": "date-time", "maxLength": 22}), &["1963-06-19T08:30:06.1Z"], &["1963-06-19T08:30:06.12Z"]);
+        check(json!({"pattern": "^\\u0001*$", "minLength": 2}), &["\u{1}\u{1}"], &["\u{1}"]);
+    }
+
+    #[test]
+    fn patterns_and_formats_intersect() {
+        let mut f = facts(json!({"pattern": "^a", "format": "email"}));
+        f.merge(facts(json!({"pattern": "z$", "maxLength": 20})));
+        let d = string_expr(&f, &DfaConfig::default()).unwrap().to_dfa(&DfaConfig::default()).unwrap().unwrap();
+        assert!(accepts_text(&d, "\"ab@example.xyz\"") && !accepts_text(&d, "\"ab@example.xy\""));
+        assert!(!accepts_text(&d, "\"bb@example.xyz\"") && !accepts_text(&d, "\"abcdefghi@example.xyz\"") && accepts_text(&d, "\"abcdefgh@example.xyz\""));
+        check(json!({"format": "not-a-known-format"}), &["anything", ""], &[]);
+        assert!(compile(json!({"pattern": "^a$", "format": "ipv4"})).is_none());
+    }
+
+    #[test]
+    fn errors_are_typed() {
+        let err = |schema: Value| string_expr(&facts(schema), &DfaConfig::default()).unwrap_err();
+        assert!(matches!(err(json!({"pattern": "(a"})), GrammarError::InvalidSchema { .. }));
+        assert!(matches!(err(json!({"pattern": "\\a"})), GrammarError::InvalidSchema { .. }));
+        assert!(matches!(err(json!({"pattern": "(a)\\1"})), GrammarError::UnsupportedSchemaKeyword { ref keyword, .. } if keyword == "pattern"));
+        assert!(matches!(err(json!({"pattern": "a(?=b)"})), GrammarError::UnsupportedSchemaKeyword { ref keyword, .. } if keyword == "pattern"));
+        assert!(matches!(err(json!({"maxLength": 1_000_000})), GrammarError::TooLarge { .. }));
+        assert!(matches!(err(json!({"pattern": "^.*$", "maxLength": 1_000_000})), GrammarError::TooLarge { .. }));
+        let bad = |schema: Value| StringFacts::from_keywords(schema.as_object().unwrap(), &Ctx::root()).unwrap_err();
+        assert!(matches!(bad(json!({"minLength": -1})), GrammarError::InvalidSchema { .. }));
+        assert!(matches!(bad(json!({"maxLength": 1.5})), GrammarError::InvalidSchema { .. }));
+        assert!(matches!(bad(json!({"pattern": 3})), GrammarError::InvalidSchema { .. }));
+    }
+
+    #[test]
+    fn integer_values() {
+        let n = |s: &str| integer_value(&serde_json::from_str::<Number>(s).unwrap());
+        assert_eq!(n("3"), Some(3));
+        assert_eq!(n("3.0"), Some(3));
+        assert_eq!(n("3e2"), Some(300));
+        assert_eq!(n("2.5e1"), Some(25));
+        assert_eq!(n("2.55e1"), None);
+        assert_eq!(n("-0"), Some(0));
+        assert_eq!(n("-1"), None);
+        assert_eq!(n("1e30"), Some(u64::MAX));
+        assert_eq!(n("0.5"), None);
+    }
+}
