@@ -20,11 +20,14 @@
 //!   `idn-email`: the same with letters, marks and digits of any script.
 //! - `hostname`, `idn-hostname`: ASCII labels of 1–63 letters, digits and inner hyphens,
 //!   never `--` in the third and fourth place (so no `xn--` labels, whose Punycode `idna`
-//!   would check), an optional trailing dot; at most four labels, all but the last at most 63
-//!   long and the last at most 61, which keeps the name within the 253-character limit without
-//!   a length-counting automaton. Non-ASCII names (exact IDNA 2008) are not generated.
-//! - `uri`, `uri-reference`, `iri`, `iri-reference`: the RFC 3986 / RFC 3987 grammars (the
-//!   checkers implement exactly these), with IRI characters from `ucschar`/`iprivate`.
+//!   would check), an optional trailing dot. The 253-character limit is kept without a
+//!   length-counting automaton (24,000 states) by limiting the labels: up to three of up to 63
+//!   characters, four with the last up to 61, or five to eight of up to 30. Non-ASCII names
+//!   (exact IDNA 2008) are not generated.
+//! - `uri`, `uri-reference`: the RFC 3986 grammar (which `rfc3987` and `rfc3986-validator`
+//!   implement). `iri`, `iri-reference`: the RFC 3987 grammar as far as `rfc3987-syntax` follows
+//!   it too: non-ASCII characters from the Basic Multilingual Plane only, IPv6 literals with all
+//!   eight groups or a `::` standing for exactly one.
 //! - `uri-template`: RFC 6570 expressions (ASCII variable names, prefixes of 1–3 digits) between
 //!   RFC 6570 ASCII literals.
 //! - `duration`: the RFC 3339 appendix A grammar (`P1Y2M3DT4H5M6S`, `P2W`), which
@@ -122,9 +125,30 @@ fn ipv6() -> String {
     format!("(?:{})", alts.join("|"))
 }
 
-/// The URI and IRI grammars of RFC 3986 / RFC 3987, for one character class of "unreserved".
+/// The IPv6 literals `rfc3987-syntax` accepts in IRIs: all eight groups, or seven with `::`
+/// standing for the eighth (a subset of RFC 3986's forms).
+fn ipv6_one_gap() -> String {
+    let h16 = format!("{HEX}{{1,4}}");
+    let ls32 = format!("(?:{h16}:{h16}|{})", ipv4());
+    let groups = |n: usize| (0..n).map(|_| format!("{h16}:")).collect::<String>();
+    let mut alts = vec![format!("{}{ls32}", groups(6)), format!("::{}{ls32}", groups(5))];
+    for before in 1..=5 {
+        // `before` groups, "::", then groups up to seven in all (ls32 counts two).
+        let head: Vec<String> = (0..before).map(|_| h16.clone()).collect();
+        alts.push(format!("{}::{}{ls32}", head.join(":"), groups(5 - before)));
+    }
+    let head6: Vec<String> = (0..6).map(|_| h16.clone()).collect();
+    alts.push(format!("{}::{h16}", head6.join(":")));
+    let head7: Vec<String> = (0..7).map(|_| h16.clone()).collect();
+    alts.push(format!("{}::", head7.join(":")));
+    format!("(?:{})", alts.join("|"))
+}
+
+/// The URI and IRI grammars of RFC 3986 / RFC 3987, for one character class of "unreserved"
+/// and one IPv6 literal grammar.
 struct Rfc3986 {
     unreserved: String,
+    ipv6: String,
 }
 
 impl Rfc3986 {
@@ -143,7 +167,7 @@ impl Rfc3986 {
         let userinfo = format!("(?:{u}|{pct}|{sub}|:)*");
         let ip_future = format!(r"v{HEX}+\.(?:[A-Za-z0-9._~-]|{sub}|:)+");
         let reg_name = format!("(?:{u}|{pct}|{sub})*");
-        format!(r"(?:{userinfo}@)?(?:\[(?:{}|{ip_future})\]|{reg_name})(?::\d*)?", ipv6())
+        format!(r"(?:{userinfo}@)?(?:\[(?:{}|{ip_future})\]|{reg_name})(?::\d*)?", self.ipv6)
     }
 
     fn hier(&self, relative: bool) -> String {
@@ -167,19 +191,17 @@ impl Rfc3986 {
     }
 }
 
-const UCSCHAR: &str = concat!(
-    r"\u{A0}-\u{D7FF}\u{F900}-\u{FDCF}\u{FDF0}-\u{FFEF}\u{10000}-\u{1FFFD}\u{20000}-\u{2FFFD}",
-    r"\u{30000}-\u{3FFFD}\u{40000}-\u{4FFFD}\u{50000}-\u{5FFFD}\u{60000}-\u{6FFFD}\u{70000}-\u{7FFFD}",
-    r"\u{80000}-\u{8FFFD}\u{90000}-\u{9FFFD}\u{A0000}-\u{AFFFD}\u{B0000}-\u{BFFFD}\u{C0000}-\u{CFFFD}",
-    r"\u{D0000}-\u{DFFFD}\u{E1000}-\u{EFFFD}"
-);
+/// RFC 3987 `ucschar`, its Basic Multilingual Plane part (`rfc3987-syntax` has no other).
+const UCSCHAR: &str = r"\u{A0}-\u{D7FF}\u{F900}-\u{FDCF}\u{FDF0}-\u{FFEF}";
 
-const IPRIVATE: &str = r"[\u{E000}-\u{F8FF}\u{F0000}-\u{FFFFD}\u{100000}-\u{10FFFD}]";
+/// RFC 3987 `iprivate`, its Basic Multilingual Plane part.
+const IPRIVATE: &str = r"[\u{E000}-\u{F8FF}]";
 
 fn uri_like(name: &str) -> String {
     let iri = name.starts_with("iri");
     let grammar = Rfc3986 {
         unreserved: if iri { format!("[A-Za-z0-9._~{UCSCHAR}-]") } else { "[A-Za-z0-9._~-]".to_string() },
+        ipv6: if iri { ipv6_one_gap() } else { ipv6() },
     };
     let extra = if iri { format!("{IPRIVATE}|") } else { String::new() };
     let absolute = grammar.absolute(&extra);
@@ -205,8 +227,8 @@ fn email(international: bool) -> String {
 }
 
 fn hostname() -> String {
-    let l = label(63);
-    format!(r"(?:{l}\.){{0,3}}{}\.?", label(61))
+    let (l63, l61, l30) = (label(63), label(61), label(30));
+    format!(r"(?:(?:{l63}\.){{0,2}}{l63}|(?:{l63}\.){{3}}{l61}|(?:{l30}\.){{4,7}}{l30})\.?")
 }
 
 fn duration() -> String {
@@ -340,7 +362,7 @@ mod tests {
         );
         check("uuid", &["2eb8aa08-AA98-11ea-B4Aa-73B441D16380"], &["2eb8aa08aa9811eab4aa73b441d16380", "2eb8aa08-aa98-11ea-b4ga-73b441d16380"]);
         let long = format!("{}.com", "a".repeat(63));
-        check("hostname", &["www.example.com", "a", "1host", "host-name", "example.com.", &long], &["-a", "a-", "a_b", "", ".", "xn--abc", "ab--c", &format!("{}.com", "a".repeat(64))]);
+        check("hostname", &["www.example.com", "a", "1host", "host-name", "example.com.", &long, &"a".repeat(63), "a.b.c.d.e.f.g.h"], &["-a", "a-", "a_b", "", ".", "xn--abc", "ab--c", &format!("{}.com", "a".repeat(64)), "a.b.c.d.e.f.g.h.i"]);
         check("email", &["joe.bloggs@example.com", "\"joe bloggs\"@example.com", "a@[127.0.0.1]", "a@[IPv6:::1]", "te~st@x"], &["2962", ".a@b", "a.@b", "a..b@c", "a@b=c", "a@[127.0.0.300]"]);
         check("idn-email", &["실례@실례.테스트", "a@b"], &["2962"]);
     }
@@ -349,7 +371,7 @@ mod tests {
     fn references() {
         check("uri", &["http://foo.bar/?baz=qux#quux", "mailto:a@b", "urn:x:y", "ldap://[2001:db8::7]/c=GB?o", "http://-.~_!$&'()*+,;=:%40:80%2f::::::@example.com"], &["//foo.bar/", "/abc", "abc", "http:// x", "bar,baz:foo", "http://ƒ.com"]);
         check("uri-reference", &["/abc", "abc", "#frag", "", "//host"], &["\\\\x", "#a\\b", "a:b c"]);
-        check("iri", &["http://ƒøø.ßår/?∂éœ=πîx#πîüx", "http://[2001:db8::1]"], &["http://2001:0db8:85a3:0000:0000:8a2e:0370:7334", "âππ", "/abc"]);
+        check("iri", &["http://ƒøø.ßår/?∂éœ=πîx#πîüx", "http://[1:2:3:4:5:6:7:8]", "http://[1::3:4:5:6:7:8]"], &["http://[2001:db8::1]", "http://\u{10000}","http://2001:0db8:85a3:0000:0000:8a2e:0370:7334", "âππ", "/abc"]);
         check("iri-reference", &["âππ", "#ƒrägmênt", "//ƒøø.ßår/"], &["#ƒräg\\mênt"]);
         check("json-pointer", &["", "/", "/a~1b", "/k\"l", "/i\\j", "/ ", "/\n"], &["#", "/~", "/~2", "a"]);
         check("relative-json-pointer", &["0", "1", "10", "120", "0#", "0/foo", "2/0/baz"], &["", "/a", "-1/a", "01/a", "100", "0##"]);
