@@ -24,10 +24,16 @@
 //! positively, and the complement of their union where it counts negatively (`\D`, `[^\d]`).
 //! So `\d` is `[0-9]` (ECMA), `\D` excludes every Unicode decimal digit (Python), `\s` is ECMA's
 //! whitespace without U+FEFF (Python does not count it), `\S` excludes U+FEFF, U+001C–U+001F and
-//! U+0085 too. Sets that stand for "any character Python might count" also contain the
-//! unassigned code points, so a newer Unicode in Python cannot break them. `.` is ECMA's (no
-//! `\n`, `\r`, U+2028, U+2029), a subset of Python's. `\p{..}` uses regex-syntax's Unicode 16
-//! tables (its lenient name matching accepts a superset of ECMA's property names).
+//! U+0085 too. Python's readings are its Unicode categories (`\w`: letters, numbers and `_`;
+//! `\d`: decimal numbers; `\s`: separators and nine controls), taken from regex-syntax's Unicode
+//! 16 tables, which match every Python up to 3.14 (Unicode 16). Inside a negative
+//! lookaround everything counts the other way round: there `\s` is the union of the readings,
+//! `.` is Python's (`[^\n]`, where ECMA's also leaves out `\r`, U+2028, U+2029), `$` also
+//! matches before a final `\n` (as Python's does) and `\b`/`\B` hold when either engine says so.
+//! A surrogate pair written as two `\u` escapes is one character to ECMA-262 and two lone
+//! surrogates to Python, which no string contains: it matches nothing (where it counts
+//! positively). `\p{..}` uses regex-syntax's Unicode 16 tables (its lenient name matching accepts
+//! a superset of ECMA's property names); Python's `re` has no `\p`.
 
 use std::sync::OnceLock;
 
@@ -62,10 +68,14 @@ pub(crate) enum Look {
     Start,
     /// `$`: the end of the string.
     End,
-    /// `\b`.
+    /// `\b` where it counts positively: a boundary to both ECMA-262 and Python's `re`.
     WordBoundary,
-    /// `\B`.
+    /// `\B` where it counts positively: no boundary to either.
     NotWordBoundary,
+    /// `\b` inside a negative lookaround: a boundary to either engine.
+    AnyWordBoundary,
+    /// `\B` inside a negative lookaround: no boundary to one engine or the other.
+    AnyNotWordBoundary,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +119,7 @@ type PResult<T> = Result<T, PatternError>;
 
 /// Parses an ECMA-262 pattern.
 pub(crate) fn parse(pattern: &str) -> PResult<Node> {
-    let mut p = Parser { chars: pattern.char_indices().collect(), pos: 0, end: pattern.len(), depth: 0 };
+    let mut p = Parser { chars: pattern.char_indices().collect(), pos: 0, end: pattern.len(), depth: 0, negative: false };
     let node = p.disjunction()?;
     if p.pos < p.chars.len() {
         // Only an unmatched ')' stops the top-level disjunction early.
@@ -171,20 +181,19 @@ pub(crate) fn ascii_word() -> ClassUnicode {
     ranges(&[('0', '9'), ('A', 'Z'), ('_', '_'), ('a', 'z')])
 }
 
-/// A superset of the characters Python's `re` counts as `\w` in str patterns (letters,
-/// numbers, `_`), with marks and the unassigned code points added for safety.
+/// The characters Python's `re` counts as `\w` in str patterns: letters, numbers and `_`.
 pub(crate) fn python_word_superset() -> ClassUnicode {
     static CELL: OnceLock<ClassUnicode> = OnceLock::new();
     cached(&CELL, || {
-        let props = unicode_class(r"[\p{L}\p{N}\p{M}\p{Cn}_]").unwrap_or_else(ClassUnicode::empty);
+        let props = unicode_class(r"[\p{L}\p{N}_]").unwrap_or_else(ClassUnicode::empty);
         union(props, &ascii_word())
     })
 }
 
-/// A superset of Python's `\d` (Unicode decimal digits) plus unassigned code points.
+/// Python's `\d`: the Unicode decimal digits.
 fn python_digit_superset() -> ClassUnicode {
     static CELL: OnceLock<ClassUnicode> = OnceLock::new();
-    cached(&CELL, || unicode_class(r"[\p{Nd}\p{Cn}0-9]").unwrap_or_else(|| ranges(&[('0', '9')])))
+    cached(&CELL, || unicode_class(r"[\p{Nd}0-9]").unwrap_or_else(|| ranges(&[('0', '9')])))
 }
 
 /// ECMA-262 `\s`: WhiteSpace (TAB, VT, FF, ZWNBSP, any Zs) and LineTerminator.
@@ -203,12 +212,12 @@ fn common_space() -> ClassUnicode {
     s
 }
 
-/// A superset of what either ECMA-262 or Python's `re` counts as `\s` (Python adds U+001C–U+001F
-/// and U+0085; separators and unassigned code points are added for safety).
+/// What either ECMA-262 or Python's `re` counts as `\s` (Python adds U+001C–U+001F and U+0085;
+/// all separators are added for safety).
 fn any_space() -> ClassUnicode {
     static CELL: OnceLock<ClassUnicode> = OnceLock::new();
     cached(&CELL, || {
-        let z = unicode_class(r"[\p{Z}\p{Cn}]").unwrap_or_else(ClassUnicode::empty);
+        let z = unicode_class(r"\p{Z}").unwrap_or_else(ClassUnicode::empty);
         let extra = ranges(&[('\u{1C}', '\u{1F}'), ('\u{85}', '\u{85}')]);
         union(union(ecma_space(), &z), &extra)
     })
@@ -239,9 +248,9 @@ fn perl_class(kind: char, positive: bool) -> ClassUnicode {
     }
 }
 
-/// One item of a bracketed class.
+/// One item of a bracketed class. A character written as a surrogate pair is flagged.
 enum ClassAtom {
-    Char(char),
+    Char(char, bool),
     Set(ClassUnicode),
 }
 
@@ -250,6 +259,8 @@ struct Parser {
     pos: usize,
     end: usize,
     depth: usize,
+    /// Inside an odd number of negative lookarounds: sets count negatively.
+    negative: bool,
 }
 
 impl Parser {
@@ -324,17 +335,23 @@ impl Parser {
 
     fn term(&mut self) -> PResult<Node> {
         let start = self.pos;
-        let assertion = match self.peek() {
-            Some('^') => Some(Node::Look(Look::Start)),
-            Some('$') => Some(Node::Look(Look::End)),
-            Some('\\') if self.peek_at(1) == Some('b') => Some(Node::Look(Look::WordBoundary)),
-            Some('\\') if self.peek_at(1) == Some('B') => Some(Node::Look(Look::NotWordBoundary)),
+        let neg = self.negative;
+        let assertion = match (self.peek(), self.peek_at(1)) {
+            (Some('^'), _) => Some((1, Look::Start)),
+            (Some('$'), _) => Some((1, Look::End)),
+            (Some('\\'), Some('b')) => Some((2, if neg { Look::AnyWordBoundary } else { Look::WordBoundary })),
+            (Some('\\'), Some('B')) => Some((2, if neg { Look::AnyNotWordBoundary } else { Look::NotWordBoundary })),
             _ => None,
         };
-        if let Some(node) = assertion {
-            self.pos += if matches!(node, Node::Look(Look::Start | Look::End)) { 1 } else { 2 };
+        if let Some((len, look)) = assertion {
+            self.pos += len;
             self.refuse_quantifier()?;
-            return Ok(node);
+            if look == Look::End && neg {
+                // Python's `$` also matches before a final newline.
+                let before_newline = Node::Concat(vec![Node::Set(char_set('\n')), Node::Look(Look::End)]);
+                return Ok(Node::Alt(vec![Node::Look(Look::End), before_newline]));
+            }
+            return Ok(Node::Look(look));
         }
         let atom = match self.peek() {
             Some('(') => self.group()?,
@@ -472,7 +489,10 @@ impl Parser {
         } else {
             None
         };
+        let flip = around.is_some_and(|a| a.negate);
+        self.negative ^= flip;
         let inner = self.disjunction()?;
+        self.negative ^= flip;
         if !self.eat(')') {
             return Err(self.invalid_at(open, "unterminated group"));
         }
@@ -507,7 +527,7 @@ impl Parser {
         match c {
             '.' => {
                 self.pos += 1;
-                Ok(Node::Set(dot()))
+                Ok(Node::Set(if self.negative { negated(char_set('\n')) } else { dot() }))
             }
             '[' => self.class(),
             '\\' => self.atom_escape(),
@@ -534,19 +554,26 @@ impl Parser {
             }
             'd' | 'D' | 'w' | 'W' | 's' | 'S' => {
                 self.pos += 1;
-                Ok(Node::Set(perl_class(c, true)))
+                Ok(Node::Set(perl_class(c, !self.negative)))
             }
             'p' | 'P' => Ok(Node::Set(self.property()?)),
-            _ => Ok(Node::Set(char_set(self.character_escape(at, false)?))),
+            _ => {
+                let (c, pair) = self.character_escape(at, false)?;
+                let matchable = !pair || self.negative;
+                Ok(Node::Set(if matchable { char_set(c) } else { ClassUnicode::empty() }))
+            }
         }
     }
 
-    /// A character escape after `\` (the cursor is on the letter). `in_class` allows `\b`
-    /// (backspace) and `\-`.
-    fn character_escape(&mut self, at: usize, in_class: bool) -> PResult<char> {
+    /// A character escape after `\` (the cursor is on the letter), and whether it was a
+    /// surrogate pair of `\u` escapes. `in_class` allows `\b` (backspace).
+    fn character_escape(&mut self, at: usize, in_class: bool) -> PResult<(char, bool)> {
         let Some(c) = self.bump() else { return Err(self.invalid_at(at, "pattern ends with \\")) };
         let control = |code: u32| char::from_u32(code).unwrap_or('\0');
-        Ok(match c {
+        if c == 'u' {
+            return self.unicode_escape(at);
+        }
+        Ok((match c {
             'f' => '\u{C}',
             'n' => '\n',
             'r' => '\r',
@@ -580,13 +607,12 @@ impl Parser {
                 let v = self.hex_digits(2).ok_or_else(|| self.invalid_at(at, "\\x must be followed by two hex digits"))?;
                 control(v)
             }
-            'u' => self.unicode_escape(at)?,
             c if c.is_ascii_alphanumeric() => {
                 return Err(self.invalid_at(at, format!("\\{c} is not an ECMA-262 escape")));
             }
             // Identity escapes: syntax characters, '/', '-', other punctuation, non-ASCII.
             c => c,
-        })
+        }, false))
     }
 
     fn hex_digits(&mut self, n: usize) -> Option<u32> {
@@ -598,8 +624,8 @@ impl Parser {
         Some(v)
     }
 
-    /// `\uXXXX` (a surrogate pair of two such escapes is one code point) or `\u{X...}`.
-    fn unicode_escape(&mut self, at: usize) -> PResult<char> {
+    /// `\uXXXX` (a surrogate pair of two such escapes is one code point, flagged) or `\u{X...}`.
+    fn unicode_escape(&mut self, at: usize) -> PResult<(char, bool)> {
         if self.eat('{') {
             let start = self.pos;
             let mut v: u32 = 0;
@@ -610,7 +636,8 @@ impl Parser {
             if self.pos == start || !self.eat('}') || v > 0x10FFFF {
                 return Err(self.invalid_at(at, "invalid \\u{...} escape"));
             }
-            return char::from_u32(v).ok_or_else(|| self.invalid_at(at, "\\u{...} names a lone surrogate, which no string contains"));
+            let c = char::from_u32(v).ok_or_else(|| self.invalid_at(at, "\\u{...} names a lone surrogate, which no string contains"))?;
+            return Ok((c, false));
         }
         let v = self.hex_digits(4).ok_or_else(|| self.invalid_at(at, "\\u must be followed by four hex digits"))?;
         if (0xD800..0xDC00).contains(&v) && self.peek() == Some('\\') && self.peek_at(1) == Some('u') {
@@ -619,12 +646,14 @@ impl Parser {
             match self.hex_digits(4) {
                 Some(lo) if (0xDC00..0xE000).contains(&lo) => {
                     let code = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00);
-                    return char::from_u32(code).ok_or_else(|| self.invalid_at(at, "invalid surrogate pair"));
+                    let c = char::from_u32(code).ok_or_else(|| self.invalid_at(at, "invalid surrogate pair"))?;
+                    return Ok((c, true));
                 }
                 _ => self.pos = save,
             }
         }
-        char::from_u32(v).ok_or_else(|| self.invalid_at(at, "\\u escape of a lone surrogate, which no string contains"))
+        let c = char::from_u32(v).ok_or_else(|| self.invalid_at(at, "\\u escape of a lone surrogate, which no string contains"))?;
+        Ok((c, false))
     }
 
     /// `\p{...}` / `\P{...}` (the cursor is on `p` or `P`).
@@ -651,7 +680,7 @@ impl Parser {
         let open = self.pos;
         self.pos += 1; // '['
         let negate = self.eat('^');
-        let positive = !negate;
+        let positive = negate == self.negative;
         let mut set = ClassUnicode::empty();
         loop {
             match self.peek() {
@@ -666,17 +695,19 @@ impl Parser {
             let first = self.class_atom(positive)?;
             let is_range = self.peek() == Some('-') && self.peek_at(1).is_some_and(|c| c != ']');
             if !is_range {
-                add_atom(&mut set, first);
+                add_atom(&mut set, first, positive);
                 continue;
             }
             self.pos += 1; // '-'
             let second = self.class_atom(positive)?;
             match (first, second) {
-                (ClassAtom::Char(a), ClassAtom::Char(b)) => {
+                (ClassAtom::Char(a, pa), ClassAtom::Char(b, pb)) => {
                     if a > b {
                         return Err(self.invalid_at(first_pos, "range out of order in character class"));
                     }
-                    set.push(ClassUnicodeRange::new(a, b));
+                    if !((pa || pb) && positive) {
+                        set.push(ClassUnicodeRange::new(a, b));
+                    }
                 }
                 _ => return Err(self.invalid_at(first_pos, "a class escape cannot bound a range (write \\- for a literal -)")),
             }
@@ -690,7 +721,7 @@ impl Parser {
     fn class_atom(&mut self, positive: bool) -> PResult<ClassAtom> {
         let Some(c) = self.bump() else { return Err(self.invalid("unterminated character class")) };
         if c != '\\' {
-            return Ok(ClassAtom::Char(c));
+            return Ok(ClassAtom::Char(c, false));
         }
         let at = self.pos - 1;
         match self.peek() {
@@ -700,14 +731,19 @@ impl Parser {
             }
             Some('p' | 'P') => Ok(ClassAtom::Set(self.property()?)),
             Some('1'..='9') => Err(self.invalid_at(at, "octal or backreference escape in a character class")),
-            _ => Ok(ClassAtom::Char(self.character_escape(at, true)?)),
+            _ => {
+                let (c, pair) = self.character_escape(at, true)?;
+                Ok(ClassAtom::Char(c, pair))
+            }
         }
     }
 }
 
-fn add_atom(set: &mut ClassUnicode, atom: ClassAtom) {
+/// Adds a class item; a surrogate-pair character only where the class counts negatively.
+fn add_atom(set: &mut ClassUnicode, atom: ClassAtom, positive: bool) {
     match atom {
-        ClassAtom::Char(c) => set.push(ClassUnicodeRange::new(c, c)),
+        ClassAtom::Char(c, pair) if !(pair && positive) => set.push(ClassUnicodeRange::new(c, c)),
+        ClassAtom::Char(..) => {}
         ClassAtom::Set(s) => set.union(&s),
     }
 }
@@ -784,7 +820,8 @@ mod tests {
         assert!(contains(&set_of(r"\cC"), '\u{3}') && contains(&set_of(r"\cc"), '\u{3}'));
         assert!(contains(&set_of(r"\0"), '\0') && contains(&set_of(r"\012"), '\n'));
         assert!(contains(&set_of(r"\x41"), 'A') && contains(&set_of(r"\u00e9"), 'é'));
-        assert!(contains(&set_of(r"\u{1F432}"), '🐲') && contains(&set_of(r"\uD83D\uDE00"), '😀'));
+        assert!(contains(&set_of(r"\u{1F432}"), '🐲') && set_of(r"\uD83D\uDE00").ranges().is_empty());
+        assert!(set_of(r"[\uD83D\uDE00]").ranges().is_empty() && !contains(&set_of(r"[^\uD83D\uDE00]"), '😀'));
         assert!(contains(&set_of(r"\/"), '/') && contains(&set_of(r"\-"), '-') && contains(&set_of(r"\."), '.'));
         assert!(contains(&set_of(r"\t"), '\t') && contains(&set_of(r"\v"), '\u{B}'));
         assert!(invalid(r"\a") && invalid(r"\e") && invalid(r"\x4") && invalid(r"\u12") && invalid(r"\c1"));

@@ -313,18 +313,20 @@ impl Kinds {
     }
 
     fn holds(&self, look: Look, prev: u8, next: u8) -> bool {
+        // Kind 2 (uncertain) is neither side for sure.
         let nonword_side = |k: u8| k == 0 || k == NON_WORD;
+        let same_sure = (prev == ASCII_WORD && next == ASCII_WORD) || (nonword_side(prev) && nonword_side(next));
+        let differ_sure =
+            (prev == ASCII_WORD && nonword_side(next)) || (nonword_side(prev) && next == ASCII_WORD);
         match look {
             Look::Start => prev == 0,
             Look::End => next == 0,
             _ if !self.words => false,
-            Look::WordBoundary => {
-                (prev == ASCII_WORD && nonword_side(next)) || (nonword_side(prev) && next == ASCII_WORD)
-            }
-            Look::NotWordBoundary => {
-                (prev == ASCII_WORD && next == ASCII_WORD)
-                    || (nonword_side(prev) && nonword_side(next) && !(prev == 0 && next == 0))
-            }
+            Look::WordBoundary => differ_sure,
+            // Python's older `\B` does not match the empty string.
+            Look::NotWordBoundary => same_sure && !(prev == 0 && next == 0),
+            Look::AnyWordBoundary => !same_sure,
+            Look::AnyNotWordBoundary => !differ_sure,
         }
     }
 }
@@ -369,7 +371,7 @@ fn assertion_language(node: &Node, config: &DfaConfig) -> Result<Expr> {
     nfa.edges[e].push(Edge::Eps(fin));
     nfa.edges[fin].push(Edge::Set(any_id, fin));
 
-    let words = nfa.edges.iter().flatten().any(|e| matches!(e, Edge::Look(Look::WordBoundary | Look::NotWordBoundary, _)));
+    let words = nfa.edges.iter().flatten().any(|e| matches!(e, Edge::Look(look, _) if !matches!(look, Look::Start | Look::End)));
     let kinds = Kinds::new(words);
     let resolved = resolve(&nfa, start, fin, &kinds)?;
     spell_out(&resolved, config)
