@@ -22,7 +22,8 @@
 //!   never `--` in the third and fourth place (so no `xn--` labels, whose Punycode `idna`
 //!   would check), an optional trailing dot. The 253-character limit is kept without a
 //!   length-counting automaton (24,000 states) by limiting the labels: up to three of up to 63
-//!   characters, four with the last up to 61, or five to eight of up to 30. Non-ASCII names
+//!   characters, four with the last up to 60, or five to eight of up to 30 (so at most 253
+//!   characters even with the trailing dot). Non-ASCII names
 //!   (exact IDNA 2008) are not generated.
 //! - `uri`, `uri-reference`: the RFC 3986 grammar (which `rfc3987` and `rfc3986-validator`
 //!   implement). `iri`, `iri-reference`: the RFC 3987 grammar as far as `rfc3987-syntax` follows
@@ -227,8 +228,8 @@ fn email(international: bool) -> String {
 }
 
 fn hostname() -> String {
-    let (l63, l61, l30) = (label(63), label(61), label(30));
-    format!(r"(?:(?:{l63}\.){{0,2}}{l63}|(?:{l63}\.){{3}}{l61}|(?:{l30}\.){{4,7}}{l30})\.?")
+    let (l63, l60, l30) = (label(63), label(60), label(30));
+    format!(r"(?:(?:{l63}\.){{0,2}}{l63}|(?:{l63}\.){{3}}{l60}|(?:{l30}\.){{4,7}}{l30})\.?")
 }
 
 fn duration() -> String {

@@ -8,6 +8,12 @@
 //! language's DFA with a character counter, which counts a character at each byte that starts
 //! one (not a UTF-8 continuation byte, not inside an escape). The product only creates the
 //! (state, count) pairs that occur, so a bound the language already implies costs little.
+//!
+//! Counting costs states: up to one copy of the language's DFA per count. When counting up to
+//! `maxLength` would exceed about `max_states` states, the upper bound is lowered to the largest
+//! that fits (a sound restriction: only shorter strings are generated, e.g. 7,141 characters
+//! for a bare `maxLength: 10000` at the default limit); a `minLength` that does not fit is an
+//! error.
 
 use serde_json::{Map, Number, Value};
 
@@ -25,7 +31,7 @@ pub(crate) use super::canonical::CANONICAL_CHAR;
 /// DFA states a length bound costs per counted character when nothing else constrains the
 /// string (a boundary state, UTF-8 continuation states and escape states), for refusing
 /// bounds no DFA within the limits can count up to.
-const STATES_PER_CHAR: u64 = 13;
+const STATES_PER_CHAR: u64 = 14;
 
 /// What a (merged) schema says about a string. Several patterns/formats may come from allOf.
 #[derive(Debug, Clone, Default)]
@@ -146,17 +152,7 @@ pub(crate) fn string_expr(facts: &StringFacts, config: &DfaConfig) -> Result<Exp
     let body = match parts.len() {
         0 if !bounded => Expr::regex(format!("{CANONICAL_CHAR}*")),
         0 => {
-            let counted = max.unwrap_or(min);
-            if counted.saturating_mul(STATES_PER_CHAR) > config.max_states as u64 {
-                return Err(GrammarError::TooLarge {
-                    what: "string length bound",
-                    limit: config.max_states,
-                    detail: format!(
-                        "a DFA counting {counted} characters needs about {} states",
-                        counted.saturating_mul(STATES_PER_CHAR)
-                    ),
-                });
-            }
+            let max = fitting_max(min, max, STATES_PER_CHAR, config)?;
             let upper = max.map_or(String::new(), |m| m.to_string());
             Expr::regex(format!("{CANONICAL_CHAR}{{{min},{upper}}}"))
         }
@@ -183,6 +179,22 @@ fn pattern_error(pattern: &str, e: &PatternError, ctx: &Ctx) -> GrammarError {
         PatternError::Invalid { .. } => ctx.invalid(format!("pattern {pattern:?} is not an ECMA-262 regex: {e}")),
         PatternError::Unsupported { .. } => ctx.unsupported("pattern", format!("pattern {pattern:?}: {e}")),
     }
+}
+
+/// The upper length bound actually used: `max` when counting to it fits in about
+/// `config.max_states` states (at `per_char` states per counted character), else the largest
+/// bound that does (a sound restriction: shorter strings only). Too large when even `min`
+/// does not fit.
+fn fitting_max(min: u64, max: Option<u64>, per_char: u64, config: &DfaConfig) -> Result<Option<u64>> {
+    let fit = (config.max_states.saturating_sub(64) as u64 / per_char.max(1)).saturating_sub(1);
+    if min > fit {
+        return Err(GrammarError::TooLarge {
+            what: "string length bound",
+            limit: config.max_states,
+            detail: format!("a DFA counting {min} characters needs about {} states", min.saturating_mul(per_char)),
+        });
+    }
+    Ok(max.map(|m| m.min(fit)))
 }
 
 /// Where the character counter is inside one canonical character.
@@ -219,9 +231,78 @@ fn counter_class(byte: u8) -> u8 {
     }
 }
 
+/// The fewest and most characters (`None`: unbounded) of the canonical string bodies a DFA
+/// accepts, over the graph of (state, phase) pairs whose edges count the characters they start.
+fn length_range(dfa: &Dfa) -> (u64, Option<u64>) {
+    let phases = [Phase::Between, Phase::Escape, Phase::Hex(4), Phase::Hex(3), Phase::Hex(2), Phase::Hex(1)];
+    let index = |p: Phase| phases.iter().position(|&q| q == p).unwrap_or(0);
+    let n = dfa.num_states() * phases.len();
+    let node = |s: u32, p: Phase| s as usize * phases.len() + index(p);
+    let mut edges: Vec<Vec<(usize, u64)>> = vec![Vec::new(); n];
+    let mut seen = vec![false; n];
+    let mut stack = vec![(0u32, Phase::Between)];
+    seen[node(0, Phase::Between)] = true;
+    while let Some((s, p)) = stack.pop() {
+        let from = node(s, p);
+        dfa.for_each_transition(s, |byte, t| {
+            let (q, starts) = p.step(byte);
+            let to = node(t, q);
+            edges[from].push((to, u64::from(starts)));
+            if !seen[to] {
+                seen[to] = true;
+                stack.push((t, q));
+            }
+        });
+    }
+    let accepting = |v: usize| v % phases.len() == 0 && dfa.is_accepting((v / phases.len()) as u32);
+    // Shortest: 0-1 BFS.
+    let mut dist = vec![u64::MAX; n];
+    let mut deque = std::collections::VecDeque::from([node(0, Phase::Between)]);
+    dist[node(0, Phase::Between)] = 0;
+    while let Some(v) = deque.pop_front() {
+        for &(w, c) in &edges[v] {
+            if dist[v] + c < dist[w] {
+                dist[w] = dist[v] + c;
+                if c == 0 { deque.push_front(w) } else { deque.push_back(w) }
+            }
+        }
+    }
+    let shortest = (0..n).filter(|&v| accepting(v)).map(|v| dist[v]).min().unwrap_or(0);
+    // Longest: over a topological order; any reachable cycle makes it unbounded.
+    let mut indegree = vec![0usize; n];
+    for v in 0..n {
+        for &(w, _) in &edges[v] {
+            indegree[w] += 1;
+        }
+    }
+    let mut order: Vec<usize> = (0..n).filter(|&v| seen[v] && indegree[v] == 0).collect();
+    let mut longest = vec![0u64; n];
+    let mut done = 0;
+    while done < order.len() {
+        let v = order[done];
+        done += 1;
+        for &(w, c) in &edges[v] {
+            longest[w] = longest[w].max(longest[v] + c);
+            indegree[w] -= 1;
+            if indegree[w] == 0 {
+                order.push(w);
+            }
+        }
+    }
+    if done < seen.iter().filter(|&&b| b).count() {
+        return (shortest, None);
+    }
+    (shortest, (0..n).filter(|&v| seen[v] && accepting(v)).map(|v| longest[v]).max())
+}
+
 /// The texts of `body` (canonical string bodies) with `min` to `max` characters.
 fn bound_length(body: &Expr, min: u64, max: Option<u64>, config: &DfaConfig) -> Result<Expr> {
     let Some(dfa) = body.to_dfa(config)? else { return Ok(Expr::Empty) };
+    let (shortest, longest) = length_range(&dfa);
+    if shortest >= min && longest.is_some_and(|l| max.is_none_or(|m| l <= m)) {
+        return Ok(body.clone());
+    }
+    let max = fitting_max(min, max, dfa.num_states() as u64, config)?;
     // Product byte classes: pairs of (DFA class, counter class), with a representative byte.
     let mut classes = [0u8; 256];
     let mut reps: Vec<u8> = Vec::new();
@@ -370,12 +451,35 @@ mod tests {
         assert!(matches!(err(json!({"pattern": "\\a"})), GrammarError::InvalidSchema { .. }));
         assert!(matches!(err(json!({"pattern": "(a)\\1"})), GrammarError::UnsupportedSchemaKeyword { ref keyword, .. } if keyword == "pattern"));
         assert!(matches!(err(json!({"pattern": "a(?=b)"})), GrammarError::UnsupportedSchemaKeyword { ref keyword, .. } if keyword == "pattern"));
-        assert!(matches!(err(json!({"maxLength": 1_000_000})), GrammarError::TooLarge { .. }));
-        assert!(matches!(err(json!({"pattern": "^.*$", "maxLength": 1_000_000})), GrammarError::TooLarge { .. }));
+        assert!(matches!(err(json!({"minLength": 1_000_000})), GrammarError::TooLarge { .. }));
+        assert!(matches!(err(json!({"pattern": "^.*$", "minLength": 1_000_000})), GrammarError::TooLarge { .. }));
         let bad = |schema: Value| StringFacts::from_keywords(schema.as_object().unwrap(), &Ctx::root()).unwrap_err();
         assert!(matches!(bad(json!({"minLength": -1})), GrammarError::InvalidSchema { .. }));
         assert!(matches!(bad(json!({"maxLength": 1.5})), GrammarError::InvalidSchema { .. }));
         assert!(matches!(bad(json!({"pattern": 3})), GrammarError::InvalidSchema { .. }));
+    }
+
+    #[test]
+    fn large_bounds_shrink_to_fit() {
+        let small = DfaConfig { max_states: 2_000, ..DfaConfig::default() };
+        let d = string_expr(&facts(json!({"maxLength": 1_000_000})), &small).unwrap().to_dfa(&small).unwrap().unwrap();
+        assert!(d.num_states() <= 2_000);
+        assert!(accepts_text(&d, &format!("\"{}\"", "a".repeat(100))) && !accepts_text(&d, &format!("\"{}\"", "a".repeat(200))));
+        let e = string_expr(&facts(json!({"pattern": "^[a-z]*$", "maxLength": 1_000_000})), &small).unwrap();
+        let d = e.to_dfa(&small).unwrap().unwrap();
+        assert!(d.num_states() <= 2_000 && accepts_text(&d, &format!("\"{}\"", "a".repeat(900))));
+    }
+
+    #[test]
+    fn length_ranges_of_languages() {
+        let range = |regex: &str| length_range(&Dfa::from_regex(regex, &DfaConfig::default()).unwrap());
+        assert_eq!(range("abc"), (3, Some(3)));
+        assert_eq!(range("a(?:bc)?|é"), (1, Some(3)));
+        assert_eq!(range(r"\\u0001x|\\n"), (1, Some(2)));
+        assert_eq!(range("x+"), (1, None));
+        // A bound the language implies leaves it as it is.
+        let e = string_expr(&facts(json!({"format": "date", "minLength": 1, "maxLength": 20})), &DfaConfig::default()).unwrap();
+        assert!(matches!(e, Expr::Concat(ref v) if matches!(v[1], Expr::Regex(_))));
     }
 
     #[test]
