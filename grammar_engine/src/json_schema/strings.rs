@@ -496,3 +496,67 @@ mod tests {
         assert_eq!(n("0.5"), None);
     }
 }
+
+/// The official JSON Schema Test Suite's string cases (draft 2020-12: `pattern`, `format`,
+/// `minLength`, `maxLength`, the ECMA-262 regex and format files), run through
+/// [`string_expr`]. Needs the suite: `JSON_SCHEMA_TEST_SUITE=<suite>/tests/draft2020-12 cargo
+/// test --release string_suite -- --ignored --nocapture` (the `jsonschema` sdist ships it under
+/// `json/tests/`). No instance the suite calls invalid may be accepted; valid ones refused are
+/// counted (formats are assertions here, leap seconds and non-ASCII hostnames are left out).
+#[cfg(test)]
+mod suite {
+    use super::*;
+
+    #[test]
+    #[ignore]
+    fn string_suite() {
+        let dir = std::env::var("JSON_SCHEMA_TEST_SUITE").expect("JSON_SCHEMA_TEST_SUITE: the suite's draft2020-12 folder");
+        let mut files: Vec<String> = ["pattern.json", "format.json", "minLength.json", "maxLength.json", "optional/ecmascript-regex.json", "optional/non-bmp-regex.json"]
+            .iter()
+            .map(|f| format!("{dir}/{f}"))
+            .collect();
+        let mut formats: Vec<String> = std::fs::read_dir(format!("{dir}/optional/format"))
+            .expect("optional/format folder")
+            .map(|e| e.expect("entry").path().display().to_string())
+            .collect();
+        formats.sort();
+        files.extend(formats);
+        let config = DfaConfig::default();
+        let (mut accepted_valid, mut refused_invalid, mut refused_valid, mut false_positives) = (0, 0, 0, Vec::new());
+        for file in &files {
+            let groups: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(file).expect("read")).expect("json");
+            for group in groups {
+                let Some(schema) = group["schema"].as_object() else { continue };
+                let string_only = schema.keys().all(|k| {
+                    matches!(k.as_str(), "$schema" | "description" | "pattern" | "format" | "minLength" | "maxLength")
+                        || (k == "type" && schema[k] == "string")
+                });
+                if !string_only || schema.keys().all(|k| matches!(k.as_str(), "$schema" | "description" | "type")) {
+                    continue;
+                }
+                let facts = StringFacts::from_keywords(schema, &Ctx::root()).expect("facts");
+                let dfa = string_expr(&facts, &config).expect("compiles").to_dfa(&config).expect("dfa");
+                for test in group["tests"].as_array().expect("tests") {
+                    let Some(data) = test["data"].as_str() else { continue };
+                    let text = format!("\"{}\"", canonical::spell(data));
+                    let accepted = dfa.as_ref().is_some_and(|d| {
+                        let t = d.walk(0, text.as_bytes());
+                        t != DEAD && d.is_accepting(t)
+                    });
+                    match (test["valid"].as_bool() == Some(true), accepted) {
+                        (true, true) => accepted_valid += 1,
+                        (true, false) => refused_valid += 1,
+                        (false, false) => refused_invalid += 1,
+                        (false, true) => false_positives.push(format!("{file}: {} {data:?}", Value::Object(schema.clone()))),
+                    }
+                }
+            }
+        }
+        eprintln!(
+            "string suite: {accepted_valid} valid accepted, {refused_invalid} invalid refused, {refused_valid} valid refused, {} invalid accepted",
+            false_positives.len()
+        );
+        assert!(accepted_valid + refused_invalid > 300, "too few cases found under {dir}");
+        assert!(false_positives.is_empty(), "invalid instances accepted: {false_positives:#?}");
+    }
+}
