@@ -70,12 +70,14 @@ fn alternative_language(node: &Node, ctx: &Ctx, config: &DfaConfig) -> Result<Ex
     }
     let anchored_start = i > 0;
     let mut lookarounds: Vec<(Around, &Node)> = Vec::new();
-    while anchored_start {
-        match items.get(i) {
-            Some(Node::Around(a, inner)) if a.ahead => lookarounds.push((*a, inner)),
-            _ => break,
+    if anchored_start {
+        while let Some(Node::Around(a, inner)) = items.get(i) {
+            if !a.ahead {
+                break;
+            }
+            lookarounds.push((*a, inner));
+            i += 1;
         }
-        i += 1;
     }
     let mut j = items.len();
     while j > i && matches!(items[j - 1], Node::Look(Look::End)) {

@@ -93,9 +93,9 @@ fn integer_value(n: &Number) -> Option<u64> {
         return Some(u);
     }
     let text = n.to_string();
-    if text.starts_with('-') {
+    if let Some(magnitude) = text.strip_prefix('-') {
         // "-0" and "-0.0" are zero; any other negative is not a count.
-        return text[1..].chars().all(|c| c == '0' || c == '.').then_some(0);
+        return magnitude.chars().all(|c| c == '0' || c == '.').then_some(0);
     }
     let (mantissa, exponent) = match text.find(['e', 'E']) {
         Some(i) => (&text[..i], text[i + 1..].parse::<i64>().ok()?),
@@ -123,7 +123,7 @@ fn integer_value(n: &Number) -> Option<u64> {
         return Some(u64::MAX);
     }
     let base: u64 = whole.parse().ok()?;
-    Some(base.checked_mul(10u64.checked_pow(zeros as u32)?).unwrap_or(u64::MAX))
+    Some(base.saturating_mul(10u64.saturating_pow(zeros as u32)))
 }
 
 /// The canonical JSON text of one string value, as a literal Expr (quotes included).
@@ -254,7 +254,7 @@ fn length_range(dfa: &Dfa) -> (u64, Option<u64>) {
             }
         });
     }
-    let accepting = |v: usize| v % phases.len() == 0 && dfa.is_accepting((v / phases.len()) as u32);
+    let accepting = |v: usize| v.is_multiple_of(phases.len()) && dfa.is_accepting((v / phases.len()) as u32);
     // Shortest: 0-1 BFS.
     let mut dist = vec![u64::MAX; n];
     let mut deque = std::collections::VecDeque::from([node(0, Phase::Between)]);
@@ -270,8 +270,8 @@ fn length_range(dfa: &Dfa) -> (u64, Option<u64>) {
     let shortest = (0..n).filter(|&v| accepting(v)).map(|v| dist[v]).min().unwrap_or(0);
     // Longest: over a topological order; any reachable cycle makes it unbounded.
     let mut indegree = vec![0usize; n];
-    for v in 0..n {
-        for &(w, _) in &edges[v] {
+    for list in &edges {
+        for &(w, _) in list {
             indegree[w] += 1;
         }
     }
