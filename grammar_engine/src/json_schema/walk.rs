@@ -330,7 +330,7 @@ impl<'a> Compiler<'a> {
                     return self.not(rest, negated);
                 }
             }
-            if item.done & DONE_IF == 0 {
+            if item.done & DONE_IF == 0 && (map.contains_key("then") || map.contains_key("else")) {
                 if let Some(cond) = map.get("if") {
                     let rest = with_done(&conj, idx, DONE_IF);
                     let cond = item.child(cond, "if", &self.resolver)?;
