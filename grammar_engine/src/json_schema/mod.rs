@@ -26,6 +26,7 @@ use serde_json::{Map, Number, Value};
 use crate::error::{GrammarError, Result};
 
 mod context;
+pub(crate) mod numbers;
 
 use context::{Ctx, MAX_SCHEMA_DEPTH};
 
