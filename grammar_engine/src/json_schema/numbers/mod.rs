@@ -27,6 +27,7 @@ mod automaton;
 mod decimal;
 mod doubles;
 mod facts;
+mod finite;
 mod multiples;
 mod range;
 mod universe;

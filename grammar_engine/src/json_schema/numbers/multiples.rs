@@ -14,27 +14,44 @@
 //!   dyadic divisor (`0.5`, `2.5`) `D` is the divisor itself and the lattice is every multiple;
 //! - the large values, `|x| >= 2^52 * d`, whose quotient is so large that every double there
 //!   is an integer;
-//! - the multiples near zero (at most [`ENUM_LIMIT`] of them, within the bounds), each checked
-//!   by running Python's arithmetic on its double.
+//! - the multiples near zero (at most [`ENUM_LIMIT`] of them, within the bounds; for a tiny
+//!   divisor, the multiples of a coarser power-of-ten grid), each checked by running Python's
+//!   arithmetic on its double.
 
 use super::automaton::{build, Walker};
 use super::decimal::Decimal;
 use super::doubles::python_float_multiple;
 use super::facts::Bound;
 use super::range::{bounded, Fractions};
-use super::universe::{spellings, MAX_SIGNIFICANT};
+use super::finite::values_dfa;
+use super::universe::MAX_SIGNIFICANT;
 use crate::algebra::Expr;
 use crate::dfa::DfaConfig;
 use crate::error::Result;
 use crate::json_schema::context::Ctx;
 use std::rc::Rc;
 
-/// Largest modulus of a residue automaton (its state count, before minimization, is this
-/// times the fraction digits it tracks, plus one).
-pub(crate) const RESIDUE_LIMIT: u64 = 20_000;
+/// Largest modulus of a residue automaton: it is explored with this many states times the
+/// fraction digits it tracks, plus one, before minimization.
+pub(crate) const RESIDUE_LIMIT: u64 = 100_000;
+
+/// Most states of a minimized residue automaton. Each becomes up to 16 states once crossed
+/// with the digit count of the universe, and every state costs the token index a walk:
+/// divisibility by a prime like 19997 needs all of its residues, 3600 or 86400 only a few
+/// hundred states (their factors 2 and 5 are decided by the last digits).
+pub(crate) const RESIDUE_STATES: usize = 1_000;
+
+/// Largest modulus of the lattice of a float divisor, which is only a part of a sound subset:
+/// a coarser lattice costs less (1/16 rather than 1/256 for 1e-8).
+const FLOAT_RESIDUE_LIMIT: u64 = 1_000;
 
 /// Most multiples spelled out one by one.
-pub(crate) const ENUM_LIMIT: usize = 2_000;
+pub(crate) const ENUM_LIMIT: usize = 20_000;
+
+/// Width of the window of checked multiples of a tiny float divisor: below it, the window
+/// steps by a power of ten times the divisor instead (0.01 for 1e-8), so that it covers the
+/// values a document plausibly holds rather than a sliver around zero.
+const WINDOW_WIDTH: u64 = 200;
 
 /// The multiples of `p / 2^a` (`p` odd when `a > 0`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,10 +110,10 @@ impl Lattice {
         5u64.checked_pow(self.a)?.checked_mul(self.p)
     }
 
-    /// A coarser lattice (steps doubled) whose residue automaton fits [`RESIDUE_LIMIT`].
-    fn fitting(mut self) -> Option<Lattice> {
+    /// A coarser lattice (steps doubled) whose residue automaton's modulus is at most `limit`.
+    fn fitting(mut self, limit: u64) -> Option<Lattice> {
         loop {
-            if self.modulus().is_some_and(|m| m <= RESIDUE_LIMIT) {
+            if self.modulus().is_some_and(|m| m <= limit) {
                 return Some(self);
             }
             if self.a == 0 {
@@ -159,19 +176,50 @@ impl Walker for Residue {
 }
 
 /// The texts whose value is a multiple of the lattice's step (any sign, any syntax around the
-/// digits); `None` when the modulus is past [`RESIDUE_LIMIT`].
+/// digits); `None` when the modulus is past [`RESIDUE_LIMIT`] or the automaton past
+/// [`RESIDUE_STATES`].
 pub(crate) fn lattice_expr(lattice: Lattice, config: &DfaConfig) -> Result<Option<Expr>> {
     let Some(modulus) = lattice.modulus().filter(|&m| m <= RESIDUE_LIMIT) else { return Ok(None) };
-    let dfa = build(&Residue { modulus, scale: lattice.a }, "multipleOf residue automaton", config)?;
-    Ok(Some(dfa.map_or(Expr::Empty, |d| Expr::Dfa(Rc::new(d)))))
+    // Split the modulus into its factors of 2 and 5 and the rest (coprime, so both residues
+    // zero is the product's residue zero): the first is decided by the last digits and
+    // minimizes to few states, and exploring the two apart is far cheaper than together.
+    let mut tens = 1;
+    let mut rest = modulus;
+    for f in [2, 5] {
+        while rest % f == 0 {
+            rest /= f;
+            tens *= f;
+        }
+    }
+    let mut lang: Option<Expr> = None;
+    for m in [tens, rest] {
+        if m == 1 && lang.is_some() {
+            continue;
+        }
+        let part = match build(&Residue { modulus: m, scale: lattice.a }, "multipleOf residue automaton", config)? {
+            Some(d) => Expr::Dfa(Rc::new(d)),
+            None => return Ok(Some(Expr::Empty)),
+        };
+        lang = Some(match lang {
+            None => part,
+            Some(l) => l.and(&part, config)?,
+        });
+    }
+    let Some(lang) = lang else { return Ok(None) };
+    match lang.to_dfa(config)? {
+        Some(d) if d.num_states() > RESIDUE_STATES => Ok(None),
+        Some(d) => Ok(Some(Expr::Dfa(Rc::new(d)))),
+        None => Ok(Some(Expr::Empty)),
+    }
 }
 
-/// Up to [`ENUM_LIMIT`] multiples `j * step` within `[lo, hi]` and the universe, nearest to
-/// zero first, that `keep` accepts; and whether that was all the multiples in range.
+/// Up to `count` multiples `j * step` within `[lo, hi]` and the universe, nearest to zero
+/// first, that `keep` accepts; and whether that was all the multiples in range.
 pub(crate) fn enumerate(
     step: &Decimal,
     lo: Option<&Decimal>,
     hi: Option<&Decimal>,
+    count: usize,
     keep: impl Fn(&Decimal) -> bool,
 ) -> (Vec<Decimal>, bool) {
     // |j * step| < 10^15 for a universe value.
@@ -190,7 +238,7 @@ pub(crate) fn enumerate(
         return (out, true);
     }
     let total = (j_hi - j_lo) as u128 + 1;
-    let complete = total <= ENUM_LIMIT as u128;
+    let complete = total <= count as u128;
     let order: Box<dyn Iterator<Item = i64>> = if j_lo <= 0 && 0 <= j_hi {
         let reach = j_hi.max(-j_lo);
         Box::new((0..=reach).flat_map(|i: i64| if i == 0 { vec![0] } else { vec![i, -i] }).filter(move |j| (j_lo..=j_hi).contains(j)))
@@ -199,7 +247,7 @@ pub(crate) fn enumerate(
     } else {
         Box::new((j_lo..=j_hi).rev())
     };
-    for j in order.take(ENUM_LIMIT) {
+    for j in order.take(count) {
         let v = step.mul_i64(j);
         if keep(&v) {
             out.push(v);
@@ -246,9 +294,10 @@ fn quotient_ceil(v: &Decimal, step: &Decimal, limit: i64) -> i64 {
     -quotient_floor_signed(&v.neg(), step, limit)
 }
 
-/// A regex-union language of the universe texts of some values.
+/// The language of the universe texts of some values (of a prefix of them when there are too
+/// many for one trie, which only makes a sound subset smaller).
 pub(crate) fn values_expr(values: &[Decimal]) -> Expr {
-    Expr::union(values.iter().filter_map(spellings).map(Expr::regex).collect())
+    values_dfa(values).0.map_or(Expr::Empty, |d| Expr::Dfa(Rc::new(d)))
 }
 
 /// What Python accepts for `multipleOf` with a float divisor (written `written`, held as the
@@ -265,7 +314,7 @@ pub(crate) fn float_divisor_expr(
     let mut complete_lattice = false;
     let held = Decimal::from_f64(value).unwrap_or_else(Decimal::zero);
     if let Some(lattice) = Lattice::dyadic_multiple(written).filter(|_| close_to_double(written, &held)) {
-        if let Some(fit) = lattice.fitting() {
+        if let Some(fit) = lattice.fitting(FLOAT_RESIDUE_LIMIT) {
             complete_lattice = fit == lattice && lattice.step() == *written;
             if let Some(e) = lattice_expr(fit, config)? {
                 parts.push(e);
@@ -281,7 +330,24 @@ pub(crate) fn float_divisor_expr(
         }
     }
     if !complete_lattice {
-        let (values, _) = enumerate(written, lo, hi, |v| python_float_multiple(v.to_f64(), value));
+        let mut grid = written.clone();
+        loop {
+            let span = grid.mul_u64(ENUM_LIMIT as u64);
+            let fits = matches!((lo, hi), (Some(l), Some(h)) if h.sub(l) <= span);
+            if fits || span >= Decimal::from_i128(i128::from(WINDOW_WIDTH)) {
+                break;
+            }
+            grid = grid.shift(1);
+        }
+        let keep = |v: &Decimal| python_float_multiple(v.to_f64(), value);
+        let values = if grid == *written {
+            enumerate(written, lo, hi, ENUM_LIMIT, keep).0
+        } else {
+            // Half the budget on the divisor's own steps near zero, half on the coarser grid.
+            let mut v = enumerate(written, lo, hi, ENUM_LIMIT / 2, keep).0;
+            v.extend(enumerate(&grid, lo, hi, ENUM_LIMIT / 2, keep).0);
+            v
+        };
         parts.push(values_expr(&values));
     }
     Ok(Expr::union(parts))
@@ -317,14 +383,14 @@ pub(crate) fn int_divisors_expr(
     if let Some(e) = lattice_expr(lattice, config)? {
         return Ok(e);
     }
-    let (values, complete) = enumerate(&lattice.step(), lo, hi, |_| true);
+    let (values, complete) = enumerate(&lattice.step(), lo, hi, ENUM_LIMIT, |_| true);
     if complete {
         return Ok(values_expr(&values));
     }
     Err(ctx.unsupported(
         "multipleOf",
         format!(
-            "divisibility by {} needs a residue automaton of that many states (limit {RESIDUE_LIMIT}); \
+            "divisibility by {} needs a residue automaton of more than {RESIDUE_STATES} states; \
              bounds with at most {ENUM_LIMIT} multiples between them would do",
             lattice.p
         ),

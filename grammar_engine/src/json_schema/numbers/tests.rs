@@ -280,3 +280,90 @@ fn literals() {
     assert!(lit(serde_json::from_str("0.12345678901234567").unwrap()).is_none());
     assert!(lit(serde_json::from_str("1e400").unwrap()).is_none());
 }
+
+/// A universe text: canonical syntax, at most 15 significant digits.
+fn in_universe(text: &str) -> bool {
+    !text.contains(['e', 'E']) && Decimal::parse(text).is_ok_and(|v| super::universe::representable(&v))
+}
+
+/// The language of a recorded schema: `const`/`enum` as literals, otherwise the merged facts
+/// of the schema and its `allOf` branches. Also whether it is exact.
+fn recorded_language(schema: &Value, dialect: Dialect) -> (Option<Dfa>, bool) {
+    let map = schema.as_object().expect("object schema");
+    if let Some(c) = map.get("const") {
+        let Value::Number(n) = c else { unreachable!() };
+        return (dfa_of(&number_literal(n).unwrap()), true);
+    }
+    if let Some(Value::Array(values)) = map.get("enum") {
+        let parts = values.iter().filter_map(|v| v.as_number()).map(|n| number_literal(n).unwrap()).collect();
+        return (dfa_of(&Expr::union(parts)), true);
+    }
+    let mut f = facts(schema.clone(), dialect);
+    for branch in map.get("allOf").and_then(Value::as_array).into_iter().flatten() {
+        f.merge(facts(branch.clone(), dialect));
+    }
+    let exact = f.is_exact();
+    (dfa_of(&number_expr(&f, dialect, &cfg()).unwrap()), exact)
+}
+
+#[test]
+fn agrees_with_python_jsonschema() {
+    // Verdicts recorded by testdata/gen_python_cases.py: every accepted text must be valid in
+    // Python; for exact facts, every valid universe text must be accepted.
+    let data: Value = serde_json::from_str(include_str!("testdata/python_cases.json")).expect("JSON");
+    let (mut accepted, mut rejected_valid, mut rejected_invalid, mut outside) = (0, 0, 0, 0);
+    let (mut suite_pass, mut suite_total, mut suite_missed) = (0, 0, Vec::new());
+    for group in data["groups"].as_array().expect("groups") {
+        let dialect = match group["dialect"].as_str() {
+            Some("draft4") => D4,
+            _ => D20,
+        };
+        let schema = match group.get("schema_text") {
+            Some(Value::String(text)) => parse(text),
+            _ => group["schema"].clone(),
+        };
+        let source = group["source"].as_str().unwrap_or("");
+        let (d, exact) = recorded_language(&schema, dialect);
+        let (mut group_ok, mut group_valid) = (0, 0);
+        for case in group["cases"].as_array().expect("cases") {
+            let text = case[0].as_str().expect("text");
+            let valid = case[1].as_bool().expect("verdict");
+            let ok = accepts(&d, text);
+            assert!(!ok || valid, "{source} {schema} ({dialect:?}) accepts {text}, which jsonschema rejects");
+            if exact && in_universe(text) {
+                assert_eq!(ok, valid, "{source} {schema} ({dialect:?}) on {text}");
+            }
+            if !in_universe(text) {
+                assert!(!ok, "{text} is outside the universe");
+                outside += 1;
+            }
+            group_ok += usize::from(ok);
+            group_valid += usize::from(valid && in_universe(text));
+            match (ok, valid) {
+                (true, _) => accepted += 1,
+                (false, true) => rejected_valid += 1,
+                (false, false) => rejected_invalid += 1,
+            }
+            if source.starts_with("suite") {
+                suite_total += 1;
+                if ok == valid {
+                    suite_pass += 1;
+                } else {
+                    suite_missed.push(format!("{source}: {text}"));
+                }
+            }
+        }
+        if !exact {
+            eprintln!("sound subset {schema}: {group_ok} of {group_valid} valid universe texts accepted");
+        }
+    }
+    eprintln!(
+        "python cases: {accepted} accepted (all valid), {rejected_invalid} rightly rejected, \
+         {rejected_valid} valid but not generated ({outside} texts outside the universe)"
+    );
+    eprintln!("test suite: {suite_pass}/{suite_total} agree; the rest are valid texts not generated:");
+    for m in &suite_missed {
+        eprintln!("  {m}");
+    }
+    assert!(suite_total >= 90 && accepted > 2000);
+}
