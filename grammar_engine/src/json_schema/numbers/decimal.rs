@@ -460,8 +460,8 @@ fn add_le(a: &[u8], b: &[u8]) -> Vec<u8> {
 fn sub_le(a: &[u8], b: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(a.len());
     let mut borrow = 0i8;
-    for i in 0..a.len() {
-        let mut v = a[i] as i8 - *b.get(i).unwrap_or(&0) as i8 - borrow;
+    for (i, &digit) in a.iter().enumerate() {
+        let mut v = digit as i8 - *b.get(i).unwrap_or(&0) as i8 - borrow;
         borrow = 0;
         if v < 0 {
             v += 10;
@@ -525,7 +525,7 @@ mod tests {
 
     #[test]
     fn ordering_and_arithmetic() {
-        let mut v = vec![d("1.5"), d("-2"), d("0"), d("1.05"), d("-1.5e1"), d("1e2"), d("-0.5")];
+        let mut v = [d("1.5"), d("-2"), d("0"), d("1.05"), d("-1.5e1"), d("1e2"), d("-0.5")];
         v.sort();
         let texts: Vec<String> = v.iter().map(Decimal::to_text).collect();
         assert_eq!(texts, ["-15", "-2", "-0.5", "0", "1.05", "1.5", "100"]);
