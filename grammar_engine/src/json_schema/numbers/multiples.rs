@@ -22,8 +22,8 @@ use super::automaton::{build, Walker};
 use super::decimal::Decimal;
 use super::doubles::python_float_multiple;
 use super::facts::Bound;
-use super::range::{bounded, Fractions};
 use super::finite::values_dfa;
+use super::range::{bounded, Fractions};
 use super::universe::MAX_SIGNIFICANT;
 use crate::algebra::Expr;
 use crate::dfa::DfaConfig;
@@ -241,7 +241,8 @@ pub(crate) fn enumerate(
     let complete = total <= count as u128;
     let order: Box<dyn Iterator<Item = i64>> = if j_lo <= 0 && 0 <= j_hi {
         let reach = j_hi.max(-j_lo);
-        Box::new((0..=reach).flat_map(|i: i64| if i == 0 { vec![0] } else { vec![i, -i] }).filter(move |j| (j_lo..=j_hi).contains(j)))
+        let outward = (0..=reach).flat_map(|i: i64| if i == 0 { vec![0] } else { vec![i, -i] });
+        Box::new(outward.filter(move |j| (j_lo..=j_hi).contains(j)))
     } else if j_lo > 0 {
         Box::new(j_lo..=j_hi)
     } else {
@@ -323,8 +324,10 @@ pub(crate) fn float_divisor_expr(
     }
     // |x| >= 2^52 * d: the quotient is at least 2^52, where every double is an integer.
     if let Some(edge) = Decimal::from_f64(value * 2f64.powi(52)) {
-        for (lower, upper) in [(Some(Bound { value: edge.clone(), exclusive: false }), None), (None, Some(Bound { value: edge.neg(), exclusive: false }))] {
-            if let Some(d) = bounded(Fractions::Any, lower.as_ref(), upper.as_ref(), config)? {
+        let above = Bound { value: edge.clone(), exclusive: false };
+        let below = Bound { value: edge.neg(), exclusive: false };
+        for (lower, upper) in [(Some(&above), None), (None, Some(&below))] {
+            if let Some(d) = bounded(Fractions::Any, lower, upper, config)? {
                 parts.push(Expr::Dfa(Rc::new(d)));
             }
         }
