@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 
 use serde_json::{Number, Value};
 
-use super::numbers::number_literal;
+use super::numbers::{number_literal, universe_regex};
 use super::strings::{string_literal, CANONICAL_CHAR};
 use crate::algebra::Expr;
 use super::context::Ctx;
@@ -223,13 +223,15 @@ pub(crate) fn any_string() -> String {
     format!("\"(?:{CANONICAL_CHAR})*\"")
 }
 
-/// Regex of any exponent-free JSON number.
+/// Regex of any exponent-free JSON number (a superset of the numbers universe).
 pub(crate) const ANY_NUMBER: &str = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?";
 
 /// Regex of any JSON value with at most `depth` levels of containers (0: scalars only), with
 /// `ws` between tokens. The size grows as 4^depth: containers write the level below twice.
 pub(crate) fn any_value(depth: usize, ws: &str) -> String {
-    let scalar = format!("(?:{}|{ANY_NUMBER}|true|false|null)", any_string());
+    // Numbers from the universe of the numbers module (at most 15 significant digits), so an
+    // unconstrained value never holds a number whose double Python rounds (see numbers/).
+    let scalar = format!("(?:{}|{}|true|false|null)", any_string(), universe_regex());
     if depth == 0 {
         return scalar;
     }

@@ -31,9 +31,9 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 
 use super::arrays;
-use super::context::Ctx;
+use super::context::{Ctx, Dialect};
 use super::disjoint::Disjoint;
-use super::numbers::{number_expr, NumberFacts};
+use super::numbers::{number_expr, number_superset, NumberFacts};
 use super::objects;
 use super::policy::{keyword_type, Reading};
 use super::refs::Resolver;
@@ -512,14 +512,32 @@ impl<'a> Compiler<'a> {
     }
 
     /// The numbers of a conjunction. Where drafts disagree (is `1.0` an integer?) under reads
-    /// as the strictest draft and over as the loosest, so both hold under every reading.
+    /// as the strictest draft and over as the loosest, so both hold under every reading; over
+    /// drops what the numbers module can only approximate from below (float `multipleOf`).
     fn number(&mut self, conj: &Conj<'a>, integer: bool, over: bool) -> Result<Expr> {
         let dialect = if over { self.reading.loosest() } else { self.reading.strictest() };
         let mut facts = NumberFacts { integer, ..NumberFacts::default() };
         for (m, item) in conj.maps() {
-            facts.merge(NumberFacts::from_keywords(m, dialect, &item.ctx)?);
+            facts.merge(NumberFacts::from_keywords(m, self.keyword_dialect(m), &item.ctx)?);
         }
-        number_expr(&facts, dialect, self.config)
+        if over {
+            number_superset(&facts, dialect, self.config)
+        } else {
+            number_expr(&facts, dialect, self.config)
+        }
+    }
+
+    /// The dialect whose form of the numeric keywords a schema object uses: its declared one,
+    /// else draft 4 when `exclusiveMinimum`/`exclusiveMaximum` is a boolean (the only draft
+    /// where it is), else 2020-12.
+    fn keyword_dialect(&self, m: &Map<String, Value>) -> Dialect {
+        match self.reading {
+            Reading::Draft(d) => d,
+            Reading::Any if ["exclusiveMinimum", "exclusiveMaximum"].iter().any(|k| m.get(*k).is_some_and(Value::is_boolean)) => {
+                Dialect::Draft4
+            }
+            Reading::Any => Dialect::Draft2020,
+        }
     }
 
     /// The strings of a conjunction; `lenient` (for over) drops formats and, if they cannot
