@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import random
+import re
+from pathlib import Path
 
 import jsonschema
 import numpy as np
@@ -188,3 +190,11 @@ def test_marked_names_tokens_only_where_the_vocabulary_has_them(vocabs):
     qwen, smol = vocabs["qwen2"], vocabs["smollm2"]
     assert st.marked(qwen, "x<tool_call>y", ("<tool_call>",)) == ["x", {"token": "<tool_call>"}, "y"]
     assert st.marked(smol, "x<tool_call>y", ("<tool_call>",)) == "x<tool_call>y"
+
+
+def test_the_readme_structure_examples_run(smollm2):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "compile_structure(" in b]
+    scope = {"vocab": smollm2}
+    exec(block, scope)
+    assert list(scope["g"].special_tokens) == [1]
