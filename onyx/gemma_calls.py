@@ -7,7 +7,8 @@ quoting or escaping), and numbers, booleans and null are written as in JSON. Thi
 JSON values into that syntax (`to_gemma`), back (`parse_gemma`), and a JSON Schema into a
 structure spec for it (`arguments_spec`), for the schema subset such arguments use: objects with
 properties (members in declared order, optional ones optional), arrays, strings (free, `enum`,
-`const`), integers, numbers, booleans and null. Anything else raises `UnsupportedToolSchema`.
+`const`), integers, numbers, booleans and null. Anything else (string lengths, patterns and
+formats, number bounds, combinators) raises `UnsupportedToolSchema` rather than being ignored.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 from typing import Any
 
 from onyx import structure as st
+from onyx.errors import RequestError
 
 ESCAPE = "<escape>"
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
@@ -25,8 +27,16 @@ INTEGER_REGEX = r"-?(?:0|[1-9][0-9]*)"
 NUMBER_REGEX = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?"
 
 
-class UnsupportedToolSchema(ValueError):
+# Keywords this converter honours, and annotations it may ignore.
+_KNOWN = {"type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "enum",
+          "const", "description", "title", "default", "examples", "$schema", "$comment"}
+
+
+class UnsupportedToolSchema(RequestError):
     """A `parameters` schema that FunctionGemma's syntax cannot be constrained to here."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, param="tools")
 
 
 def to_gemma(value: Any) -> str:
@@ -106,8 +116,8 @@ def arguments_spec(schema: dict, vocab, path: str = "parameters") -> st.Spec:
     as its token where `vocab` has one)."""
     if not isinstance(schema, dict):
         raise UnsupportedToolSchema(f"{path}: expected an object schema")
-    for key in ("anyOf", "oneOf", "allOf", "$ref", "not", "if", "patternProperties"):
-        if key in schema:
+    for key in schema:
+        if key not in _KNOWN:
             raise UnsupportedToolSchema(f"{path}: '{key}' is not supported for FunctionGemma's argument syntax")
     if "const" in schema:
         return _literal(schema["const"], vocab, path)

@@ -301,3 +301,27 @@ def test_a_template_that_renders_tools_itself(vocabs):
     assert "# Tools" not in prompt and prompt.count('"name": "search_web"') == 1
     assert '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>' in prompt
     assert prompt.endswith('</tool_response><|im_end|>\n<|im_start|>assistant\n')
+
+
+def test_function_gemma_arguments_follow_their_schema(vocabs):
+    """FunctionGemma's own argument syntax, on the Gemma 3 vocabulary (whose tokenizer has no
+    function-call tokens, so the markers are text). Schemas with keywords the syntax cannot be
+    constrained to are refused, never loosened."""
+    from onyx.gemma_calls import UnsupportedToolSchema
+
+    vocab = vocabs["gemma3"]
+    fmt = tf.FUNCTION_GEMMA
+    usable, refused = [], []
+    for f in FUNCTIONS:
+        try:
+            usable.append((f, vocab.compile_structure(T.spec(fmt, vocab, FUNCTIONS, T.ToolChoice("function", f.name)))))
+        except UnsupportedToolSchema as e:
+            refused.append(f.name)
+            assert e.param == "tools"
+    assert len(usable) >= 12 and "book_flight" in refused  # patterns and formats are refused
+    rng = random.Random(9)
+    for f, g in usable:
+        text = walk(g, vocabs["gemma3"], rng, steps=rng.randrange(0, 12)).decode("utf-8")
+        msg = parse(text, fmt)
+        assert len(msg.tool_calls) == 1 and msg.tool_calls[0]["function"]["name"] == f.name, text
+        check_calls(msg)

@@ -381,10 +381,10 @@ impl Dfa {
     pub(crate) fn with_bytes_cut(&self, removed: &[u8]) -> Dfa {
         let mut key_to_class: HashMap<(u8, bool), u8> = HashMap::new();
         let mut classes = [0u8; 256];
-        for b in 0..256usize {
+        for (b, class) in classes.iter_mut().enumerate() {
             let key = (self.classes[b], removed.contains(&(b as u8)));
             let next_id = key_to_class.len() as u8;
-            classes[b] = *key_to_class.entry(key).or_insert(next_id);
+            *class = *key_to_class.entry(key).or_insert(next_id);
         }
         let stride = key_to_class.len();
         let mut class_old = vec![(0u8, false); stride];
