@@ -374,6 +374,41 @@ impl Dfa {
         Dfa::prune(classes, stride, &raw, &self.accepting).map(Dfa::minimize)
     }
 
+    /// The same table with every transition on `removed` bytes cut, and nothing else changed:
+    /// the states keep their ids, acceptance and byte distances (those of this DFA's language),
+    /// and no state is pruned. A structure's grammar walks ordinary tokens through this copy, so
+    /// the bytes that stand for special tokens can only be read by those tokens.
+    pub(crate) fn with_bytes_cut(&self, removed: &[u8]) -> Dfa {
+        let mut key_to_class: HashMap<(u8, bool), u8> = HashMap::new();
+        let mut classes = [0u8; 256];
+        for (b, class) in classes.iter_mut().enumerate() {
+            let key = (self.classes[b], removed.contains(&(b as u8)));
+            let next_id = key_to_class.len() as u8;
+            *class = *key_to_class.entry(key).or_insert(next_id);
+        }
+        let stride = key_to_class.len();
+        let mut class_old = vec![(0u8, false); stride];
+        for (&key, &c) in &key_to_class {
+            class_old[c as usize] = key;
+        }
+        let mut trans = Vec::with_capacity(self.num_states() * stride);
+        for s in 0..self.num_states() {
+            for &(old, cut) in &class_old {
+                trans.push(if cut { DEAD } else { self.trans[s * self.stride + old as usize] });
+            }
+        }
+        let (class_rep, class_size) = class_tables(&classes, stride);
+        Dfa {
+            classes,
+            stride,
+            trans,
+            accepting: self.accepting.clone(),
+            byte_distance: self.byte_distance.clone(),
+            class_rep,
+            class_size,
+        }
+    }
+
     /// True when some live transition reads byte `b`.
     pub fn uses_byte(&self, b: u8) -> bool {
         let c = self.classes[b as usize] as usize;
@@ -660,6 +695,19 @@ mod tests {
         allowed[b'x' as usize] = false;
         assert!(d.restrict_bytes(&allowed).is_none());
         assert!(d.uses_byte(b'b') && !d.uses_byte(b'z'));
+    }
+
+    #[test]
+    fn cutting_bytes_keeps_state_ids() {
+        let d = dfa("a[bc]+|x");
+        let cut = d.with_bytes_cut(b"b");
+        assert_eq!(cut.num_states(), d.num_states());
+        let after_a = d.next(0, b'a');
+        assert_eq!(cut.next(0, b'a'), after_a);
+        assert_eq!(cut.next(after_a, b'b'), DEAD);
+        assert_ne!(d.next(after_a, b'b'), DEAD);
+        assert_eq!(cut.next(after_a, b'c'), d.next(after_a, b'c'));
+        assert_eq!(cut.byte_distance(after_a), d.byte_distance(after_a));
     }
 
     #[test]

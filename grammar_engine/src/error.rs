@@ -31,11 +31,31 @@ pub enum GrammarError {
     TokenNotAllowed { state: u32, token: u32, reason: String },
     /// A state id that does not belong to this grammar.
     InvalidState { state: u32, num_states: usize },
+    /// A structure spec (see [`crate::structure`]) that is malformed: `path` is a JSON pointer
+    /// into the spec.
+    InvalidStructure { path: String, reason: String },
+    /// An error raised by one part of a structure spec (a regex, a schema, a token), with the
+    /// JSON pointer of that part.
+    InStructure { path: String, error: Box<GrammarError> },
 }
 
 impl GrammarError {
     pub(crate) fn vocab(reason: impl Into<String>) -> Self {
         GrammarError::Vocabulary { reason: reason.into() }
+    }
+
+    /// `path` is a JSON pointer without its leading `#` (empty for the root).
+    pub(crate) fn invalid_structure(path: &str, reason: impl Into<String>) -> Self {
+        GrammarError::InvalidStructure { path: format!("#{path}"), reason: reason.into() }
+    }
+
+    /// This error, located at `path` in a structure spec (an error already located keeps its
+    /// innermost location).
+    pub(crate) fn in_structure(self, path: &str) -> Self {
+        match self {
+            located @ (GrammarError::InStructure { .. } | GrammarError::InvalidStructure { .. }) => located,
+            other => GrammarError::InStructure { path: format!("#{path}"), error: Box::new(other) },
+        }
     }
 
     pub(crate) fn invalid_schema(path: &str, reason: impl Into<String>) -> Self {
@@ -86,6 +106,8 @@ impl fmt::Display for GrammarError {
             InvalidState { state, num_states } => {
                 write!(f, "state {state} does not exist (the grammar has {num_states} states)")
             }
+            InvalidStructure { path, reason } => write!(f, "invalid structure at {path}: {reason}"),
+            InStructure { path, error } => write!(f, "in the structure at {path}: {error}"),
         }
     }
 }

@@ -1,4 +1,5 @@
-//! A compiled grammar and its step API: the decoding loop's view of a regex or JSON Schema.
+//! A compiled grammar and its step API: the decoding loop's view of a regex, a JSON Schema or
+//! a structure.
 //!
 //! A grammar state is a plain `u32` (a DFA state), so the loop can keep one main state and any
 //! number of throw-away draft states without cloning anything. Rows of the token index are
@@ -16,6 +17,7 @@ use crate::dfa::{Dfa, DfaConfig, DEAD};
 use crate::error::{GrammarError, Result};
 use crate::index::{compute_row, Row};
 use crate::json_schema::{self, JsonSchemaOptions};
+use crate::structure::{self, SpecialTokens};
 use crate::vocab::Vocabulary;
 
 /// Limits for compiling and indexing a grammar.
@@ -32,12 +34,17 @@ impl Default for GrammarConfig {
     }
 }
 
-/// A regex or JSON Schema compiled against one vocabulary.
+/// A regex, JSON Schema or structure compiled against one vocabulary.
 #[derive(Debug)]
 pub struct Grammar {
     source: String,
     dfa: Dfa,
     vocab: Arc<Vocabulary>,
+    /// The special tokens a structure allows, each read by the DFA as its marker byte.
+    specials: SpecialTokens,
+    /// With special tokens: the DFA with the marker transitions cut (same state ids), through
+    /// which ordinary tokens walk, so no ordinary token can read a marker.
+    ordinary: Option<Dfa>,
     /// `Some` when some byte the DFA needs is not a token of its own: then a state is usable
     /// only if a token path leads from it to acceptance, which this records per state.
     token_live: Option<Vec<bool>>,
@@ -51,7 +58,7 @@ impl Grammar {
     /// Compiles a regex with full-match semantics.
     pub fn from_regex(vocab: Arc<Vocabulary>, pattern: &str, config: &GrammarConfig) -> Result<Grammar> {
         let dfa = Dfa::from_regex(pattern, &config.dfa)?;
-        Self::new(vocab, dfa, pattern.to_string(), config)
+        Self::new(vocab, dfa, pattern.to_string(), SpecialTokens::default(), config)
     }
 
     /// Compiles a JSON Schema (see [`json_schema`]).
@@ -62,13 +69,30 @@ impl Grammar {
         config: &GrammarConfig,
     ) -> Result<Grammar> {
         let dfa = json_schema::compile(schema, options, &config.dfa)?;
-        Self::new(vocab, dfa, schema.to_string(), config)
+        Self::new(vocab, dfa, schema.to_string(), SpecialTokens::default(), config)
     }
 
-    fn new(vocab: Arc<Vocabulary>, dfa: Dfa, source: String, config: &GrammarConfig) -> Result<Grammar> {
+    /// Compiles a structure spec (see [`structure`]): one DFA over its segments, with the
+    /// special tokens it names allowed exactly where it names them.
+    pub fn from_structure(
+        vocab: Arc<Vocabulary>,
+        spec: &serde_json::Value,
+        options: &JsonSchemaOptions,
+        config: &GrammarConfig,
+    ) -> Result<Grammar> {
+        let compiled = structure::compile(spec, &vocab, options, &config.dfa)?;
+        Self::new(vocab, compiled.dfa, spec.to_string(), compiled.specials, config)
+    }
+
+    fn new(vocab: Arc<Vocabulary>, dfa: Dfa, source: String, specials: SpecialTokens, config: &GrammarConfig) -> Result<Grammar> {
         // Strings needing a byte that no token contains can never be written: drop them from
-        // the DFA first (a cheap byte-level pass), so only bytes some token holds remain.
-        let producible = vocab.producible_bytes();
+        // the DFA first (a cheap byte-level pass), so only bytes some token holds remain. A
+        // special token's marker byte is written by that token.
+        let mut producible = *vocab.producible_bytes();
+        for t in specials.iter() {
+            producible[t.byte as usize] = true;
+        }
+        let producible = &producible;
         let dfa = if (0..=255u8).any(|b| !producible[b as usize] && dfa.uses_byte(b)) {
             let missing: Vec<u8> = (0..=255u8).filter(|&b| !producible[b as usize] && dfa.uses_byte(b)).collect();
             dfa.restrict_bytes(producible).ok_or_else(|| GrammarError::NotCompletable {
@@ -82,10 +106,13 @@ impl Grammar {
         };
         let n = dfa.num_states();
         let rows: Box<[OnceLock<Row>]> = (0..n).map(|_| OnceLock::new()).collect();
+        let ordinary = if specials.is_empty() { None } else { Some(dfa.with_bytes_cut(&specials.bytes())) };
         let mut g = Grammar {
             source,
             dfa,
             vocab,
+            specials,
+            ordinary,
             token_live: None,
             rows,
             min_tokens: OnceLock::new(),
@@ -106,13 +133,39 @@ impl Grammar {
         Ok(g)
     }
 
-    /// True when every byte with a live transition is some token's whole content.
+    /// True when every byte with a live transition is some token's whole content (a marker
+    /// byte is its special token's).
     fn vocab_covers_dfa(&self) -> bool {
         let mut used = [false; 256];
         for s in 0..self.dfa.num_states() as u32 {
             self.dfa.for_each_transition(s, |b, _| used[b as usize] = true);
         }
-        (0..=255u8).all(|b| !used[b as usize] || self.vocab.covers_byte(b))
+        (0..=255u8).all(|b| !used[b as usize] || self.vocab.covers_byte(b) || self.specials.token_of(b).is_some())
+    }
+
+    /// The DFA ordinary tokens walk: the marker transitions cut when there are special tokens.
+    fn ordinary_dfa(&self) -> &Dfa {
+        self.ordinary.as_ref().unwrap_or(&self.dfa)
+    }
+
+    /// The row of `state`: ordinary tokens by a walk over the trie, then the structure's
+    /// special tokens, each one DFA step on its marker byte.
+    fn compute(&self, state: u32, live: impl Fn(u32) -> bool) -> Row {
+        let mut row = compute_row(self.ordinary_dfa(), &self.vocab, state, &live);
+        if self.specials.is_empty() {
+            return row;
+        }
+        let mut special = Vec::new();
+        for t in self.specials.iter() {
+            let next = self.dfa.next(state, t.byte);
+            if next != DEAD && live(next) {
+                row.mask[(t.token >> 5) as usize] |= 1 << (t.token & 31);
+                row.max_next_distance = row.max_next_distance.max(self.dfa.byte_distance(next));
+                special.push((t.token, next));
+            }
+        }
+        row.special = special.into_boxed_slice();
+        row
     }
 
     /// States from which some token sequence reaches acceptance (backward search over the
@@ -122,8 +175,8 @@ impl Grammar {
         let edges: Vec<Vec<u32>> = (0..n as u32)
             .into_par_iter()
             .map(|s| {
-                let row = compute_row(&self.dfa, &self.vocab, s, |_| true);
-                let mut next: Vec<u32> = row.next.iter().collect();
+                let row = self.compute(s, |_| true);
+                let mut next: Vec<u32> = row.next_states().collect();
                 next.sort_unstable();
                 next.dedup();
                 next
@@ -144,6 +197,26 @@ impl Grammar {
 
     pub fn dfa(&self) -> &Dfa {
         &self.dfa
+    }
+
+    /// The special tokens this grammar allows (a structure's), with their marker bytes.
+    pub fn special_tokens(&self) -> &SpecialTokens {
+        &self.specials
+    }
+
+    /// The bytes a token sequence writes in this grammar's spelling: a special token of the
+    /// structure as its marker byte, any other token as its text; EOS writes nothing. For
+    /// checking a finished output with [`crate::repair`] or the DFA.
+    pub fn spell(&self, tokens: &[u32]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for &t in tokens {
+            if let Some(b) = self.specials.byte_of(t) {
+                out.push(b);
+            } else if !self.vocab.is_eos(t) {
+                out.extend_from_slice(self.vocab.token_bytes(t).unwrap_or_default());
+            }
+        }
+        out
     }
 
     pub fn initial_state(&self) -> u32 {
@@ -174,7 +247,7 @@ impl Grammar {
         if let Some(row) = cell.get() {
             return Ok(row);
         }
-        let row = compute_row(&self.dfa, &self.vocab, state, |s| self.is_live(s));
+        let row = self.compute(state, |s| self.is_live(s));
         let size = row.memory_bytes();
         let total = self.index_bytes.fetch_add(size, Ordering::Relaxed) + size;
         if total > self.max_index_bytes {
@@ -208,7 +281,7 @@ impl Grammar {
         }
         self.min_tokens_to_accept(state)?;
         let mins = self.min_tokens.get().ok_or(GrammarError::InvalidState { state, num_states: self.num_states() })?;
-        if row.next.iter().all(|n| mins[n as usize] <= budget) {
+        if row.next_states().all(|n| mins[n as usize] <= budget) {
             return Ok(Cow::Borrowed(&row.mask));
         }
         let mut mask = vec![0u32; row.mask.len()];
@@ -250,10 +323,17 @@ impl Grammar {
         let Some(bytes) = self.vocab.token_bytes(token) else {
             return refuse("the id is outside the vocabulary");
         };
-        if self.vocab.is_special(token) {
-            return refuse("special and control tokens are never allowed");
+        if let Some(byte) = self.specials.byte_of(token) {
+            let next = self.dfa.next(state, byte);
+            if next == DEAD || !self.is_live(next) {
+                return refuse("the structure does not allow this special token here");
+            }
+            return Ok(next);
         }
-        let next = self.dfa.walk(state, bytes);
+        if self.vocab.is_special(token) {
+            return refuse("special and control tokens are only allowed where a structure names them");
+        }
+        let next = self.ordinary_dfa().walk(state, bytes);
         if next == DEAD || !self.is_live(next) {
             return refuse("its bytes leave the grammar");
         }
@@ -297,7 +377,7 @@ impl Grammar {
         let n = self.num_states();
         let mut edges = Vec::with_capacity(n);
         for s in 0..n as u32 {
-            let mut next: Vec<u32> = self.row(s)?.next.iter().collect();
+            let mut next: Vec<u32> = self.row(s)?.next_states().collect();
             next.sort_unstable();
             next.dedup();
             edges.push(next);

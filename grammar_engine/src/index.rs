@@ -19,6 +19,9 @@ pub struct Row {
     /// When every byte is a token of its own, a state `d` bytes from acceptance is at most `d`
     /// tokens from it, so a budget of at least this many tokens needs no extra masking.
     pub max_next_distance: u32,
+    /// The (token, next state) pairs of the special tokens a structure allows here (they are not
+    /// in the trie, so [`Row::next`] cannot hold them).
+    pub special: Box<[(u32, u32)]>,
 }
 
 /// Next states of a row, two bytes each when the grammar has at most 65,536 states.
@@ -57,7 +60,7 @@ impl NextStates {
 
 impl Row {
     pub fn memory_bytes(&self) -> usize {
-        self.mask.len() * 4 + self.next.bytes()
+        self.mask.len() * 4 + self.next.bytes() + self.special.len() * 8
     }
 
     #[inline]
@@ -65,9 +68,16 @@ impl Row {
         self.mask.get((token >> 5) as usize).is_some_and(|w| w >> (token & 31) & 1 == 1)
     }
 
-    /// The (token, next state) pairs of the allowed ordinary tokens, in trie order.
+    /// The (token, next state) pairs of the allowed tokens (EOS aside): the ordinary ones in
+    /// trie order, then the special ones.
     pub fn transitions<'a>(&'a self, vocab: &'a Vocabulary) -> impl Iterator<Item = (u32, u32)> + 'a {
-        vocab.trie().token_order().iter().copied().filter(|&t| self.allows(t)).zip(self.next.iter())
+        let ordinary = vocab.trie().token_order().iter().copied().filter(|&t| self.allows(t)).zip(self.next.iter());
+        ordinary.chain(self.special.iter().copied())
+    }
+
+    /// Every next state, with repeats (ordinary tokens, then special ones).
+    pub fn next_states(&self) -> impl Iterator<Item = u32> + '_ {
+        self.next.iter().chain(self.special.iter().map(|&(_, n)| n))
     }
 }
 
@@ -82,11 +92,11 @@ pub fn compute_row(dfa: &Dfa, vocab: &Vocabulary, state: u32, live: impl Fn(u32)
     if dfa.num_states() <= 1 << 16 {
         let mut next: Vec<u16> = Vec::new();
         let (mask, max_next_distance) = walk(dfa, vocab, state, live, |s| next.push(s as u16));
-        Row { mask, next: NextStates::Narrow(next.into_boxed_slice()), max_next_distance }
+        Row { mask, next: NextStates::Narrow(next.into_boxed_slice()), max_next_distance, special: Box::new([]) }
     } else {
         let mut next: Vec<u32> = Vec::new();
         let (mask, max_next_distance) = walk(dfa, vocab, state, live, |s| next.push(s));
-        Row { mask, next: NextStates::Wide(next.into_boxed_slice()), max_next_distance }
+        Row { mask, next: NextStates::Wide(next.into_boxed_slice()), max_next_distance, special: Box::new([]) }
     }
 }
 

@@ -137,6 +137,16 @@ impl Vocabulary {
         self.special.get(id as usize).copied().unwrap_or(true)
     }
 
+    /// The ids of the tokens whose text is exactly `bytes`: special ones first, then ordinary
+    /// ones, ascending within each group (a linear scan, for resolving a token named in a
+    /// structure spec).
+    pub fn find_tokens(&self, bytes: &[u8]) -> Vec<u32> {
+        let matching = (0..self.size() as u32).filter(|&id| self.token_bytes(id) == Some(bytes));
+        let (mut special, ordinary): (Vec<u32>, Vec<u32>) = matching.partition(|&id| self.is_special(id));
+        special.extend(ordinary);
+        special
+    }
+
     pub fn eos_ids(&self) -> &[u32] {
         &self.eos
     }
@@ -214,6 +224,15 @@ mod tests {
         assert!(v.covers_byte(b'a') && !v.covers_byte(b'b'));
         assert_eq!(v.token_bytes(4), Some(&b"ab"[..]));
         assert_eq!(v.token_bytes(8), None);
+    }
+
+    #[test]
+    fn tokens_are_found_by_text_special_first() {
+        let v = Vocabulary::new(vec![spec("<x>", false), spec("a", false), spec("<x>", true), spec("</s>", true)], vec![3], Family::Raw, None)
+            .unwrap();
+        assert_eq!(v.find_tokens(b"<x>"), vec![2, 0]);
+        assert_eq!(v.find_tokens(b"a"), vec![1]);
+        assert!(v.find_tokens(b"b").is_empty());
     }
 
     #[test]

@@ -23,10 +23,21 @@ pyo3::create_exception!(_grammar, InvalidSchemaError, GrammarError, "The JSON Sc
 pyo3::create_exception!(_grammar, VocabularyError, GrammarError, "The tokenizer cannot be read.");
 pyo3::create_exception!(_grammar, TokenNotAllowedError, GrammarError, "The token is not allowed in this state.");
 pyo3::create_exception!(_grammar, InvalidStateError, GrammarError, "The state does not belong to this grammar.");
+pyo3::create_exception!(_grammar, InvalidStructureError, GrammarError, "The structure spec is malformed; `structure_path` says where.");
 
-/// The Python exception for a core error.
+/// The Python exception for a core error. An error located in a structure spec keeps the class
+/// of the error inside it (an `InvalidRegexError` stays one) and gains `structure_path`, the JSON
+/// pointer of the offending part.
 pub(super) fn to_py(py: Python<'_>, e: CoreError) -> PyErr {
     let msg = e.to_string();
+    let (e, structure_path) = match e {
+        CoreError::InStructure { path, error } => (*error, Some(path)),
+        CoreError::InvalidStructure { ref path, .. } => {
+            let path = path.clone();
+            (e, Some(path))
+        }
+        other => (other, None),
+    };
     let err = match &e {
         CoreError::InvalidRegex { .. } => InvalidRegexError::new_err(msg),
         CoreError::UnsupportedRegex { .. } => UnsupportedRegexError::new_err(msg),
@@ -38,6 +49,7 @@ pub(super) fn to_py(py: Python<'_>, e: CoreError) -> PyErr {
         CoreError::Vocabulary { .. } => VocabularyError::new_err(msg),
         CoreError::TokenNotAllowed { .. } => TokenNotAllowedError::new_err(msg),
         CoreError::InvalidState { .. } => InvalidStateError::new_err(msg),
+        CoreError::InvalidStructure { .. } | CoreError::InStructure { .. } => InvalidStructureError::new_err(msg),
     };
     // Structured fields for callers that want more than the message (the server's 400s).
     let value = err.value(py);
@@ -49,6 +61,9 @@ pub(super) fn to_py(py: Python<'_>, e: CoreError) -> PyErr {
         CoreError::InvalidSchema { path, .. } => value.setattr("path", path.as_str()),
         _ => Ok(()),
     };
+    if let Some(path) = structure_path {
+        let _ = value.setattr("structure_path", path);
+    }
     err
 }
 

@@ -64,10 +64,28 @@ impl Grammar {
         self.inner.vocab().eos_ids().to_vec()
     }
 
-    /// The regex the grammar was compiled from (for a schema, the regex it compiled to).
+    /// What the grammar was compiled from: the regex, or the JSON of the schema or structure.
     #[getter]
     fn regex(&self) -> &str {
         self.inner.source()
+    }
+
+    /// The special tokens a structure allows, as {token id: the marker byte that spells it in
+    /// this grammar's DFA and in `forced_bytes`}. Empty for regexes and schemas.
+    #[getter]
+    fn special_tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for t in self.inner.special_tokens().iter() {
+            d.set_item(t.token, PyBytes::new(py, &[t.byte]))?;
+        }
+        Ok(d)
+    }
+
+    /// The bytes `token_ids` write in this grammar's spelling (a structure's special tokens as
+    /// their marker bytes, EOS as nothing), for `validate` or `repair` of a finished output.
+    fn spell<'py>(&self, py: Python<'py>, token_ids: Vec<i64>) -> Bound<'py, PyBytes> {
+        let ids: Vec<u32> = token_ids.iter().map(|&t| u32::try_from(t).unwrap_or(u32::MAX)).collect();
+        PyBytes::new(py, &self.inner.spell(&ids))
     }
 
     /// Number of states whose row of the token index has been computed.
@@ -153,8 +171,8 @@ impl Grammar {
         run(py, move || g.min_tokens_to_accept(state_id(state)))
     }
 
-    /// The (token ids, next states) of every ordinary token allowed in `state`, as int32
-    /// arrays (EOS excluded).
+    /// The (token ids, next states) of every token allowed in `state` (ordinary tokens, then a
+    /// structure's special tokens), as int32 arrays (EOS excluded).
     fn transitions<'py>(&self, py: Python<'py>, state: i64) -> PyResult<(Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<i32>>)> {
         let g = self.inner.clone();
         let s = state_id(state);

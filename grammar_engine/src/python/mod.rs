@@ -8,7 +8,8 @@
 //! these classes.
 //!
 //! * `errors`: the exception classes, and the boundary that runs core calls;
-//! * `vocabulary`: `Vocabulary`, built from a tokenizer, and the grammars it compiles;
+//! * `vocabulary`: `Vocabulary`, built from a tokenizer, and the grammars it compiles
+//!   (regexes, JSON Schemas, structures);
 //! * `grammar`: `Grammar`, the per-token step API;
 //! * `repair`: `Grammar.validate` / `Grammar.repair` and their result classes;
 //! * `gguf`: `read_gguf_metadata`.
@@ -23,7 +24,7 @@ use pyo3::prelude::*;
 
 use errors::{
     EmptyLanguageError, GrammarError, GrammarTooLargeError, InvalidRegexError, InvalidSchemaError, InvalidStateError,
-    NotCompletableError, TokenNotAllowedError, UnsupportedRegexError, UnsupportedSchemaError, VocabularyError,
+    InvalidStructureError, NotCompletableError, TokenNotAllowedError, UnsupportedRegexError, UnsupportedSchemaError, VocabularyError,
 };
 use grammar::Grammar;
 use repair::{RepairResult, Validation};
@@ -48,5 +49,6 @@ fn _grammar(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VocabularyError", py.get_type::<VocabularyError>())?;
     m.add("TokenNotAllowedError", py.get_type::<TokenNotAllowedError>())?;
     m.add("InvalidStateError", py.get_type::<InvalidStateError>())?;
+    m.add("InvalidStructureError", py.get_type::<InvalidStructureError>())?;
     Ok(())
 }

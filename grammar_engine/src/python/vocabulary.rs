@@ -5,8 +5,8 @@
 //! [`CoreVocabulary`], and do nothing more: the tokenizer self-test, which is Python code,
 //! runs in `onyx.Vocabulary` (`onyx/vocabulary.py`), a Python subclass of this class. EOS ids
 //! come from the caller, else from the files next to a `tokenizer.json`, else from well-known
-//! end-of-turn tokens. The vocabulary also compiles regexes and JSON Schemas into `Grammar`s,
-//! since a grammar is always built for one vocabulary.
+//! end-of-turn tokens. The vocabulary also compiles regexes, JSON Schemas and structures into
+//! `Grammar`s, since a grammar is always built for one vocabulary.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
-use super::errors::{run, InvalidSchemaError, VocabularyError};
+use super::errors::{run, InvalidSchemaError, InvalidStructureError, VocabularyError};
 use super::grammar::Grammar;
 use crate::dfa::DfaConfig;
 use crate::error::GrammarError as CoreError;
@@ -150,6 +150,46 @@ impl Vocabulary {
             CoreGrammar::from_json_schema(vocab, &value, &options, &config)
         })?;
         Ok(Grammar::wrap(g))
+    }
+
+    /// Compiles a structure spec (a JSON-able dict, list or string: see the README's grammar
+    /// core section) to one `Grammar`. `max_whitespace` and `max_any_depth` apply to the
+    /// `json_schema` parts that set none of their own.
+    #[pyo3(signature = (spec, *, max_whitespace=0, max_any_depth=3, max_states=None, max_index_bytes=None))]
+    fn compile_structure(
+        &self,
+        py: Python<'_>,
+        spec: Bound<'_, PyAny>,
+        max_whitespace: usize,
+        max_any_depth: usize,
+        max_states: Option<usize>,
+        max_index_bytes: Option<usize>,
+    ) -> PyResult<Grammar> {
+        let json = py.import("json")?;
+        let text: String = match json.call_method1("dumps", (spec,)) {
+            Ok(s) => s.extract()?,
+            Err(e) => return Err(InvalidStructureError::new_err(format!("invalid structure at #: not JSON-serialisable: {}", e.value(py)))),
+        };
+        let vocab = self.inner.clone();
+        let config = config(max_states, max_index_bytes);
+        let options = JsonSchemaOptions { max_whitespace, max_any_depth, ..JsonSchemaOptions::default() };
+        let g = run(py, move || {
+            let value: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| CoreError::InvalidStructure { path: "#".into(), reason: format!("not valid JSON: {e}") })?;
+            CoreGrammar::from_structure(vocab, &value, &options, &config)
+        })?;
+        Ok(Grammar::wrap(g))
+    }
+
+    /// The ids of the tokens whose text is exactly `text` (str or bytes): special tokens first,
+    /// then ordinary ones. Empty when no single token writes it.
+    fn find_tokens(&self, text: Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+        let bytes: Vec<u8> = if let Ok(s) = text.cast::<PyString>() {
+            s.to_str()?.as_bytes().to_vec()
+        } else {
+            text.extract::<Vec<u8>>()?
+        };
+        Ok(self.inner.find_tokens(&bytes))
     }
 
     /// Number of token ids (the bit width of a mask).
