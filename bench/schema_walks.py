@@ -18,8 +18,8 @@ many-byte tokens: the texts a model would rarely write, which is what a soundnes
 `Judge` picks the validator the way the compiler reads the schema (see `judge_class`), then
 checks a text: strict JSON (no duplicate keys, no NaN/Infinity), then the schema.
 
-`compile_call` and `walk_call` run inside a `harness.Worker` holding a `bench.peers` adapter, so
-a compile or walk that hangs is killed at its timeout.
+`SchemaWorker` runs `compile_call` and `walk_call` inside a `harness.Worker` holding a
+`bench.peers` adapter, so a compile or walk that hangs is killed at its timeout.
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import random
 import re
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +39,7 @@ import jsonschema
 import numpy as np
 from jsonschema import validators
 
+from bench import harness, peers
 from bench.corpus import JSONSCHEMABENCH_DIR
 from onyx.errors import GrammarError
 
@@ -420,3 +423,68 @@ def walk_call(adapter, payload: dict) -> dict:
     else:
         walk = lambda rng: matcher_walk(adapter.matcher(obj), vocab, rng, budget)  # noqa: E731
     return {**check_walks(walk, judge, n, seed), **extra}
+
+
+def rss_call(_adapter, _payload) -> float | None:
+    """The worker's resident memory in MB (Linux; None elsewhere)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+class SchemaWorker:
+    """`compile_call` and `walk_call` for one engine in a `harness.Worker`, started on first use,
+    again after a call outlives its timeout (the harness kills that worker), and again once its
+    resident memory passes `max_rss_mb` after a schema (`finish`). The last guard is needed:
+    an Onyx `Grammar` stays alive for good once `token_bitmask` has handed out a view of one of
+    its rows (the view's base is the grammar, which keeps the view: a cycle the garbage
+    collector does not see), so a worker walking thousands of grammars would run out of memory.
+    `restarts` counts the restarts by cause."""
+
+    def __init__(self, engine: str, vocab: str, max_rss_mb: float = 4000.0, setup_timeout: float = 600.0):
+        self.engine, self.vocab, self.max_rss_mb, self.setup_timeout = engine, vocab, max_rss_mb, setup_timeout
+        self.worker: harness.Worker | None = None
+        self.setup_error: str | None = peers.peer_available(engine)
+        self.restarts: Counter = Counter()
+
+    def _worker(self) -> harness.Worker | None:
+        if self.setup_error is None and (self.worker is None or not self.worker.alive()):
+            self.worker = harness.Worker(peers.open_adapter, (self.engine, self.vocab), self.setup_timeout)
+            self.setup_error = self.worker.error
+        return None if self.setup_error else self.worker
+
+    def compile(self, schema, timeout: float) -> dict:
+        """`compile_call`'s record, or a failed one (timeout, dead worker, no engine)."""
+        w = self._worker()
+        if w is None:
+            return {"ok": False, "error": self.setup_error, "error_class": "EngineUnavailable"}
+        res, err = w.run(compile_call, {"schema": schema}, timeout)
+        if err:
+            self.restarts["timeout" if err.startswith("timed out") else "died"] += 1
+            return failed_call(err)
+        return res
+
+    def walk(self, schema, walks: int, budget: int, seed: int, timeout: float) -> dict:
+        """`walk_call`'s record for the grammar just compiled; all walks failed when the call did."""
+        res, err = self.worker.run(walk_call, {"schema": schema, "walks": walks, "budget": budget, "seed": seed},
+                                   timeout)
+        if err:
+            self.restarts["timeout" if err.startswith("timed out") else "died"] += 1
+            return {"walks": walks, "valid": 0, "invalid": 0, "unjudged": 0, "unfinished": 0,
+                    "walk_errors": walks, "walk_error": err, "failures": [], "other_draft_failures": []}
+        return res
+
+    def finish(self) -> None:
+        """After a schema: a worker over its memory limit is stopped (started again on demand)."""
+        if self.worker is None or not self.worker.alive():
+            return
+        rss, err = self.worker.run(rss_call, None, 60)
+        if err is None and rss is not None and rss > self.max_rss_mb:
+            self.worker.close()
+            self.restarts["memory"] += 1
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()

@@ -5,8 +5,8 @@ schemas of each set, the ones whose file names hash lowest), compiled with Onyx 
 vocabulary, three random walks through each grammar (`bench/schema_walks.py`), each text judged
 by Python `jsonschema` with format checking on. The data lives outside the repository
 (`bench.corpus.JSONSCHEMABENCH_DIR`); without it those tests are skipped and say why. Compiles
-and walks run in a worker process with timeouts, so a schema the compiler takes long to refuse
-costs `COMPILE_TIMEOUT` at most.
+and walks run in a worker process with timeouts (`SchemaWorker`), so a schema the compiler
+takes long to refuse costs `COMPILE_TIMEOUT` at most.
 
 The judge and the walkers are tested first on hand-written cases, so the sample test can fail:
 an invalid text is caught, and the walks really write what the grammar allows.
@@ -18,10 +18,19 @@ import random
 
 import pytest
 
-from bench import harness, peers
+from bench import peers
 from bench.corpus import JSONSCHEMABENCH_DIR, JSONSCHEMABENCH_SETS, person_schema
-from bench.schema_walks import (Judge, WalkVocab, check_walks, compile_call, failed_call, load_set, matcher_walk,
-                                onyx_walk, parse_strict, sample_by_hash, walk_call)
+from bench.schema_walks import (
+    Judge,
+    SchemaWorker,
+    WalkVocab,
+    check_walks,
+    load_set,
+    matcher_walk,
+    onyx_walk,
+    parse_strict,
+    sample_by_hash,
+)
 
 PER_SET = 20
 WALKS = 3
@@ -148,25 +157,18 @@ def test_sample_is_deterministic_and_spread_over_files():
 @pytest.fixture(scope="module")
 def sample_results():
     """(set, file, compile record, walk record or None) for the sample, compiled and walked in
-    a worker (started again after a timeout)."""
-    out, worker = [], None
+    a worker process."""
+    out, sw = [], SchemaWorker("onyx", "smollm2")
     try:
         for set_name in JSONSCHEMABENCH_SETS:
             for i, (file, schema) in enumerate(sample_by_hash(load_set(set_name), PER_SET, "validity")):
-                if worker is None or not worker.alive():
-                    worker = harness.Worker(peers.open_adapter, ("onyx", "smollm2"), timeout=300)
-                    assert worker.error is None, worker.error
-                res, err = worker.run(compile_call, {"schema": schema}, COMPILE_TIMEOUT)
-                res = failed_call(err) if err else res
-                walks = None
-                if res["ok"]:
-                    payload = {"schema": schema, "walks": WALKS, "budget": 96, "seed": i}
-                    walks, err = worker.run(walk_call, payload, WALK_TIMEOUT)
-                    assert err is None, f"{set_name}/{file}: walks failed: {err}"
+                res = sw.compile(schema, COMPILE_TIMEOUT)
+                assert res.get("error_class") != "EngineUnavailable", res["error"]
+                walks = sw.walk(schema, WALKS, 96, i, WALK_TIMEOUT) if res["ok"] else None
+                sw.finish()
                 out.append((set_name, file, res, walks))
     finally:
-        if worker is not None:
-            worker.close()
+        sw.close()
     return out
 
 
