@@ -2,11 +2,17 @@
 and prompts. Plain data, no dependencies. The broken-JSON corpus of the repair tests and bench
 is its own module (`bench/broken_json_corpus.py`).
 
+`JSONSCHEMABENCH_DIR` names the real-world schema sets the schema bench reads (data kept
+outside the repository).
+
 The person and order records come in the variants the benches measure: `person_schema` and
 `order_schema` build each variant from one definition, so a variant differs only where it says.
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 # --------------------------------------------------------------------------------------------
 # Vocabularies
@@ -129,6 +135,14 @@ INVOICE = _record({
     "notes": {"type": ["string", "null"], "maxLength": 200},
     "paid": {"type": "boolean"},
 })
+
+# Real-world schemas (schema bench): JSONSchemaBench (Geng et al. 2025), one gzipped JSON Lines
+# file per set, `{"file", "schema"}` per line. It lives outside the repository, next to the
+# checkouts (`../shared/data/jsonschemabench`), or where ONYX_JSONSCHEMABENCH points.
+JSONSCHEMABENCH_DIR = Path(os.environ.get("ONYX_JSONSCHEMABENCH")
+                           or Path(__file__).resolve().parents[2] / "shared" / "data" / "jsonschemabench")
+JSONSCHEMABENCH_SETS = ["Glaiveai2K", "Github_trivial", "Github_easy", "Github_medium", "Github_hard",
+                        "Github_ultra", "Kubernetes", "Snowplow", "WashingtonPost", "JsonSchemaStore"]
 
 # --------------------------------------------------------------------------------------------
 # Patterns with a valid sample (grammar bench)

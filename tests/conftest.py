@@ -20,6 +20,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 
+def pytest_configure(config):
+    # Registered here until pyproject.toml's pytest settings list it.
+    config.addinivalue_line("markers", "slow: takes minutes (real-data samples, bench smoke runs)")
+
+
 VOCABS = {
     "smollm2": "smollm2",  # 49,152 tokens, byte-level BPE
     "qwen2": "qwen2-tokenizer",  # 152,064 tokens, byte-level BPE
