@@ -13,13 +13,14 @@ Nothing here is hard-coded for one OS: every choice is made from what the runnin
 
   Decoding multiplies one token's activations by every weight matrix: MLX calls `cblas_sgemm`
   with M=1, which OpenBLAS 0.3.21 (Debian 12) runs 3-4x slower than `cblas_sgemv` (it packs the
-  whole weight matrix first), and with M = 2..8 (verifying a few draft tokens) it costs twice a
-  single token. So, when a C compiler is available, `ensure_fast_blas()` also builds (once,
-  cached next to the assets) and preloads a small shim that exports `cblas_sgemm`, runs x @ W^T
-  with 1..8 rows in its own kernels that stream each weight row once (for one row, 34-36 GB/s
-  where OpenBLAS's sgemv draws 29-32 GB/s here), sends other one-row / one-column products to
-  `cblas_sgemv` and everything else to OpenBLAS's `cblas_sgemm`. Without a compiler it falls
-  back to plain OpenBLAS.
+  whole weight matrix first), and with M = 2..16 (verifying draft tokens, a batch of requests)
+  it costs twice a single token or more. So, when a C compiler is available, `ensure_fast_blas()`
+  also builds (once, cached next to the assets, with the host's vector instructions) and preloads
+  a small shim that exports `cblas_sgemm`, runs x @ W^T with 1..16 rows in its own kernels (each
+  weight row read once for all rows, register tiles sized for the machine's vector registers; a
+  row's result has the same bits whatever other rows share the call), sends other one-row /
+  one-column products to `cblas_sgemv` and everything else to OpenBLAS's `cblas_sgemm`. Without
+  a compiler it falls back to plain OpenBLAS. `bench/matmul_bench.py` measures the kernels.
 
   OpenBLAS runs single-threaded by default here: on a 2-core machine its threads wait for each
   other's share of every product, so one busy process beside them is ruinous (measured: 2
@@ -99,88 +100,224 @@ static void gemv(int trans, int m, int n, float alpha, const float *a, int lda, 
     real_gemv(RowMajor, trans, m, n, alpha, a, lda, x, incx, beta, y, incy);
 }
 
-/* x @ W^T for 1 to 8 rows of x: C = alpha * A @ B^T + beta * C with A (M x K), B (N x K), both
-   row-major. This is what a decode step (M = 1) and the verification of a few draft tokens
-   (M = 2..8) multiply, and decoding is bound by how fast the weights stream from memory: every
-   weight row is read once, front to back, for all M rows of A. (OpenBLAS's sgemm repacks the
-   whole matrix on every call, so a 2-row product cost twice a 1-row one; its sgemv drew 29-32
-   GB/s here where `one_row` draws 34-36 GB/s.) */
-typedef float v8 __attribute__((vector_size(32)));
-enum { SMALL_M = 8 };
+/* x @ W^T for 1 to 16 rows of x: C = alpha * A @ B^T + beta * C with A (M x K), B (N x K), both
+   row-major. A decode step multiplies one row (M = 1); verifying drafts and batched decoding a
+   few (M = 2..16). Each weight row is read from memory once for all M rows of A. (OpenBLAS's
+   sgemm repacks the whole matrix on every call: a 2-row product cost twice a 1-row one.)
 
-/* One row of A: one weight row at a time (a single stream, which the hardware prefetcher
-   follows best), four independent accumulator chains to hide the FMA latency. */
-static void one_row(int N, int K, float alpha, const float *x, const float *B, int ldb, float beta,
-                    float *C) {
-    const int K32 = K & ~31, K8 = K & ~7;
-    for (int j = 0; j < N; j++) {
-        const float *w = B + (size_t)j * ldb;
-        v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, xv, u;
-        int k = 0;
-        for (; k < K32; k += 32) {
-            memcpy(&xv, x + k, sizeof xv); memcpy(&u, w + k, sizeof u); a0 += xv * u;
-            memcpy(&xv, x + k + 8, sizeof xv); memcpy(&u, w + k + 8, sizeof u); a1 += xv * u;
-            memcpy(&xv, x + k + 16, sizeof xv); memcpy(&u, w + k + 16, sizeof u); a2 += xv * u;
-            memcpy(&xv, x + k + 24, sizeof xv); memcpy(&u, w + k + 24, sizeof u); a3 += xv * u;
-        }
-        for (; k < K8; k += 8) {
-            memcpy(&xv, x + k, sizeof xv); memcpy(&u, w + k, sizeof u); a0 += xv * u;
-        }
-        a0 = (a0 + a1) + (a2 + a3);
+   One row costs what its weights take to stream in. With more rows the multiply-adds catch up:
+   M of them per weight float, so on one core with two 16-lane FMA pipes the arithmetic alone
+   allows about 40 GB/s of weights at M = 8 and 20 at M = 16 (half that with 8 lanes). The kernel
+   keeps both pipes busy: a tile of R weight rows x G rows of A holds R x G vector accumulators in
+   registers and loads R weight vectors and G activation vectors per R x G multiply-adds. Rows of
+   A beyond G (at most 8) are a second group, run while the tile's weight rows are still in L1.
+   Each tile prefetches the next tile's weight rows into L2.
+
+   The order of the additions does not depend on M: every output accumulates in one vector over
+   K in blocks (the same blocks for every M), each block's vector is summed by the same tree
+   (`lane_sums`), the block sums are added in order, then the scalar tail of K, then alpha and
+   beta. So a row of x gets the same bits alone or beside 15 others: verifying drafts reproduces
+   the decode step's logits exactly. When K is split (K > KB_MAX), the blocks are the outer loop:
+   a block of all M rows of A stays in L1 while every weight row's part of it streams by, and the
+   partial sums wait in C. */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+typedef float vf __attribute__((vector_size(64)));
+enum { VL = 16, ACCS = 16 };  /* 32 vector registers: up to 16 accumulators */
+#define IN_REGISTER(x) __asm__("" : "+v"(x))
+#elif defined(__AVX__)
+#include <immintrin.h>
+typedef float vf __attribute__((vector_size(32)));
+enum { VL = 8, ACCS = 8 };  /* 16 vector registers */
+#define IN_REGISTER(x) __asm__("" : "+x"(x))
+#else
+typedef float vf __attribute__((vector_size(16)));
+enum { VL = 4, ACCS = 8 };
+#define IN_REGISTER(x) ((void)0)
+#endif
+/* IN_REGISTER(x): keep an activation vector in a register. Left alone, GCC folds its load into
+   each of the R multiply-adds that use it, and the load ports, not the FMA pipes, set the pace. */
+enum { KB_MAX = 640, MAX_TILE = 16 };  /* 16 rows x 640 floats of A: 40 KB; tiles of <= 16 outputs */
+#define INLINE static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 16")  /* constant trip counts: registers, not arrays, after this */
+
+/* out[i] = the sum of the lanes of a[i] for i < n <= VL, by a tree that depends on a[i] alone. */
+INLINE void lane_sums(const vf *a, int n, float *out) {
+#if defined(__AVX512F__)
+    /* four rounds of (shuffle, shuffle, add) fold 16 vectors into one vector of their 16 sums */
+    const vf zero = {0};
+    __m512 b[8], c[4], d[2], e;
+    UNROLL for (int i = 0; i < 8; i++) {
+        __m512 x = (__m512)(2 * i < n ? a[2 * i] : zero), y = (__m512)(2 * i + 1 < n ? a[2 * i + 1] : zero);
+        b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x44), _mm512_shuffle_f32x4(x, y, 0xEE));
+    }
+    UNROLL for (int i = 0; i < 4; i++)
+        c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88),
+                             _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xDD));
+    UNROLL for (int i = 0; i < 2; i++)
+        d[i] = _mm512_add_ps(_mm512_unpacklo_ps(c[2 * i], c[2 * i + 1]), _mm512_unpackhi_ps(c[2 * i], c[2 * i + 1]));
+    e = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(d[0]), _mm512_castps_pd(d[1]))),
+                      _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(d[0]), _mm512_castps_pd(d[1]))));
+    float t[16];
+    _mm512_storeu_ps(t, e);
+    UNROLL for (int i = 0; i < n; i++) out[i] = t[4 * (i & 3) + (i >> 2)];  /* lane 4q + t: a[4t + q] */
+#elif defined(__AVX__)
+    const vf zero = {0};
+    __m256 b[4], c[2], e;
+    UNROLL for (int i = 0; i < 4; i++) {
+        __m256 x = (__m256)(2 * i < n ? a[2 * i] : zero), y = (__m256)(2 * i + 1 < n ? a[2 * i + 1] : zero);
+        b[i] = _mm256_add_ps(_mm256_permute2f128_ps(x, y, 0x20), _mm256_permute2f128_ps(x, y, 0x31));
+    }
+    UNROLL for (int i = 0; i < 2; i++)
+        c[i] = _mm256_add_ps(_mm256_unpacklo_ps(b[2 * i], b[2 * i + 1]), _mm256_unpackhi_ps(b[2 * i], b[2 * i + 1]));
+    e = _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(c[0]), _mm256_castps_pd(c[1]))),
+                      _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(c[0]), _mm256_castps_pd(c[1]))));
+    float t[8];
+    _mm256_storeu_ps(t, e);
+    UNROLL for (int i = 0; i < n; i++) out[i] = t[4 * (i & 1) + (i >> 1)];  /* lane 4q + t: a[2t + q] */
+#else
+    UNROLL for (int i = 0; i < n; i++) {
         float s = 0.0f;
-        for (int l = 0; l < 8; l++) s += a0[l];
-        for (; k < K; k++) s += x[k] * w[k];
-        C[j] = beta == 0.0f ? alpha * s : alpha * s + beta * C[j];  /* C may be uninitialised */
+        UNROLL for (int l = 0; l < VL; l++) s += a[i][l];
+        out[i] = s;
+    }
+#endif
+}
+
+/* out[r * G + m] = row m of A . weight row r over K in [k0, k1), a whole number of vectors. With
+   `prefetch`, also asks for the next tile's weight rows at the same offsets. */
+INLINE void tile_body(const int prefetch, const int G, const int R, int k0, int k1, const float *A,
+                      int lda, const float *W, int ldb, float *out) {
+    vf acc[MAX_TILE];
+    UNROLL for (int i = 0; i < R * G; i++) acc[i] = (vf){0};
+    for (int k = k0; k < k1; k += VL) {
+        vf w[4];
+        UNROLL for (int r = 0; r < R; r++) memcpy(&w[r], W + (size_t)r * ldb + k, sizeof(vf));
+        if (prefetch)
+            UNROLL for (int r = 0; r < R; r++) __builtin_prefetch(W + (size_t)(R + r) * ldb + k, 0, 2);
+        UNROLL for (int m = 0; m < G; m++) {
+            vf x;
+            memcpy(&x, A + (size_t)m * lda + k, sizeof x);
+            IN_REGISTER(x);
+            UNROLL for (int r = 0; r < R; r++) acc[r * G + m] += x * w[r];
+        }
+    }
+    UNROLL for (int i = 0; i < R * G; i += VL) lane_sums(acc + i, R * G - i < VL ? R * G - i : VL, out + i);
+}
+
+/* One function per tile shape (G rows of A x R weight rows): inlined into the loops around it,
+   the pointers to the rows of A and W no longer fit in the general registers. */
+#define TILE_FN(G, R)                                                                             \
+    static __attribute__((noinline)) void tile_##G##_##R(int prefetch, int k0, int k1,            \
+                                                         const float *A, int lda, const float *W,  \
+                                                         int ldb, float *out) {                   \
+        if (prefetch) tile_body(1, G, R, k0, k1, A, lda, W, ldb, out);                            \
+        else tile_body(0, G, R, k0, k1, A, lda, W, ldb, out);                                     \
+    }
+TILE_FN(1, 1) TILE_FN(1, 4) TILE_FN(2, 4) TILE_FN(3, 4) TILE_FN(4, 4)
+TILE_FN(1, 2) TILE_FN(2, 2) TILE_FN(3, 2) TILE_FN(4, 2) TILE_FN(5, 2) TILE_FN(6, 2) TILE_FN(7, 2) TILE_FN(8, 2)
+#undef TILE_FN
+
+INLINE void tile(const int prefetch, const int G, const int R, int k0, int k1, const float *A, int lda,
+                 const float *W, int ldb, float *out) {
+    void (*fn)(int, int, int, const float *, int, const float *, int, float *) =
+        R == 1 ? tile_1_1 :
+        R == 4 ? (G == 1 ? tile_1_4 : G == 2 ? tile_2_4 : G == 3 ? tile_3_4 : tile_4_4) :
+        (G == 1 ? tile_1_2 : G == 2 ? tile_2_2 : G == 3 ? tile_3_2 : G == 4 ? tile_4_2 :
+         G == 5 ? tile_5_2 : G == 6 ? tile_6_2 : G == 7 ? tile_7_2 : tile_8_2);
+    fn(prefetch, k0, k1, A, lda, W, ldb, out);
+}
+
+/* One pass over the weight rows for the block [k0, k1) of K. */
+struct pass {
+    int k0, k1, first, last;  /* first / last block */
+    int plain;                /* one block, no tail, alpha = 1, beta = 0: the outputs are the sums */
+    int KV, K;                /* the scalar tail of K, [KV, K), comes after the last block */
+    float alpha, beta;
+    const float *A;
+    int lda;
+    float *C;
+    int ldc;
+};
+
+/* The output (m, j) after this pass, from s, this block's sum: the sum of the earlier blocks (kept
+   in C) before it; after the last block, the scalar tail of K, then alpha and beta. */
+INLINE float settle(const struct pass *p, int m, int j, const float *w, float s) {
+    const float *c = p->C + (size_t)m * p->ldc + j;
+    if (!p->first) s = *c + s;
+    if (p->last) {
+        const float *x = p->A + (size_t)m * p->lda;
+        for (int k = p->KV; k < p->K; k++) s += x[k] * w[k];
+        /* C may be uninitialised memory when beta is 0: never read it then */
+        s = p->beta == 0.0f ? p->alpha * s : p->alpha * s + p->beta * *c;  /* beta: one block only */
+    }
+    return s;
+}
+
+/* Weight rows [j0, j1) in tiles of R; the rows of A in at most four groups of at most GS rows
+   (sizes as even as possible), each group's G and first row m0 constants. */
+INLINE void tiles(const int M, const int R, const int GS, int j0, int j1, const struct pass *p,
+                  const float *B, int ldb) {
+    const int ng = (M + GS - 1) / GS, base = M / ng, extra = M % ng;
+    float out[MAX_TILE];
+    for (int j = j0; j < j1; j += R) {
+        const float *W = B + (size_t)j * ldb;
+#define GROUP(g)                                                                                   \
+        if (g < ng) {                                                                              \
+            const int G = base + (g < extra), m0 = g * base + (g < extra ? g : extra);             \
+            tile(g == 0, G, R, p->k0, p->k1, p->A + (size_t)m0 * p->lda, p->lda, W, ldb, out);     \
+            if (p->plain) {                                                                        \
+                for (int m = 0; m < G; m++)                                                        \
+                    for (int r = 0; r < R; r++)                                                    \
+                        p->C[(size_t)(m0 + m) * p->ldc + j + r] = out[r * G + m];                  \
+            } else {                                                                               \
+                for (int m = 0; m < G; m++)                                                        \
+                    for (int r = 0; r < R; r++)                                                    \
+                        p->C[(size_t)(m0 + m) * p->ldc + j + r] =                                  \
+                            settle(p, m0 + m, j + r, W + (size_t)r * ldb, out[r * G + m]);         \
+            }                                                                                      \
+        }
+        GROUP(0) GROUP(1) GROUP(2) GROUP(3)
+#undef GROUP
     }
 }
 
-static inline __attribute__((always_inline)) void
-gemm_few_rows(const int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-              int ldb, float beta, float *C, int ldc) {
-    enum { TILE = 64 };  /* outputs are staged per tile and written row by row: M long streams */
-    const int K8 = K & ~7;
-    float out[SMALL_M][TILE];
-    for (int j0 = 0; j0 < N; j0 += TILE) {
-        const int nj = N - j0 < TILE ? N - j0 : TILE;
-        for (int jj = 0; jj < nj; jj++) {
-            const float *w = B + (size_t)(j0 + jj) * ldb;
-            v8 acc[SMALL_M];
-            for (int m = 0; m < M; m++) acc[m] = (v8){0, 0, 0, 0, 0, 0, 0, 0};
-            for (int k = 0; k < K8; k += 8) {
-                v8 wv;
-                memcpy(&wv, w + k, sizeof wv);
-                for (int m = 0; m < M; m++) {
-                    v8 xv;
-                    memcpy(&xv, A + (size_t)m * lda + k, sizeof xv);
-                    acc[m] += xv * wv;
-                }
-            }
-            for (int m = 0; m < M; m++) {
-                const float *x = A + (size_t)m * lda;
-                float s = 0.0f;
-                for (int l = 0; l < 8; l++) s += acc[m][l];
-                for (int k = K8; k < K; k++) s += x[k] * w[k];
-                out[m][jj] = s;
-            }
-        }
+/* The weight rows left over by the tiles (fewer than R), one output at a time. */
+static void leftover_rows(int M, int j0, int N, const struct pass *p, const float *B, int ldb) {
+    for (int j = j0; j < N; j++)
         for (int m = 0; m < M; m++) {
-            float *c = C + (size_t)m * ldc + j0;
-            if (beta == 0.0f) for (int jj = 0; jj < nj; jj++) c[jj] = alpha * out[m][jj];
-            else for (int jj = 0; jj < nj; jj++) c[jj] = alpha * out[m][jj] + beta * c[jj];
+            float s;
+            tile(0, 1, 1, p->k0, p->k1, p->A + (size_t)m * p->lda, p->lda, B + (size_t)j * ldb, ldb, &s);
+            p->C[(size_t)m * p->ldc + j] = settle(p, m, j, B + (size_t)j * ldb, s);
         }
-    }
 }
 
+/* 0 (not done) when K is split and beta is not 0: C's old values would be gone by the last block. */
+INLINE int gemm_rows(const int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                     int ldb, float beta, float *C, int ldc) {
+    /* R x G accumulators: 4 weight rows while 4 x M fit, else 2 rows and groups of ACCS / 2 */
+    const int R = 4 * M <= ACCS ? 4 : 2, GS = 4 * M <= ACCS ? M : ACCS / 2, NR = N - N % R;
+    const int KV = K - K % VL, nb = KV > KB_MAX ? (KV + KB_MAX - 1) / KB_MAX : 1;
+    const int KB = ((KV + nb - 1) / nb + VL - 1) / VL * VL;
+    if (nb > 1 && beta != 0.0f) return 0;
+    for (int b = 0; b < nb; b++) {
+        const int k0 = b * KB, k1 = k0 + KB < KV ? k0 + KB : KV;
+        const struct pass p = {k0, k1, b == 0, b == nb - 1, nb == 1 && KV == K && alpha == 1.0f && beta == 0.0f,
+                               KV, K, alpha, beta, A, lda, C, ldc};
+        tiles(M, R, GS, 0, NR, &p, B, ldb);
+        leftover_rows(M, NR, N, &p, B, ldb);
+    }
+    return 1;
+}
+
+/* A constant M per case: the tile shapes and groups are chosen at compile time. */
 static int few_rows(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                     int ldb, float beta, float *C, int ldc) {
-    switch (M) {  /* a constant M per case: the accumulators stay in registers */
-    case 2: gemm_few_rows(2, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return 1;
-    case 3: gemm_few_rows(3, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return 1;
-    case 4: gemm_few_rows(4, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return 1;
-    case 5: gemm_few_rows(5, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return 1;
-    case 6: gemm_few_rows(6, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return 1;
-    case 7: gemm_few_rows(7, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return 1;
-    case 8: gemm_few_rows(8, N, K, alpha, A, lda, B, ldb, beta, C, ldc); return 1;
+    switch (M) {
+#define ROWS(m) case m: return gemm_rows(m, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    ROWS(1) ROWS(2) ROWS(3) ROWS(4) ROWS(5) ROWS(6) ROWS(7) ROWS(8)
+    ROWS(9) ROWS(10) ROWS(11) ROWS(12) ROWS(13) ROWS(14) ROWS(15) ROWS(16)
+#undef ROWS
     default: return 0;
     }
 }
@@ -192,10 +329,8 @@ void cblas_sgemm(int order, int ta, int tb, int M, int N, int K, float alpha, co
         real_gemv = (gemv_t)dlsym(RTLD_NEXT, "cblas_sgemv");
     }
     if (order == RowMajor && K > 0 && real_gemv) {
-        if (M == 1 && ta == NoTrans && tb == Trans) {  /* x @ W^T: a decode step */
-            one_row(N, K, alpha, A, B, ldb, beta, C);
-            return;
-        }
+        if (ta == NoTrans && tb == Trans && few_rows(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+            return;  /* x @ W^T with 1..16 rows: a decode step, a verification, a batch */
         if (M == 1) {  /* C[0,:] = alpha * A[0,:] @ op(B) + beta * C[0,:] */
             int incx = ta == NoTrans ? 1 : lda;
             if (tb == Trans) gemv(NoTrans, N, K, alpha, B, ldb, A, incx, beta, C, 1, N);
@@ -208,8 +343,6 @@ void cblas_sgemm(int order, int ta, int tb, int M, int N, int K, float alpha, co
             else gemv(Trans, K, M, alpha, A, lda, B, incx, beta, C, ldc, M);
             return;
         }
-        if (ta == NoTrans && tb == Trans && few_rows(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
-            return;
     }
     real_gemm(order, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
@@ -293,7 +426,7 @@ def build_shim() -> Path | None:
             src = Path(tmp) / "shim.c"
             src.write_text(_SHIM_SOURCE)
             out = Path(tmp) / dest.name
-            for flags in (["-O3", "-march=native"], ["-O2"]):  # native vector width, else portable
+            for flags in (["-O3", "-march=native"], ["-O3"]):  # native vector width, else portable
                 proc = subprocess.run([compiler, *flags, "-shared", "-fPIC", "-o", str(out), str(src), "-ldl"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
                 if proc.returncode == 0 and out.is_file():
@@ -422,6 +555,6 @@ def blas_status() -> str:
         extras = [_state["note"]]
         if _state["threads"]:
             extras.append(f"{_state['threads']} thread(s)")
-        extras.append("sgemm shim: x @ W^T with 1..8 rows -> streaming kernels" if _state["shim"] else "no sgemm shim")
+        extras.append("sgemm shim: x @ W^T with 1..16 rows -> its own kernels" if _state["shim"] else "no sgemm shim")
         return f"OpenBLAS {_state['loaded']} ({'; '.join(extras)})"
     return f"MLX's bundled reference BLAS (slow): {_state['note']}"
