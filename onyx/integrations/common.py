@@ -42,16 +42,20 @@ _grammars: OrderedDict[tuple, "Compiled"] = OrderedDict()
 
 
 def eos_ids_of(tokenizer: Any) -> list[int] | None:
-    """The EOS ids a tokenizer declares: mlx-lm's `eos_token_ids` (a set, possibly several),
-    else transformers' `eos_token_id`. None when it declares none."""
-    ids = getattr(tokenizer, "eos_token_ids", None)
-    if ids:
-        return sorted({int(i) for i in ids})
-    one = getattr(tokenizer, "eos_token_id", None)
-    if isinstance(one, int) and not isinstance(one, bool):
-        return [one]
-    if isinstance(one, (list, tuple)) and one:
-        return sorted({int(i) for i in one})
+    """The EOS ids a tokenizer declares: `eos_token_ids` (mlx-lm's wrapper: a set, possibly of
+    several), else `eos_token_id`. None when it declares none."""
+    for attr in ("eos_token_ids", "eos_token_id"):
+        value = getattr(tokenizer, attr, None)
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, int):
+            return [value]
+        try:
+            ids = sorted({int(i) for i in value})
+        except (TypeError, ValueError):
+            continue
+        if ids:
+            return ids
     return None
 
 
@@ -216,6 +220,15 @@ class Walk:
 
 
 # --- masks ------------------------------------------------------------------------------------
+
+
+def unpack_bitmask(words: np.ndarray, width: int) -> np.ndarray:
+    """A grammar bitmask (uint32 words, bit t%32 of word t//32) as a bool vector `width` long
+    (ids past the vocabulary's end are False; ids past `width` are cut)."""
+    bits = np.unpackbits(words.view(np.uint8), bitorder="little")
+    if bits.shape[0] < width:
+        bits = np.pad(bits, (0, width - bits.shape[0]))
+    return bits[:width].astype(np.bool_)
 
 
 class MaskTable:
