@@ -155,6 +155,13 @@ def compile_constraint(vocab: Vocabulary, spec: ConstraintSpec) -> Compiled:
     return compiled
 
 
+def clear_caches() -> None:
+    """Forgets every cached vocabulary and compiled grammar (processors already made keep theirs)."""
+    with _lock:
+        _vocabularies.clear()
+        _grammars.clear()
+
+
 def cache_stats() -> dict:
     """How many vocabularies and compiled grammars the integrations hold."""
     with _lock:

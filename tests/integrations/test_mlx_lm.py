@@ -74,6 +74,16 @@ def test_greedy_generate_equals_the_engine_in_baseline_mode(engine, loaded, text
 
 
 @pytest.mark.slow
+def test_the_budget_is_what_keeps_a_short_output_valid(loaded):
+    prompt = chat(loaded, "Describe a person as JSON.")
+    aware = GrammarLogitsProcessor(loaded.tokenizer, json_schema=PERSON, max_tokens=16)
+    blind = GrammarLogitsProcessor(loaded.tokenizer, json_schema=PERSON)
+    text = loaded.tokenizer.decode(mlx_lm_greedy(loaded, prompt, aware, 16))
+    cut = loaded.tokenizer.decode(mlx_lm_greedy(loaded, prompt, blind, 16))
+    assert aware.matches(text) and not blind.matches(cut), (text, cut)
+
+
+@pytest.mark.slow
 def test_generate_returns_valid_text_and_stops_at_eos(loaded):
     processor = GrammarLogitsProcessor(loaded.tokenizer, regex=r"(yes|no)", max_tokens=8)
     text = generate(loaded.model, loaded.tokenizer, chat(loaded, "Is the sky blue? Answer yes or no."),
