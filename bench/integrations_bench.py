@@ -136,11 +136,16 @@ class Setup:
     """The model, its tokenizer, and how to make each mode's processor."""
 
     def __init__(self) -> None:
-        import llguidance.hf
-
         self.loaded = load()
         self.tok = self.loaded.tokenizer
         self.width = self.loaded.vocab_size
+        try:
+            import llguidance.hf
+        except ImportError:  # the bench extra is not installed: Onyx against no processor only
+            self.modes = MODES[:2]
+            self.ll_apply_kind = "llguidance is not installed (the bench extra: make bench)"
+            return
+        self.modes = MODES
         t = time.perf_counter()
         self.lltok = llguidance.hf.from_tokenizer(self.tok._tokenizer, n_vocab=self.width,
                                                   eos_token=self.loaded.eos_token_ids[0])
@@ -177,17 +182,18 @@ def decode_section(s: Setup, max_tokens: int, reps: int) -> dict:
     for key, label, text, constraint in GRAMMARS:
         prompt = s.prompt(text)
         check = GrammarLogitsProcessor(s.tok, **constraint)
-        runs: dict[str, list[dict]] = {m: [] for m in MODES}
+        modes = s.modes
+        runs: dict[str, list[dict]] = {m: [] for m in modes}
         for rep in range(reps):
-            order = MODES[rep % len(MODES):] + MODES[:rep % len(MODES)]
+            order = modes[rep % len(modes):] + modes[:rep % len(modes)]
             for mode in order:
                 r = generate_once(s, prompt, s.processor(mode, key, constraint, max_tokens), max_tokens)
                 r["valid"] = None if mode == "none" else check.matches(r["text"])
                 runs[mode].append(r)
-            print(f"  {key} rep {rep + 1}/{reps}: " + ", ".join(f"{m} {runs[m][-1]['tok_s']:.1f}" for m in MODES),
+            print(f"  {key} rep {rep + 1}/{reps}: " + ", ".join(f"{m} {runs[m][-1]['tok_s']:.1f}" for m in modes),
                   flush=True)
         entry = {"label": label, "modes": {}}
-        for mode in MODES:
+        for mode in modes:
             rates = [r["tok_s"] for r in runs[mode]]
             entry["modes"][mode] = {
                 "tok_s_median": harness.median(rates),
@@ -197,13 +203,14 @@ def decode_section(s: Setup, max_tokens: int, reps: int) -> dict:
                 ratios = harness.paired_ratios(rates, [r["tok_s"] for r in runs["none"]])
                 entry["modes"][mode]["median_paired_ratio"] = harness.median(ratios)
                 entry["modes"][mode]["overhead"] = 1.0 - harness.median(ratios)
-        onyx_r = harness.paired_ratios([r["tok_s"] for r in runs["onyx"]], [r["tok_s"] for r in runs["llguidance"]])
-        entry["onyx_vs_llguidance_paired"] = harness.median(onyx_r)
         entry["same_tokens_as_unconstrained"] = {
-            m: all(a["token_ids"] == b["token_ids"] for a, b in zip(runs[m], runs["none"])) for m in MODES[1:]}
-        entry["same_tokens_onyx_llguidance"] = all(
-            a["token_ids"] == b["token_ids"] for a, b in zip(runs["onyx"], runs["llguidance"]))
-        entry["sample"] = {m: runs[m][-1]["text"][:160] for m in MODES}
+            m: all(a["token_ids"] == b["token_ids"] for a, b in zip(runs[m], runs["none"])) for m in modes[1:]}
+        if "llguidance" in runs:
+            onyx_r = harness.paired_ratios([r["tok_s"] for r in runs["onyx"]], [r["tok_s"] for r in runs["llguidance"]])
+            entry["onyx_vs_llguidance_paired"] = harness.median(onyx_r)
+            entry["same_tokens_onyx_llguidance"] = all(
+                a["token_ids"] == b["token_ids"] for a, b in zip(runs["onyx"], runs["llguidance"]))
+        entry["sample"] = {m: runs[m][-1]["text"][:160] for m in modes}
         entry["recorded_tokens"] = runs["onyx"][-1]["token_ids"]
         out[key] = entry
     return out
@@ -220,7 +227,7 @@ def processor_section(s: Setup, decode: dict, max_tokens: int, reps: int) -> dic
         arrays = [mx.array(prompt + tokens[:n]) for n in range(len(tokens) + 1)]
         mx.eval(arrays)
         per_mode = {}
-        for mode in ("onyx", "llguidance"):
+        for mode in s.modes[1:]:
             times = []
             for _ in range(reps):
                 p = s.processor(mode, key, constraint, max_tokens)
@@ -243,8 +250,6 @@ def processor_section(s: Setup, decode: dict, max_tokens: int, reps: int) -> dic
 
 def construction_section(s: Setup) -> dict:
     """3: making a processor, first and cached, against llguidance."""
-    import llguidance
-
     common.clear_caches()  # the first processor builds the vocabulary again
     constraint = {"json_schema": CHARACTER_SCHEMA}
     t = time.perf_counter()
@@ -253,16 +258,20 @@ def construction_section(s: Setup) -> dict:
     t = time.perf_counter()
     GrammarLogitsProcessor(s.tok, **constraint)
     cached = time.perf_counter() - t
+    out = {"onyx_first_s": first, "onyx_cached_s": cached}
+    if "llguidance" not in s.modes:
+        return out
+    import llguidance
+
     grammar = llguidance_grammar(constraint)
     t = time.perf_counter()
     llguidance.LLMatcher(s.lltok, grammar, log_level=0)
     matcher = time.perf_counter() - t
-    return {"onyx_first_s": first, "onyx_cached_s": cached, "llguidance_tokenizer_s": s.lltok_s,
-            "llguidance_matcher_s": matcher}
+    return {**out, "llguidance_tokenizer_s": s.lltok_s, "llguidance_matcher_s": matcher}
 
 
 def run(quick: bool, out: Path, max_tokens: int | None = None, reps: int | None = None) -> dict:
-    max_tokens = max_tokens or (16 if quick else 128)
+    max_tokens = max_tokens or (32 if quick else 128)  # the JSON schema needs 22 tokens at least
     reps = reps or (1 if quick else 5)
     s = Setup()
     print(f"model {s.loaded.name} ({s.loaded.device}, {s.loaded.dtype}); llguidance bitmask: {s.ll_apply_kind}")
@@ -276,11 +285,12 @@ def run(quick: bool, out: Path, max_tokens: int | None = None, reps: int | None 
         "onyx_overhead_le_3pct": {
             "holds": all(decode[k]["modes"]["onyx"]["overhead"] <= 0.03 for k in decode),
             "overhead": {k: decode[k]["modes"]["onyx"]["overhead"] for k in decode}},
-        "onyx_ahead_of_llguidance": {
+    }
+    if "llguidance" in s.modes:
+        targets["onyx_ahead_of_llguidance"] = {
             "holds": all(decode[k]["onyx_vs_llguidance_paired"] >= 1.0 for k in decode)
             and all(processor[k]["onyx"]["median_us"] < processor[k]["llguidance"]["median_us"] for k in processor),
-            "paired_tok_s_ratio": {k: decode[k]["onyx_vs_llguidance_paired"] for k in decode}},
-    }
+            "paired_tok_s_ratio": {k: decode[k]["onyx_vs_llguidance_paired"] for k in decode}}
     data = {
         "meta": {**harness.machine_meta(), "quick": quick, "max_tokens": max_tokens, "reps": reps,
                  "loadavg_end": harness.loadavg(), "llguidance_bitmask": s.ll_apply_kind,
@@ -293,26 +303,34 @@ def run(quick: bool, out: Path, max_tokens: int | None = None, reps: int | None 
 
 
 def print_table(data: dict) -> None:
-    print(f"\n1. mlx-lm stream_generate, greedy, {data['meta']['max_tokens']} tokens, "
-          f"{data['meta']['reps']} reps (medians; ratios paired per repetition)")
-    print(f"{'grammar':32} {'none tok/s':>10} {'onyx tok/s':>10} {'onyx/none':>10} {'llg tok/s':>10} "
-          f"{'llg/none':>9} {'onyx/llg':>9}")
+    meta = data["meta"]
+    ll = "llguidance" in next(iter(data["decode"].values()))["modes"]
+    print(f"\n1. mlx-lm stream_generate, greedy, {meta['max_tokens']} tokens, {meta['reps']} reps "
+          f"(medians; ratios paired per repetition); llguidance: {meta['llguidance_bitmask']}")
+    head = f"{'grammar':32} {'none tok/s':>10} {'onyx tok/s':>10} {'onyx/none':>10}"
+    print(head + (f" {'llg tok/s':>10} {'llg/none':>9} {'onyx/llg':>9}" if ll else ""))
     for entry in data["decode"].values():
         m = entry["modes"]
-        print(f"{entry['label']:32} {m['none']['tok_s_median']:10.1f} {m['onyx']['tok_s_median']:10.1f} "
-              f"{m['onyx']['median_paired_ratio']:10.3f} {m['llguidance']['tok_s_median']:10.1f} "
-              f"{m['llguidance']['median_paired_ratio']:9.3f} {entry['onyx_vs_llguidance_paired']:9.3f}")
+        row = (f"{entry['label']:32} {m['none']['tok_s_median']:10.1f} {m['onyx']['tok_s_median']:10.1f} "
+               f"{m['onyx']['median_paired_ratio']:10.3f}")
+        if ll:
+            row += (f" {m['llguidance']['tok_s_median']:10.1f} {m['llguidance']['median_paired_ratio']:9.3f} "
+                    f"{entry['onyx_vs_llguidance_paired']:9.3f}")
+        print(row)
     print("\n2. processor time per call, tokens of a recorded run (median µs; eval of unmasked logits for scale)")
     for key, p in data["processor_us"].items():
-        print(f"{key:32} onyx {p['onyx']['median_us']:8.1f}   llguidance {p['llguidance']['median_us']:8.1f}   "
-              f"eval only {p['eval_only_us']:6.1f}")
+        other = f"   llguidance {p['llguidance']['median_us']:8.1f}" if ll else ""
+        print(f"{key:32} onyx {p['onyx']['median_us']:8.1f}{other}   eval only {p['eval_only_us']:6.1f}")
     c = data["construction"]
-    print(f"\n3. making a processor (JSON schema): onyx first {c['onyx_first_s'] * 1e3:.0f} ms (vocabulary, "
-          f"self-test, compile), cached {c['onyx_cached_s'] * 1e3:.2f} ms; llguidance tokenizer "
-          f"{c['llguidance_tokenizer_s'] * 1e3:.0f} ms, matcher {c['llguidance_matcher_s'] * 1e3:.2f} ms")
+    line = (f"\n3. making a processor (JSON schema): onyx first {c['onyx_first_s'] * 1e3:.0f} ms (vocabulary, "
+            f"self-test, compile), cached {c['onyx_cached_s'] * 1e3:.2f} ms")
+    if ll:
+        line += (f"; llguidance tokenizer {c['llguidance_tokenizer_s'] * 1e3:.0f} ms, matcher "
+                 f"{c['llguidance_matcher_s'] * 1e3:.2f} ms")
+    print(line)
     for name, t in data["targets"].items():
         print(f"target {name}: {'met' if t['holds'] else 'NOT met'}")
-    print(f"load average {data['meta']['loadavg_end']}")
+    print(f"load average {meta['loadavg_end']}")
 
 
 def main(argv=None) -> int:

@@ -9,8 +9,8 @@
   order of calls).
 - `MaskTable`: a grammar's masks at one logits width in one framework's form (an MLX bool
   array, a torch bool tensor), converted once per state. With a token budget the mask is the
-  engine's budget-aware one (`grammar.token_bitmask_within`): a state whose mask a budget does
-  not restrict is remembered as such, so most steps are one dictionary lookup.
+  engine's budget-aware one (`grammar.token_bitmask_within`); the masks a budget restricts
+  (the last steps before the limit) are converted once per state and budget.
 
 No framework is imported here (numpy only), so each integration pulls in only its own.
 """
@@ -248,21 +248,19 @@ class MaskTable:
         self.convert = convert
         self._masks: dict[int, Any] = {}
         self._budget_masks: dict[tuple[int, int], Any] = {}
-        self._free_from: dict[int, int] = {}  # state -> a budget known not to restrict its mask
         self._eos_only: Any = None
 
     def get(self, state: int, budget: int | None = None) -> Any:
         """The mask of `state`, restricted (when `budget` is given) to the tokens after which a
         valid completion fits in `budget` more tokens; the plain mask when even the shortest
-        completion no longer fits (the output will be cut short), as the engine does."""
-        if budget is not None and budget < self._free_from.get(state, 1 << 62):
+        completion no longer fits (the output will be cut short), as the engine does. Whether
+        a budget restricts a state's mask is an O(1) check in the grammar core."""
+        if budget is not None:
             mask = self._budget_masks.get((state, budget))
             if mask is not None:
                 return mask
             words = self.grammar.token_bitmask_within(state, budget)
-            if words is self.grammar.token_bitmask(state):
-                self._free_from[state] = min(budget, self._free_from.get(state, budget))
-            elif words.any():
+            if words is not self.grammar.token_bitmask(state) and words.any():
                 if len(self._budget_masks) >= MAX_BUDGET_MASKS:
                     self._budget_masks.clear()
                 mask = self._budget_masks[(state, budget)] = self.convert(words, self.width)

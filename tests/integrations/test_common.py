@@ -93,22 +93,24 @@ def test_walk_follows_rewinds_and_ends_at_eos(tokenizer, vocab):
         walk.push(encode(tokenizer, "!")[0])
 
 
-def test_masks_match_the_engine_with_and_without_a_budget(vocab):
+def test_masks_match_the_engine_with_and_without_a_budget(tokenizer, vocab):
     compiled = common.compile_constraint(vocab, common.constraint_spec(json_schema=PERSON))
     g = compiled.grammar
     width = len(vocab) + 64  # logits wider than the vocabulary, as in many models
     table = common.MaskTable(g, width, common.unpack_bitmask)
     engine_masks = MaskCache(g, width)
-    state = g.initial_state
-    shortest = g.min_tokens_to_accept(state)
+    states = [g.initial_state]
+    for t in encode(tokenizer, '{"name":"Ann","age":7}'):
+        states.append(g.advance(states[-1], t))
     restricted = 0
-    for budget in [None, 0, shortest - 2, shortest - 1, shortest, shortest + 3, 1000]:
-        ours = table.get(state, budget)
-        theirs = np.array(engine_masks.get(state) if budget is None else engine_masks.within(state, budget))
-        assert ours.shape == (width,) and np.array_equal(ours, theirs), budget
-        restricted += budget is not None and not np.array_equal(ours, table.get(state))
-    assert restricted > 0  # some budget did restrict the mask
-    assert table.get(state, 1000) is table.get(state)  # an unrestricting budget: the shared mask
+    for state in states:
+        for budget in [None, *range(0, 16), 1000]:
+            ours = table.get(state, budget)
+            theirs = np.array(engine_masks.get(state) if budget is None else engine_masks.within(state, budget))
+            assert ours.shape == (width,) and np.array_equal(ours, theirs), (state, budget)
+            restricted += budget is not None and not np.array_equal(ours, table.get(state))
+    assert restricted > 0  # some budgets did restrict a mask
+    assert table.get(states[0], 1000) is table.get(states[0])  # an unrestricting budget: the shared mask
     eos = table.eos_only()
     assert np.flatnonzero(eos).tolist() == [2]
 
