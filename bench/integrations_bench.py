@@ -16,7 +16,8 @@
      second one for the same pattern (cached), against llguidance's tokenizer and matcher.
 
 llguidance's `apply_token_bitmask` is a Metal kernel; where MLX has no Metal back-end (Linux,
-`mlx[cpu]`) the bench applies the same bitmask with MLX array operations instead, and says so.
+`mlx[cpu]`) the bench applies the same bitmask on the CPU instead (numpy unpacks it, one MLX
+select applies it), says so, and also times llguidance's matcher alone.
 
     python bench/integrations_bench.py             # full run (about 6-10 minutes on 2 cores)
     python bench/integrations_bench.py --quick --out /tmp/ib
@@ -62,24 +63,22 @@ NEG_INF = float("-inf")
 # --------------------------------------------------------------------------------------------
 
 
-class _MlxOpsBitmask:
-    """`llguidance.mlx.apply_token_bitmask` without its Metal kernel: bit t%32 of word t//32
-    of the int32 mask decides whether logit t stays, in MLX array operations."""
+class _CpuBitmask:
+    """`llguidance.mlx.apply_token_bitmask` without its Metal kernel, as fast as we could make it
+    on the CPU: numpy unpacks the int32 bitmask (bit t%32 of word t//32 keeps logit t) and one
+    MLX select applies it."""
 
     def __init__(self, width: int) -> None:
-        ids = mx.arange(width, dtype=mx.uint32)
-        self.word = ids // 32
-        self.shift = ids % 32
+        self.width = width
 
     def __call__(self, logits: mx.array, mask_np: np.ndarray) -> mx.array:
-        words = mx.array(mask_np.view(np.uint32)).reshape(-1)
-        keep = ((words[self.word] >> self.shift) & 1).astype(mx.bool_)
-        return mx.where(keep, logits, NEG_INF)
+        keep = np.unpackbits(mask_np.reshape(-1).view(np.uint8), bitorder="little")[:self.width]
+        return mx.where(mx.array(keep.astype(np.bool_)), logits, NEG_INF)
 
 
 def llguidance_apply(width: int):
-    """llguidance's mlx bitmask application, or the MLX-ops stand-in where there is no Metal;
-    and which one it is."""
+    """llguidance's mlx bitmask application, or the CPU stand-in where there is no Metal; and
+    which one it is."""
     from llguidance.mlx import apply_token_bitmask
 
     probe = np.full((1, (width + 31) // 32), -1, dtype=np.int32)
@@ -87,7 +86,7 @@ def llguidance_apply(width: int):
         mx.eval(apply_token_bitmask(mx.zeros((1, width)), probe))
         return apply_token_bitmask, "llguidance.mlx.apply_token_bitmask (Metal kernel)"
     except RuntimeError as e:  # "[metal_kernel] No Metal back-end."
-        return _MlxOpsBitmask(width), f"MLX array operations (llguidance.mlx's kernel: {e})"
+        return _CpuBitmask(width), f"numpy unpack + one MLX select (llguidance.mlx's kernel: {e})"
 
 
 class LLGuidanceProcessor:
@@ -237,6 +236,17 @@ def processor_section(s: Setup, decode: dict, max_tokens: int, reps: int) -> dic
                     times.append(time.perf_counter() - t)
             per_mode[mode] = {"median_us": harness.median(times) * 1e6, "mean_us": float(np.mean(times)) * 1e6,
                               "calls": len(times)}
+        if "llguidance" in s.modes:  # its matcher alone: consume the token, fill the bitmask
+            times = []
+            for _ in range(reps):
+                p = s.processor("llguidance", key, constraint, max_tokens)
+                for n in range(len(tokens) + 1):
+                    t = time.perf_counter()
+                    if n:
+                        p.matcher.consume_token(tokens[n - 1])
+                    p.fill(p.matcher, p.mask)
+                    times.append(time.perf_counter() - t)
+            per_mode["llguidance_matcher_only_us"] = harness.median(times) * 1e6
         unmasked = []
         for _ in range(reps):
             for _a in arrays:
@@ -281,10 +291,17 @@ def run(quick: bool, out: Path, max_tokens: int | None = None, reps: int | None 
     construction = construction_section(s)
     for entry in decode.values():
         entry.pop("recorded_tokens")
+    # The processor's own time as a share of an unconstrained step: a reading of the overhead
+    # that the machine's load does not drown (the paired tok/s ratios carry its noise).
+    for k in processor:
+        step_us = 1e6 / decode[k]["modes"]["none"]["tok_s_median"]
+        for mode in s.modes[1:]:
+            processor[k][mode]["share_of_step"] = processor[k][mode]["median_us"] / step_us
     targets = {
         "onyx_overhead_le_3pct": {
             "holds": all(decode[k]["modes"]["onyx"]["overhead"] <= 0.03 for k in decode),
-            "overhead": {k: decode[k]["modes"]["onyx"]["overhead"] for k in decode}},
+            "overhead": {k: decode[k]["modes"]["onyx"]["overhead"] for k in decode},
+            "processor_share_of_step": {k: processor[k]["onyx"]["share_of_step"] for k in processor}},
     }
     if "llguidance" in s.modes:
         targets["onyx_ahead_of_llguidance"] = {
@@ -319,8 +336,10 @@ def print_table(data: dict) -> None:
         print(row)
     print("\n2. processor time per call, tokens of a recorded run (median µs; eval of unmasked logits for scale)")
     for key, p in data["processor_us"].items():
-        other = f"   llguidance {p['llguidance']['median_us']:8.1f}" if ll else ""
-        print(f"{key:32} onyx {p['onyx']['median_us']:8.1f}{other}   eval only {p['eval_only_us']:6.1f}")
+        other = (f"   llguidance {p['llguidance']['median_us']:8.1f} ({p['llguidance']['share_of_step']:.2%}; "
+                 f"matcher alone {p['llguidance_matcher_only_us']:.1f})" if ll else "")
+        print(f"{key:32} onyx {p['onyx']['median_us']:8.1f} ({p['onyx']['share_of_step']:.2%} of a step){other}"
+              f"   eval only {p['eval_only_us']:6.1f}")
     c = data["construction"]
     line = (f"\n3. making a processor (JSON schema): onyx first {c['onyx_first_s'] * 1e3:.0f} ms (vocabulary, "
             f"self-test, compile), cached {c['onyx_cached_s'] * 1e3:.2f} ms")

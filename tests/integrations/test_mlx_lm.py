@@ -4,8 +4,11 @@ output equals the engine's in baseline mode token for token (budget-aware masks 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
+from pathlib import Path
 
 import jsonschema
 import mlx.core as mx
@@ -176,3 +179,36 @@ def test_processors_share_the_compiled_grammar_and_reset(loaded):
         GrammarLogitsProcessor(loaded.tokenizer, regex="[0-9]", max_tokens=0)
     with pytest.raises(onyx.InvalidRegexError):
         GrammarLogitsProcessor(loaded.tokenizer, regex="(")
+
+
+def readme_block(marker: str) -> str:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    return next(b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if marker in b)
+
+
+@pytest.mark.slow
+def test_the_readme_example(loaded):
+    """The README's lines, with the default model in place of the Hugging Face download."""
+    code = readme_block("onyx.integrations.mlx_lm")
+    download = 'load("mlx-community/Qwen2.5-0.5B-Instruct-4bit")'
+    assert download in code
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(code.replace(download, "(readme_model, readme_tokenizer)"),
+             {"readme_model": loaded.model, "readme_tokenizer": loaded.tokenizer})
+    assert re.fullmatch(r"[A-Z]{3}-[0-9]{4}", out.getvalue().strip()), out.getvalue()
+
+
+@pytest.mark.slow
+def test_speculative_generate_with_a_draft_model_gives_the_same_tokens(loaded):
+    """mlx-lm's speculative decoding calls the processor for the draft's and the target's
+    positions and rewinds after a rejection; the model drafting for itself, greedy, must give
+    plain decoding's tokens."""
+    prompt = chat(loaded, "Describe a person as JSON.")
+    plain = GrammarLogitsProcessor(loaded.tokenizer, json_schema=PERSON, max_tokens=40)
+    expected = mlx_lm_greedy(loaded, prompt, plain, 40)
+    drafted = GrammarLogitsProcessor(loaded.tokenizer, json_schema=PERSON, max_tokens=40)
+    ids = [r.token for r in stream_generate(loaded.model, loaded.tokenizer, prompt, max_tokens=40, draft_model=loaded.model,
+                                            num_draft_tokens=3, logits_processors=[drafted])]
+    assert without_eos(loaded, ids) == expected
+    assert drafted.matches(loaded.tokenizer.decode(expected))

@@ -5,8 +5,11 @@ that ended padded). torch is the `torch` extra, which `make test` installs."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
+from pathlib import Path
 
 import jsonschema
 import numpy as np
@@ -176,3 +179,22 @@ def test_half_precision_scores_keep_their_dtype(Processor, fast_tokenizer):
     assert torch.isneginf(scores).any() and torch.isfinite(scores).any()
     with pytest.raises(onyx.UnsupportedSchemaError):
         Processor(fast_tokenizer, json_schema={"type": "number", "multipleOf": 2})
+
+
+@pytest.mark.slow
+def test_the_readme_example(hf_model):
+    """The README's lines, with the default model's GGUF in place of the Hugging Face download."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    code = next(b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+                if "onyx.integrations.transformers" in b)
+    model, tokenizer = hf_model
+    for name in ("AutoTokenizer", "AutoModelForCausalLM"):
+        download = f'{name}.from_pretrained("HuggingFaceTB/SmolLM2-135M-Instruct")'
+        assert download in code
+        code = code.replace(download, f"readme_{name}")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(code, {"readme_AutoTokenizer": tokenizer, "readme_AutoModelForCausalLM": model})
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}, "age": {"type": "integer"}},
+              "required": ["name", "age"], "additionalProperties": False}
+    jsonschema.validate(json.loads(out.getvalue().strip().splitlines()[-1]), schema)
