@@ -178,7 +178,8 @@ def test_half_precision_scores_keep_their_dtype(Processor, fast_tokenizer):
     assert scores.dtype == torch.bfloat16
     assert torch.isneginf(scores).any() and torch.isfinite(scores).any()
     with pytest.raises(onyx.UnsupportedSchemaError):
-        Processor(fast_tokenizer, json_schema={"type": "number", "multipleOf": 2})
+        Processor(fast_tokenizer, json_schema={"type": "array", "items": {"type": "string"}, "uniqueItems": True,
+                                               "minItems": 2})  # two distinct strings: refused
 
 
 @pytest.mark.slow
