@@ -272,7 +272,8 @@ def _is_gguf(path: Path) -> bool:
 
 
 def _convert(gguf: Path, spec: str) -> Path:
-    from onyx.gguf_convert import GGUFError, convert_gguf
+    from onyx.gguf_convert import convert_gguf
+    from onyx.gguf_reader import GGUFError
 
     try:
         return convert_gguf(gguf)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from onyx import assets, gguf_convert
-from onyx.gguf_convert import GGUFReader, Quantized
+from onyx.gguf_reader import GGUFReader, Quantized
 
 import mlx.core as mx  # noqa: E402  (after onyx: OpenBLAS is preloaded first)
 import onyx  # noqa: E402

@@ -48,6 +48,7 @@ def test_default_model_answers_the_capital_of_france(smollm2):
     assert out[-1] == 2, "generation should stop at <|im_end|>"
 
 
+@pytest.mark.slow
 def test_gemma3_completes_sensibly(gemma3):
     # Gemma 3 270M here is the base model (no chat template): plain completions. Measured greedy
     # outputs: " Paris\nQuestion: ...", " 6, 7, 8, 9, 10, ...". A wrong RMSNorm convention (the

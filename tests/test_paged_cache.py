@@ -595,6 +595,7 @@ def test_shape_errors(tiny):
 
 # -- the real default model --------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_real_model_greedy_equals_mlx_lm_cache():
     """SmolLM2-135M-Instruct (onyx.models.load()): 64 greedy tokens on a ChatML prompt with the
     paged cache equal mlx-lm's own cache, token for token."""

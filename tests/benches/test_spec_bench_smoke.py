@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # runs a whole bench in quick mode
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "spec_bench.py"
 

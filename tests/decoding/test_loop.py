@@ -38,6 +38,7 @@ def self_draft():
     return onyx.Engine(draft_model="smollm2")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_every_mode_matches_baseline_greedy(engine, case):
     kwargs = CASES[case]

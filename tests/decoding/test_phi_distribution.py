@@ -180,6 +180,7 @@ def _providers(setup):
     return {"none": None, "exact": exact}
 
 
+@pytest.mark.slow
 def test_masking_samples_mu_proj_and_exact_phi_samples_mu_star(setup, laws, rows):
     phis = _providers(setup)
     prompt = tuple(setup["ids"])
@@ -216,6 +217,7 @@ def _equality_verify(logits, proposal, grammar, masks, state, params, sampler, r
     return len(drafts), int(sampler.draw(p[len(drafts)]).item()), states
 
 
+@pytest.mark.slow
 def test_appendix_h_equality_verifier_fails_the_same_check(setup, laws, rows):
     n = 10_000
     counts, _ = fvo_sample(n, setup["small_g"], rows, _providers(setup)["exact"], gamma=4, seed=9,

@@ -62,6 +62,7 @@ def test_analytic_hierarchy(dyck):
     assert u > 0.3 and u > o + 0.05 and o > 0.2, (u, o, e)
 
 
+@pytest.mark.slow
 def test_sampled_hierarchy_through_the_product_verifier(dyck):
     grammar, trie, laws = dyck["grammar"], dyck["trie"], dyck["laws"]
     masks = MaskCache(grammar, 3)

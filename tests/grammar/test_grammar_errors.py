@@ -122,17 +122,25 @@ def test_bad_vocabulary_inputs(tmp_path):
         tiny_vocab(["a"]).token_bytes(99)
 
 
-@pytest.mark.parametrize("schema,keyword", [
-    ({"type": "object", "properties": {"a": {"type": "string"}}, "patternProperties": {"x": {}}}, "patternProperties"),
-    ({"type": "string", "contentEncoding": "base64"}, "contentEncoding"),
-    ({"type": "object", "properties": {"a": {"$ref": "#"}}}, "$ref"),
-    ({"type": "string", "format": "hostname-ish"}, "format"),
+@pytest.mark.parametrize("schema,keyword,path", [
+    ({"type": "object", "properties": {"a": {"$ref": "https://example.com/s.json"}}}, "$ref", "#/properties/a"),
+    ({"type": "string", "pattern": "(?=a)b"}, "pattern", "#"),
+    ({"type": "array", "items": {"type": "string"}, "uniqueItems": True, "minItems": 2}, "uniqueItems", "#"),
 ])
-def test_unsupported_schema_keyword_is_named(smollm2, schema, keyword):
+def test_unsupported_schema_keyword_is_named(smollm2, schema, keyword, path):
     with pytest.raises(onyx.UnsupportedSchemaError) as e:
         smollm2.compile_json_schema(schema)
     assert e.value.keyword == keyword
-    assert keyword in str(e.value)
+    assert keyword in str(e.value) and path in str(e.value)
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "string", "contentEncoding": "base64", "x-kubernetes-int-or-string": True, "readonly": True},
+    {"type": "string", "format": "hostname-ish"},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "patternProperties": {"^x": {"type": "string"}}},
+])
+def test_annotations_and_unknown_keywords_are_ignored(smollm2, schema):
+    assert smollm2.compile_json_schema(schema).num_states > 1
 
 
 @pytest.mark.parametrize("schema", [

@@ -3,6 +3,8 @@ exit status 2."""
 
 from __future__ import annotations
 
+import pytest
+
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +17,7 @@ def serve(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_a_draft_model_with_another_vocabulary_is_refused():
     r = serve("--draft-model", "gemma3-270m")
     assert r.returncode == 2, r.stderr

@@ -31,12 +31,16 @@ use crate::dfa::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 
 mod arrays;
+mod canonical;
 mod context;
 mod disjoint;
+mod formats;
 mod numbers;
 mod objects;
+mod pattern;
 mod policy;
 mod refs;
+mod search;
 mod strings;
 mod values;
 mod walk;

@@ -1,47 +1,504 @@
-//! Placeholder: the strings engineer's `strings.rs` replaces this file (canonical string
-//! encoding, `pattern`, `format`, lengths). Only what the core needs to build meanwhile.
+//! String schemas: what `minLength`, `maxLength`, `pattern` and `format` say about a string,
+//! compiled to the canonical JSON texts (quotes included) of the strings satisfying all of it.
+//!
+//! Patterns ([`super::search`]) and formats ([`super::formats`]) each give a language over
+//! canonical string bodies; several of them (from `allOf`) are intersected. Length bounds count
+//! code points of the decoded string. Alone they are a counted repetition of
+//! [`CANONICAL_CHAR`]; next to a pattern or format they are applied by a product of the
+//! language's DFA with a character counter, which counts a character at each byte that starts
+//! one (not a UTF-8 continuation byte, not inside an escape). The product only creates the
+//! (state, count) pairs that occur, so a bound the language already implies costs little.
+//!
+//! Counting costs states: up to one copy of the language's DFA per count. When counting up to
+//! `maxLength` would exceed about `max_states` states, the upper bound is lowered to the largest
+//! that fits (a sound restriction: only shorter strings are generated, e.g. 7,141 characters
+//! for a bare `maxLength: 10000` at the default limit); a `minLength` that does not fit is an
+//! error.
 
+use serde_json::{Map, Value};
+
+use super::canonical;
 use super::context::Ctx;
+use super::values::count;
+use super::formats;
+use super::pattern::{self, PatternError};
+use super::search;
 use crate::algebra::Expr;
-use crate::dfa::DfaConfig;
-use crate::error::Result;
+use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::error::{GrammarError, Result};
 
-/// One character of a canonical JSON string (see `schema_design`): raw except `"`, `\` and
-/// controls, which have one escape each.
-pub(crate) const CANONICAL_CHAR: &str =
-    r#"[^"\\\x00-\x1F]|\\["\\bfnrt]|\\u00(?:0[0-7]|0b|0e|0f|1[0-9a-f])"#;
+pub(crate) use super::canonical::CANONICAL_CHAR;
 
+/// DFA states a length bound costs per counted character when nothing else constrains the
+/// string (a boundary state, UTF-8 continuation states and escape states), for refusing
+/// bounds no DFA within the limits can count up to.
+const STATES_PER_CHAR: u64 = 14;
+
+/// What a (merged) schema says about a string. Several patterns/formats may come from allOf.
+#[derive(Debug, Clone, Default)]
 pub(crate) struct StringFacts {
+    /// ECMA-262 patterns (search semantics), with location.
     pub patterns: Vec<(String, Ctx)>,
+    /// Format names, with location.
     pub formats: Vec<(String, Ctx)>,
+    /// Code points.
     pub min_length: u64,
     pub max_length: Option<u64>,
 }
 
-pub(crate) fn string_expr(facts: &StringFacts, _config: &DfaConfig) -> Result<Expr> {
-    if let Some((_, ctx)) = facts.patterns.first() {
-        return Err(ctx.unsupported("pattern", "not yet"));
+impl StringFacts {
+    /// Reads `minLength`, `maxLength`, `pattern` and `format` from one schema object.
+    pub(crate) fn from_keywords(map: &Map<String, Value>, ctx: &Ctx) -> Result<StringFacts> {
+        let mut facts = StringFacts::default();
+        if let Some(v) = map.get("minLength") {
+            facts.min_length = count(v, "minLength", ctx)?;
+        }
+        if let Some(v) = map.get("maxLength") {
+            facts.max_length = Some(count(v, "maxLength", ctx)?);
+        }
+        match map.get("pattern") {
+            None => {}
+            Some(Value::String(p)) => facts.patterns.push((p.clone(), ctx.clone())),
+            Some(_) => return Err(ctx.invalid("pattern must be a string")),
+        }
+        match map.get("format") {
+            None => {}
+            Some(Value::String(f)) => facts.formats.push((f.clone(), ctx.clone())),
+            Some(_) => return Err(ctx.invalid("format must be a string")),
+        }
+        Ok(facts)
     }
-    let body = Expr::repeat(Expr::regex(format!("(?:{CANONICAL_CHAR})")), facts.min_length as u32,
-                            facts.max_length.map(|m| m as u32));
+
+    /// Adds the facts of another schema that must hold too (`allOf`).
+    pub(crate) fn merge(&mut self, other: StringFacts) {
+        self.patterns.extend(other.patterns);
+        self.formats.extend(other.formats);
+        self.min_length = self.min_length.max(other.min_length);
+        self.max_length = match (self.max_length, other.max_length) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+/// The canonical JSON text of one string value, as a literal Expr (quotes included).
+pub(crate) fn string_literal(value: &str) -> Expr {
+    Expr::literal(&format!("\"{}\"", canonical::spell(value)))
+}
+
+/// The canonical JSON texts (quotes included) of the strings satisfying every fact.
+/// An unsatisfiable combination is [`Expr::Empty`], not an error.
+pub(crate) fn string_expr(facts: &StringFacts, config: &DfaConfig) -> Result<Expr> {
+    let (min, max) = (facts.min_length, facts.max_length);
+    if max.is_some_and(|max| max < min) {
+        return Ok(Expr::Empty);
+    }
+    let mut parts = Vec::new();
+    for (p, ctx) in &facts.patterns {
+        let node = pattern::parse(p).map_err(|e| pattern_error(p, &e, ctx))?;
+        parts.push(search::search_language(&node, ctx, config)?);
+    }
+    for (name, ctx) in &facts.formats {
+        if let Some(e) = formats::format_expr(name, ctx, config)? {
+            parts.push(e);
+        }
+    }
+    let bounded = min > 0 || max.is_some();
+    let body = match parts.len() {
+        0 if !bounded => Expr::regex(format!("{CANONICAL_CHAR}*")),
+        0 => {
+            let max = fitting_max(min, max, STATES_PER_CHAR, config)?;
+            let upper = max.map_or(String::new(), |m| m.to_string());
+            Expr::regex(format!("{CANONICAL_CHAR}{{{min},{upper}}}"))
+        }
+        _ => {
+            let mut parts = parts.into_iter();
+            let mut body = parts.next().unwrap_or(Expr::Empty);
+            for p in parts {
+                body = body.and(&p, config)?;
+            }
+            if bounded && !body.is_empty() {
+                body = bound_length(&body, min, max, config)?;
+            }
+            body
+        }
+    };
+    if body.is_empty() {
+        return Ok(Expr::Empty);
+    }
     Ok(Expr::concat(vec![Expr::literal("\""), body, Expr::literal("\"")]))
 }
 
-pub(crate) fn string_literal(value: &str) -> Expr {
-    let mut out = String::from("\"");
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
+fn pattern_error(pattern: &str, e: &PatternError, ctx: &Ctx) -> GrammarError {
+    match e {
+        PatternError::Invalid { .. } => ctx.invalid(format!("pattern {pattern:?} is not an ECMA-262 regex: {e}")),
+        PatternError::Unsupported { .. } => ctx.unsupported("pattern", format!("pattern {pattern:?}: {e}")),
+    }
+}
+
+/// The upper length bound actually used: `max` when counting to it fits in about
+/// `config.max_states` states (at `per_char` states per counted character), else the largest
+/// bound that does (a sound restriction: shorter strings only). Too large when even `min`
+/// does not fit.
+fn fitting_max(min: u64, max: Option<u64>, per_char: u64, config: &DfaConfig) -> Result<Option<u64>> {
+    let fit = (config.max_states.saturating_sub(64) as u64 / per_char.max(1)).saturating_sub(1);
+    if min > fit {
+        return Err(GrammarError::TooLarge {
+            what: "string length bound",
+            limit: config.max_states,
+            detail: format!("a DFA counting {min} characters needs about {} states", min.saturating_mul(per_char)),
+        });
+    }
+    Ok(max.map(|m| m.min(fit)))
+}
+
+/// Where the character counter is inside one canonical character.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Phase {
+    /// Between characters (or inside a UTF-8 sequence, whose continuation bytes count nothing).
+    Between,
+    /// After the `\` of an escape.
+    Escape,
+    /// Inside `\uXXXX`, with this many hex digits to go.
+    Hex(u8),
+}
+
+impl Phase {
+    /// The next phase, and whether `byte` starts a character.
+    fn step(self, byte: u8) -> (Phase, bool) {
+        match self {
+            Phase::Between if byte == b'\\' => (Phase::Escape, true),
+            Phase::Between => (Phase::Between, !(0x80..=0xBF).contains(&byte)),
+            Phase::Escape if byte == b'u' => (Phase::Hex(4), false),
+            Phase::Escape | Phase::Hex(1) => (Phase::Between, false),
+            Phase::Hex(n) => (Phase::Hex(n - 1), false),
         }
     }
-    out.push('"');
-    Expr::literal(&out)
+}
+
+/// The bytes the counter tells apart: `\`, `u`, continuation bytes, the rest.
+fn counter_class(byte: u8) -> u8 {
+    match byte {
+        b'\\' => 0,
+        b'u' => 1,
+        0x80..=0xBF => 2,
+        _ => 3,
+    }
+}
+
+/// The fewest and most characters (`None`: unbounded) of the canonical string bodies a DFA
+/// accepts, over the graph of (state, phase) pairs whose edges count the characters they start.
+fn length_range(dfa: &Dfa) -> (u64, Option<u64>) {
+    let phases = [Phase::Between, Phase::Escape, Phase::Hex(4), Phase::Hex(3), Phase::Hex(2), Phase::Hex(1)];
+    let index = |p: Phase| phases.iter().position(|&q| q == p).unwrap_or(0);
+    let n = dfa.num_states() * phases.len();
+    let node = |s: u32, p: Phase| s as usize * phases.len() + index(p);
+    let mut edges: Vec<Vec<(usize, u64)>> = vec![Vec::new(); n];
+    let mut seen = vec![false; n];
+    let mut stack = vec![(0u32, Phase::Between)];
+    seen[node(0, Phase::Between)] = true;
+    while let Some((s, p)) = stack.pop() {
+        let from = node(s, p);
+        dfa.for_each_transition(s, |byte, t| {
+            let (q, starts) = p.step(byte);
+            let to = node(t, q);
+            edges[from].push((to, u64::from(starts)));
+            if !seen[to] {
+                seen[to] = true;
+                stack.push((t, q));
+            }
+        });
+    }
+    let accepting = |v: usize| v.is_multiple_of(phases.len()) && dfa.is_accepting((v / phases.len()) as u32);
+    // Shortest: 0-1 BFS.
+    let mut dist = vec![u64::MAX; n];
+    let mut deque = std::collections::VecDeque::from([node(0, Phase::Between)]);
+    dist[node(0, Phase::Between)] = 0;
+    while let Some(v) = deque.pop_front() {
+        for &(w, c) in &edges[v] {
+            if dist[v] + c < dist[w] {
+                dist[w] = dist[v] + c;
+                if c == 0 { deque.push_front(w) } else { deque.push_back(w) }
+            }
+        }
+    }
+    let shortest = (0..n).filter(|&v| accepting(v)).map(|v| dist[v]).min().unwrap_or(0);
+    // Longest: over a topological order; any reachable cycle makes it unbounded.
+    let mut indegree = vec![0usize; n];
+    for list in &edges {
+        for &(w, _) in list {
+            indegree[w] += 1;
+        }
+    }
+    let mut order: Vec<usize> = (0..n).filter(|&v| seen[v] && indegree[v] == 0).collect();
+    let mut longest = vec![0u64; n];
+    let mut done = 0;
+    while done < order.len() {
+        let v = order[done];
+        done += 1;
+        for &(w, c) in &edges[v] {
+            longest[w] = longest[w].max(longest[v] + c);
+            indegree[w] -= 1;
+            if indegree[w] == 0 {
+                order.push(w);
+            }
+        }
+    }
+    if done < seen.iter().filter(|&&b| b).count() {
+        return (shortest, None);
+    }
+    (shortest, (0..n).filter(|&v| seen[v] && accepting(v)).map(|v| longest[v]).max())
+}
+
+/// The texts of `body` (canonical string bodies) with `min` to `max` characters.
+fn bound_length(body: &Expr, min: u64, max: Option<u64>, config: &DfaConfig) -> Result<Expr> {
+    let Some(dfa) = body.to_dfa(config)? else { return Ok(Expr::Empty) };
+    let (shortest, longest) = length_range(&dfa);
+    if shortest >= min && longest.is_some_and(|l| max.is_none_or(|m| l <= m)) {
+        return Ok(body.clone());
+    }
+    let max = fitting_max(min, max, dfa.num_states() as u64, config)?;
+    // Product byte classes: pairs of (DFA class, counter class), with a representative byte.
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = Vec::new();
+    let mut seen: std::collections::HashMap<(usize, u8), u8> = std::collections::HashMap::new();
+    for byte in 0..=255u8 {
+        let key = (dfa.class(byte), counter_class(byte));
+        let next = reps.len() as u8;
+        classes[byte as usize] = *seen.entry(key).or_insert_with(|| {
+            reps.push(byte);
+            next
+        });
+    }
+    let cap = max.unwrap_or(min);
+    let limit = config.max_states.saturating_mul(2).saturating_add(64);
+    let mut ids: std::collections::HashMap<(u32, u64, Phase), u32> = std::collections::HashMap::new();
+    let mut order = vec![(0u32, 0u64, Phase::Between)];
+    ids.insert(order[0], 0);
+    let mut trans: Vec<u32> = Vec::new();
+    let mut i = 0;
+    while i < order.len() {
+        let (s, n, phase) = order[i];
+        i += 1;
+        for &byte in &reps {
+            let t = dfa.next(s, byte);
+            let (next_phase, starts) = phase.step(byte);
+            let count = n + u64::from(starts);
+            if t == DEAD || (max.is_some() && count > cap) {
+                trans.push(DEAD);
+                continue;
+            }
+            let key = (t, count.min(cap), next_phase);
+            let id = match ids.get(&key) {
+                Some(&id) => id,
+                None => {
+                    if order.len() >= limit {
+                        return Err(GrammarError::TooLarge {
+                            what: "string length bound",
+                            limit: config.max_states,
+                            detail: format!("more than {} states counting up to {cap} characters", order.len()),
+                        });
+                    }
+                    ids.insert(key, order.len() as u32);
+                    order.push(key);
+                    order.len() as u32 - 1
+                }
+            };
+            trans.push(id);
+        }
+    }
+    let accepting: Vec<bool> =
+        order.iter().map(|&(s, n, phase)| phase == Phase::Between && n >= min && dfa.is_accepting(s)).collect();
+    match Dfa::from_table(classes, reps.len(), &trans, &accepting) {
+        None => Ok(Expr::Empty),
+        Some(d) if d.num_states() > config.max_states => Err(GrammarError::TooLarge {
+            what: "string length bound",
+            limit: config.max_states,
+            detail: format!("{} states", d.num_states()),
+        }),
+        Some(d) => Ok(Expr::Dfa(std::rc::Rc::new(d))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn facts(schema: Value) -> StringFacts {
+        StringFacts::from_keywords(schema.as_object().unwrap(), &Ctx::root()).unwrap()
+    }
+
+    fn compile(schema: Value) -> Option<Dfa> {
+        let e = string_expr(&facts(schema), &DfaConfig::default()).unwrap();
+        e.to_dfa(&DfaConfig::default()).unwrap()
+    }
+
+    /// Checks decoded values: each is spelled canonically and quoted.
+    fn check(schema: Value, yes: &[&str], no: &[&str]) {
+        let d = compile(schema.clone());
+        let accepts = |s: &str| {
+            d.as_ref().is_some_and(|d| {
+                let t = d.walk(0, format!("\"{}\"", canonical::spell(s)).as_bytes());
+                t != DEAD && d.is_accepting(t)
+            })
+        };
+        for s in yes {
+            assert!(accepts(s), "{schema} should accept {s:?}");
+        }
+        for s in no {
+            assert!(!accepts(s), "{schema} should reject {s:?}");
+        }
+    }
+
+    fn accepts_text(d: &Dfa, text: &str) -> bool {
+        let t = d.walk(0, text.as_bytes());
+        t != DEAD && d.is_accepting(t)
+    }
+
+    #[test]
+    fn only_canonical_spellings() {
+        let d = compile(json!({})).unwrap();
+        for ok in [r#""""#, r#""a\"b""#, r#""\u0001""#, r#""\n""#, "\"é\u{7f}\"", r#""/""#] {
+            assert!(accepts_text(&d, ok), "{ok}");
+        }
+        for no in [r#""\/""#, r#""\u0041""#, r#""\u000A""#, r#""\u000a""#, "\"\n\"", r#""\x""#] {
+            assert!(!accepts_text(&d, no), "{no}");
+        }
+        let lit = string_literal("a\"\u{1}\n").to_dfa(&DfaConfig::default()).unwrap().unwrap();
+        assert!(accepts_text(&lit, r#""a\"\u0001\n""#) && !accepts_text(&lit, "\"a\\\"\\u0001\\u000a\""));
+    }
+
+    #[test]
+    fn lengths_count_code_points() {
+        check(json!({"minLength": 2, "maxLength": 3}), &["ab", "é😀", "\n\"x", "\u{1}\u{2}"], &["a", "abcd", "😀", ""]);
+        check(json!({"maxLength": 0}), &[""], &["a"]);
+        check(json!({"minLength": 2.0}), &["ab", "abc"], &["a"]);
+        assert!(compile(json!({"minLength": 3, "maxLength": 2})).is_none());
+    }
+
+    #[test]
+    fn lengths_with_patterns_and_formats() {
+        check(json!({"pattern": "^[a-z]+$", "maxLength": 3}), &["a", "abc"], &["", "abcd", "A"]);
+        check(json!({"pattern": "x", "minLength": 3}), &["axb", "xxx", "x\n\""], &["x", "ax"]);
+        check(json!({"pattern": "\"", "minLength": 2, "maxLength": 2}), &["a\"", "\"\""], &["\"", "ab\""]);
+        check(json!({"format": "date", "maxLength": 10}), &["2020-01-01"], &["2020-01-1"]);
+        assert!(compile(json!({"format": "date", "maxLength": 9})).is_none());
+        check(json!({"format": "date-time", "maxLength": 22}), &["1963-06-19T08:30:06.1Z"], &["1963-06-19T08:30:06.12Z"]);
+        check(json!({"pattern": "^\\u0001*$", "minLength": 2}), &["\u{1}\u{1}"], &["\u{1}"]);
+    }
+
+    #[test]
+    fn patterns_and_formats_intersect() {
+        let mut f = facts(json!({"pattern": "^a", "format": "email"}));
+        f.merge(facts(json!({"pattern": "z$", "maxLength": 20})));
+        let d = string_expr(&f, &DfaConfig::default()).unwrap().to_dfa(&DfaConfig::default()).unwrap().unwrap();
+        assert!(accepts_text(&d, "\"ab@example.xyz\"") && !accepts_text(&d, "\"ab@example.xy\""));
+        assert!(!accepts_text(&d, "\"bb@example.xyz\"") && !accepts_text(&d, "\"abcdefghi@example.xyz\"") && accepts_text(&d, "\"abcdefgh@example.xyz\""));
+        check(json!({"format": "not-a-known-format"}), &["anything", ""], &[]);
+        assert!(compile(json!({"pattern": "^a$", "format": "ipv4"})).is_none());
+    }
+
+    #[test]
+    fn errors_are_typed() {
+        let err = |schema: Value| string_expr(&facts(schema), &DfaConfig::default()).unwrap_err();
+        assert!(matches!(err(json!({"pattern": "(a"})), GrammarError::InvalidSchema { .. }));
+        assert!(matches!(err(json!({"pattern": "\\a"})), GrammarError::InvalidSchema { .. }));
+        assert!(matches!(err(json!({"pattern": "(a)\\1"})), GrammarError::UnsupportedSchemaKeyword { ref keyword, .. } if keyword == "pattern"));
+        assert!(matches!(err(json!({"pattern": "a(?=b)"})), GrammarError::UnsupportedSchemaKeyword { ref keyword, .. } if keyword == "pattern"));
+        assert!(matches!(err(json!({"minLength": 1_000_000})), GrammarError::TooLarge { .. }));
+        assert!(matches!(err(json!({"pattern": "^.*$", "minLength": 1_000_000})), GrammarError::TooLarge { .. }));
+        let bad = |schema: Value| StringFacts::from_keywords(schema.as_object().unwrap(), &Ctx::root()).unwrap_err();
+        assert!(matches!(bad(json!({"minLength": -1})), GrammarError::InvalidSchema { .. }));
+        assert!(matches!(bad(json!({"maxLength": 1.5})), GrammarError::InvalidSchema { .. }));
+        assert!(matches!(bad(json!({"pattern": 3})), GrammarError::InvalidSchema { .. }));
+    }
+
+    #[test]
+    fn large_bounds_shrink_to_fit() {
+        let small = DfaConfig { max_states: 2_000, ..DfaConfig::default() };
+        let d = string_expr(&facts(json!({"maxLength": 1_000_000})), &small).unwrap().to_dfa(&small).unwrap().unwrap();
+        assert!(d.num_states() <= 2_000);
+        assert!(accepts_text(&d, &format!("\"{}\"", "a".repeat(100))) && !accepts_text(&d, &format!("\"{}\"", "a".repeat(200))));
+        let e = string_expr(&facts(json!({"pattern": "^[a-z]*$", "maxLength": 1_000_000})), &small).unwrap();
+        let d = e.to_dfa(&small).unwrap().unwrap();
+        assert!(d.num_states() <= 2_000 && accepts_text(&d, &format!("\"{}\"", "a".repeat(900))));
+    }
+
+    #[test]
+    fn length_ranges_of_languages() {
+        let range = |regex: &str| length_range(&Dfa::from_regex(regex, &DfaConfig::default()).unwrap());
+        assert_eq!(range("abc"), (3, Some(3)));
+        assert_eq!(range("a(?:bc)?|é"), (1, Some(3)));
+        assert_eq!(range(r"\\u0001x|\\n"), (1, Some(2)));
+        assert_eq!(range("x+"), (1, None));
+        // A bound the language implies leaves it as it is.
+        let e = string_expr(&facts(json!({"format": "date", "minLength": 1, "maxLength": 20})), &DfaConfig::default()).unwrap();
+        assert!(matches!(e, Expr::Concat(ref v) if matches!(v[1], Expr::Regex(_))));
+    }
+
+}
+
+/// The official JSON Schema Test Suite's string cases (draft 2020-12: `pattern`, `format`,
+/// `minLength`, `maxLength`, the ECMA-262 regex and format files), run through
+/// [`string_expr`]. Needs the suite: `JSON_SCHEMA_TEST_SUITE=<suite>/tests/draft2020-12 cargo
+/// test --release string_suite -- --ignored --nocapture` (the `jsonschema` sdist ships it under
+/// `json/tests/`). No instance the suite calls invalid may be accepted; valid ones refused are
+/// counted (formats are assertions here, leap seconds and non-ASCII hostnames are left out).
+#[cfg(test)]
+mod suite {
+    use super::*;
+
+    #[test]
+    #[ignore]
+    fn string_suite() {
+        let dir = std::env::var("JSON_SCHEMA_TEST_SUITE").expect("JSON_SCHEMA_TEST_SUITE: the suite's draft2020-12 folder");
+        let mut files: Vec<String> = ["pattern.json", "format.json", "minLength.json", "maxLength.json", "optional/ecmascript-regex.json", "optional/non-bmp-regex.json"]
+            .iter()
+            .map(|f| format!("{dir}/{f}"))
+            .collect();
+        let mut formats: Vec<String> = std::fs::read_dir(format!("{dir}/optional/format"))
+            .expect("optional/format folder")
+            .map(|e| e.expect("entry").path().display().to_string())
+            .collect();
+        formats.sort();
+        files.extend(formats);
+        let config = DfaConfig::default();
+        let (mut accepted_valid, mut refused_invalid, mut refused_valid, mut false_positives) = (0, 0, 0, Vec::new());
+        for file in &files {
+            let groups: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(file).expect("read")).expect("json");
+            for group in groups {
+                let Some(schema) = group["schema"].as_object() else { continue };
+                let string_only = schema.keys().all(|k| {
+                    matches!(k.as_str(), "$schema" | "description" | "pattern" | "format" | "minLength" | "maxLength")
+                        || (k == "type" && schema[k] == "string")
+                });
+                if !string_only || schema.keys().all(|k| matches!(k.as_str(), "$schema" | "description" | "type")) {
+                    continue;
+                }
+                let facts = StringFacts::from_keywords(schema, &Ctx::root()).expect("facts");
+                let dfa = string_expr(&facts, &config).expect("compiles").to_dfa(&config).expect("dfa");
+                for test in group["tests"].as_array().expect("tests") {
+                    let Some(data) = test["data"].as_str() else { continue };
+                    let text = format!("\"{}\"", canonical::spell(data));
+                    let accepted = dfa.as_ref().is_some_and(|d| {
+                        let t = d.walk(0, text.as_bytes());
+                        t != DEAD && d.is_accepting(t)
+                    });
+                    match (test["valid"].as_bool() == Some(true), accepted) {
+                        (true, true) => accepted_valid += 1,
+                        (true, false) => refused_valid += 1,
+                        (false, false) => refused_invalid += 1,
+                        (false, true) => false_positives.push(format!("{file}: {} {data:?}", Value::Object(schema.clone()))),
+                    }
+                }
+            }
+        }
+        eprintln!(
+            "string suite: {accepted_valid} valid accepted, {refused_invalid} invalid refused, {refused_valid} valid refused, {} invalid accepted",
+            false_positives.len()
+        );
+        assert!(accepted_valid + refused_invalid > 300, "too few cases found under {dir}");
+        assert!(false_positives.is_empty(), "invalid instances accepted: {false_positives:#?}");
+    }
 }

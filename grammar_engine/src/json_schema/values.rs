@@ -8,6 +8,7 @@ use serde_json::{Number, Value};
 use super::numbers::number_literal;
 use super::strings::{string_literal, CANONICAL_CHAR};
 use crate::algebra::Expr;
+use super::context::Ctx;
 use crate::error::Result;
 
 /// A JSON Schema type name.
@@ -252,6 +253,52 @@ pub(crate) fn kind_superset(kind: JsonType) -> String {
     }
 }
 
+/// A non-negative integer keyword value (`2.0` and `2e1` count as integers); saturates at
+/// `u64::MAX`, which no string reaches.
+pub(crate) fn count(v: &Value, keyword: &str, ctx: &Ctx) -> Result<u64> {
+    let bad = || ctx.invalid(format!("{keyword} must be a non-negative integer"));
+    let Value::Number(n) = v else { return Err(bad()) };
+    integer_value(n).ok_or_else(bad)
+}
+
+fn integer_value(n: &Number) -> Option<u64> {
+    if let Some(u) = n.as_u64() {
+        return Some(u);
+    }
+    let text = n.to_string();
+    if let Some(magnitude) = text.strip_prefix('-') {
+        // "-0" and "-0.0" are zero; any other negative is not a count.
+        return magnitude.chars().all(|c| c == '0' || c == '.').then_some(0);
+    }
+    let (mantissa, exponent) = match text.find(['e', 'E']) {
+        Some(i) => (&text[..i], text[i + 1..].parse::<i64>().ok()?),
+        None => (text.as_str(), 0),
+    };
+    let (int_part, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{int_part}{frac}");
+    let point = int_part.len() as i64 + exponent; // digits before the decimal point
+    let (whole, rest) = if point <= 0 {
+        ("", digits.as_str())
+    } else if point as usize >= digits.len() {
+        (digits.as_str(), "")
+    } else {
+        digits.split_at(point as usize)
+    };
+    if rest.chars().any(|c| c != '0') {
+        return None;
+    }
+    let zeros = (point.max(0) as usize).saturating_sub(digits.len());
+    let whole = whole.trim_start_matches('0');
+    if whole.is_empty() {
+        return Some(0);
+    }
+    if whole.len() + zeros > 19 {
+        return Some(u64::MAX);
+    }
+    let base: u64 = whole.parse().ok()?;
+    Some(base.saturating_mul(10u64.saturating_pow(zeros as u32)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,5 +329,19 @@ mod tests {
         assert!(!json_equal(&json!(1), &json!(true)));
         assert!(json_equal(&json!({"a": [1, "x"]}), &json!({"a": [1, "x"]})));
         assert!(!json_equal(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+    }
+
+    #[test]
+    fn integer_values() {
+        let n = |s: &str| integer_value(&serde_json::from_str::<Number>(s).unwrap());
+        assert_eq!(n("3"), Some(3));
+        assert_eq!(n("3.0"), Some(3));
+        assert_eq!(n("3e2"), Some(300));
+        assert_eq!(n("2.5e1"), Some(25));
+        assert_eq!(n("2.55e1"), None);
+        assert_eq!(n("-0"), Some(0));
+        assert_eq!(n("-1"), None);
+        assert_eq!(n("1e30"), Some(u64::MAX));
+        assert_eq!(n("0.5"), None);
     }
 }

@@ -285,7 +285,7 @@ impl<'a> Compiler<'a> {
 
     /// Splits on the first disjunction left, or compiles the merged keywords.
     fn compile_flat(&mut self, conj: Conj<'a>) -> Result<Expr> {
-        let key: Option<Vec<(usize, u16)>> = (conj.forbidden.is_empty() && conj.required.is_empty()).then(|| {
+        let key: Option<Vec<(usize, u16)>> = (conj.forbidden.is_empty() && conj.required.is_empty() && conj.excluded == 0).then(|| {
             let mut k: Vec<(usize, u16)> = conj.items.iter().map(|i| (i.schema as *const Value as usize, i.done)).collect();
             k.sort_unstable();
             k
@@ -522,30 +522,20 @@ impl<'a> Compiler<'a> {
         number_expr(&facts, dialect, self.config)
     }
 
-    /// The strings of a conjunction; `lenient` drops what cannot be expressed (for over).
+    /// The strings of a conjunction; `lenient` (for over) drops formats and, if they cannot
+    /// be compiled, patterns: a superset either way.
     fn string(&mut self, conj: &Conj<'a>, lenient: bool) -> Result<Expr> {
-        let mut facts = StringFacts { patterns: Vec::new(), formats: Vec::new(), min_length: 0, max_length: None };
+        let mut facts = StringFacts::default();
         for (m, item) in conj.maps() {
-            if let Some(p) = m.get("pattern") {
-                let p = p.as_str().ok_or_else(|| item.ctx.invalid("pattern must be a string"))?;
-                facts.patterns.push((p.to_string(), item.ctx.clone()));
-            }
-            if let Some(f) = m.get("format").and_then(Value::as_str) {
-                if !lenient {
-                    facts.formats.push((f.to_string(), item.ctx.clone()));
-                }
-            }
-            if let Some(n) = count_keyword(m, "minLength", &item.ctx)? {
-                facts.min_length = facts.min_length.max(n);
-            }
-            if let Some(n) = count_keyword(m, "maxLength", &item.ctx)? {
-                facts.max_length = Some(facts.max_length.map_or(n, |x| x.min(n)));
-            }
+            facts.merge(StringFacts::from_keywords(m, &item.ctx)?);
         }
         if facts.max_length.is_some_and(|max| max < facts.min_length) {
             return Ok(Expr::Empty);
         }
         facts.max_length = self.cap(facts.max_length, facts.min_length);
+        if lenient {
+            facts.formats.clear();
+        }
         match string_expr(&facts, self.config) {
             Err(_) if lenient => {
                 facts.patterns.clear();
@@ -729,17 +719,7 @@ pub(crate) fn nonempty_list<'v>(v: &'v Value, keyword: &str, ctx: &Ctx) -> Resul
 /// Largest count (`minItems`, `maxLength`, ...) expanded into an automaton.
 pub(crate) const MAX_COUNT: u64 = 100_000;
 
-/// A non-negative integer keyword such as `minItems` (`2.0` is accepted as 2).
+/// A non-negative integer keyword such as `minItems` (`2.0` is accepted as 2), if present.
 pub(crate) fn count_keyword(map: &Map<String, Value>, keyword: &str, ctx: &Ctx) -> Result<Option<u64>> {
-    let Some(v) = map.get(keyword) else { return Ok(None) };
-    let key = v.as_number().and_then(super::values::NumberKey::of);
-    let n = match key {
-        Some(k) if k.is_integral() && v.as_number().is_some_and(|n| !n.to_string().starts_with('-')) => {
-            v.as_number().and_then(|n| n.as_u64()).or_else(|| {
-                v.as_number().and_then(|n| n.as_f64()).filter(|f| *f < 1.8e19).map(|f| f as u64)
-            }).unwrap_or(u64::MAX)
-        }
-        _ => return Err(ctx.invalid(format!("{keyword} must be a non-negative integer, not {v}"))),
-    };
-    Ok(Some(n))
+    map.get(keyword).map(|v| super::values::count(v, keyword, ctx)).transpose()
 }

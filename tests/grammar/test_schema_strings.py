@@ -1,0 +1,116 @@
+"""String schemas: canonical spelling of string values, ECMA-262 `pattern` semantics (search,
+anchors, class escapes, lookaround at the edges), length bounds in code points, and formats
+whose outputs pass jsonschema's format checker."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import jsonschema
+import pytest
+
+import onyx
+from grammar_walks import finish, random_walk, text_of
+
+
+def compile_schema(vocab: onyx.Vocabulary, schema: dict) -> onyx.Grammar:
+    return vocab.compile_json_schema({"type": "string", **schema})
+
+
+def spelled(value: str) -> str:
+    """The canonical JSON text of a string (what the grammar must accept, and nothing else)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def test_only_the_canonical_spelling_is_accepted(smollm2):
+    g = compile_schema(smollm2, {})
+    for value in ["", "a\"b", "back\\slash", "\n\t\b\f\r", "\x01\x1f", "/", "\x7f", "é😀", "\u2028"]:
+        assert g.validate(spelled(value)), value
+    for text in ['"\\u0041"', '"\\/"', '"\\u000A"', '"\\u000a"', '"\\u00e9"', '"\n"', '"\\x41"']:
+        assert not g.validate(text), text
+
+
+# (pattern, values it must accept, values it must refuse). Patterns search the decoded string.
+PATTERNS = [
+    ("a+", ["a", "xxaayy"], ["", "bbb"]),
+    ("^abc$", ["abc"], ["abc\n", "xabc", "abcx"]),
+    ("^a|b$", ["ab", "xb", "axx"], ["ba", "xbx"]),
+    ("(^|,)x(,|$)", ["x", "a,x", "x,b"], ["ax", "xa"]),
+    ('^a"b\\\\$', ['a"b\\'], ["ab"]),
+    ("^\\t$", ["\t"], ["\\t", "t"]),
+    ("^\\cC$", ["\x03"], ["\\cC"]),
+    ("^\\d+$", ["42"], ["\u0967\u0968", "4a"]),
+    ("^\\w+$", ["a_9"], ["é"]),
+    ("^\\s$", [" ", "\t", "\u00a0", "\u2003", "\n", "\u2029"], ["\x01", "\ufeff", "a"]),
+    ("^\\S$", ["\x01", "\u2013"], [" ", "\ufeff", "\u2003"]),
+    ("^\\D$", ["a"], ["0", "\u07c0"]),
+    ("^.$", ["é", "\x00"], ["\n", "\r", "\u2028"]),
+    ("^[^]$", ["\n", "x"], ["", "xy"]),
+    ("^🐲*$", ["", "🐲🐲"], ["🐉", "D"]),
+    ("\\p{Letter}cole", ["école", "ecole"], ["ÉCOLE", "1cole"]),
+    ("^(?<year>\\d{4})-\\d{2}$", ["2024-05"], ["24-05"]),
+    ("^x{2,3}?$", ["xx", "xxx"], ["x", "xxxx"]),
+    ("a{}", ["a{}"], ["a"]),
+    ("^(?=.*[A-Z])(?=.*\\d).{6,}$", ["abcD12", "X1yyyy"], ["abcdef", "ABCDEF", "A1"]),
+    ("^(?!.*\\.\\.)[a-z.]+$", ["a.b.c"], ["a..b"]),
+    ("^.*(?<!\\.)$", ["abc", ""], ["abc."]),
+    ("\\bcat\\b", ["cat", "a cat."], ["cats", "concat"]),
+]
+
+
+@pytest.mark.parametrize("pattern,yes,no", PATTERNS, ids=[p for p, _, _ in PATTERNS])
+def test_pattern_semantics(smollm2, pattern, yes, no):
+    g = compile_schema(smollm2, {"pattern": pattern})
+    for value in yes:
+        assert g.validate(spelled(value)), (pattern, value)
+    for value in no:
+        assert not g.validate(spelled(value)), (pattern, value)
+
+
+@pytest.mark.parametrize("pattern", ["(a)\\1", "a(?=b)c", "(?i:a)"])
+def test_unsupported_pattern_constructs_are_named(smollm2, pattern):
+    with pytest.raises(onyx.GrammarError, match="pattern"):
+        compile_schema(smollm2, {"pattern": pattern})
+
+
+@pytest.mark.parametrize("pattern", ["(a", "[z-a]", "\\a", "a**", "a{,5}"])
+def test_invalid_patterns_are_refused(smollm2, pattern):
+    with pytest.raises(onyx.GrammarError):
+        compile_schema(smollm2, {"pattern": pattern})
+
+
+def test_lengths_count_code_points_and_intersect_patterns(smollm2):
+    g = compile_schema(smollm2, {"minLength": 2, "maxLength": 3, "pattern": "x"})
+    for value in ["x\n", "é😀x", '"x"']:
+        assert g.validate(spelled(value)), value
+    for value in ["x", "abcx", "ab"]:
+        assert not g.validate(spelled(value)), value
+
+
+WALKED = [
+    {"format": "date-time"},
+    {"format": "email", "maxLength": 40},
+    {"format": "ipv6"},
+    {"format": "uri"},
+    {"format": "uuid"},
+    {"format": "duration"},
+    {"format": "json-pointer"},
+    {"pattern": "^[A-Z]{2}-\\d{3}$"},
+    {"pattern": "\\S", "minLength": 1, "maxLength": 8},
+]
+
+
+@pytest.mark.parametrize("schema", WALKED, ids=[json.dumps(s) for s in WALKED])
+def test_walks_are_canonical_and_validate(smollm2, schema):
+    full = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "string", **schema}
+    validator = jsonschema.Draft202012Validator(full, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    g = smollm2.compile_json_schema(full)
+    rng = random.Random(1234)
+    for _ in range(30):
+        tokens, state = random_walk(g, smollm2, rng, rng.randrange(30))
+        rest, state = finish(g, smollm2, state, rng)
+        text = text_of(smollm2, tokens + rest).decode("utf-8")
+        value = json.loads(text)
+        assert spelled(value) == text, text
+        validator.validate(value)
