@@ -117,6 +117,7 @@ class Scheduler:
         self._thread: threading.Thread | None = None
         self._stopping = False
         self.reserved_blocks = 0
+        self.max_kv_blocks: int | None = None  # the reservations' limit (None: the pool's max_blocks)
         self.served = self.cancelled = self.failed = 0
         self.last_stats: dict = {}
 
@@ -128,6 +129,11 @@ class Scheduler:
         draft_room = 1 + 32  # the pending token and one round of drafts
         return -(-(prompt_len + options.max_tokens + draft_room) // bs)
 
+    @property
+    def kv_limit(self) -> int:
+        pool_max = self.runner.pool.max_blocks
+        return pool_max if self.max_kv_blocks is None else min(self.max_kv_blocks, pool_max)
+
     def submit(self, request: Request) -> None:
         """Queues a request. Raises `QueueFullError` when `max_queue` requests already wait, and
         `RequestError` when the request could never run (more samples than `max_batch`, or more
@@ -135,7 +141,7 @@ class Scheduler:
         if request.n > self.max_batch:
             raise RequestError(f"n={request.n} is more than this engine's max_batch ({self.max_batch})", param="n")
         need = request.n * self.blocks_needed(len(request.prompt_ids), request.options)
-        limit = self.runner.pool.max_blocks
+        limit = self.kv_limit
         if need > limit:
             raise RequestError(f"this request may need {need} KV blocks and the pool holds at most {limit}; "
                                f"lower max_tokens", param="max_tokens")
@@ -165,7 +171,7 @@ class Scheduler:
         return {"active_rows": len(self.batch), "running_requests": running, "queued_requests": queued,
                 "max_batch": self.max_batch, "max_queue": self.max_queue, "steps": self.batch.steps,
                 "kv_reserved_blocks": self.reserved_blocks, "kv_used_blocks": pool.num_used_blocks,
-                "kv_max_blocks": pool.max_blocks, "served": self.served, "cancelled": self.cancelled,
+                "kv_max_blocks": self.kv_limit, "served": self.served, "cancelled": self.cancelled,
                 "failed": self.failed}
 
     def cancel_all(self, timeout: float = 10.0) -> None:
@@ -231,7 +237,7 @@ class Scheduler:
         """Moves queued requests into the running set while the batch and the KV pool have room
         (first come first served: a request that does not fit blocks the ones behind it)."""
         out = []
-        limit = self.runner.pool.max_blocks
+        limit = self.kv_limit
         rows = len(self.batch.gens)
         while self._queue:
             r = self._queue[0]

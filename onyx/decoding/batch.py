@@ -207,10 +207,15 @@ class Batch:
         """After a failed shared forward: every sequence back to where the step began, then each
         generation's rows alone; the ones that fail again end with their error."""
         for g, _, _, _, length in entries:
-            if g.seq is not None:
+            try:
                 g.seq.truncate(length)
+            except Exception as e:  # noqa: BLE001 - a sequence in a bad state: its generation fails
+                g.fail(e)
         out = []
         for g, tokens, k, _, length in entries:
+            if g.done:
+                out.append(None)
+                continue
             try:
                 logits = self.runner.forward([(g.seq, tokens, k)])
                 out.append(verify_many(logits, [g.check(0)])[0] if k else None)
