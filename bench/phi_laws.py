@@ -5,7 +5,10 @@ memoized logits: the ground truth and the sampler of the Φ (future-validity) te
     validity) over a trie's outputs, computed here from the logits, independently of onyx.decoding.phi;
   * `tv`, `tv_floor`, `empirical`: total variation, and the sampling floor it is judged against;
   * `Rows`, `fvo_sample`: n outputs of `onyx.decoding.verify` with a draft law q != p, round by
-    round as `onyx.decoding.decode` runs them;
+    round as `onyx.decoding.decode` runs them; `fvo_sample_batched`: several sequences at once,
+    their rows side by side in one logits matrix per round (`verify_many`), as a batched step;
+  * `reference_rows`, `build_case`: a real model's trie scored independently (mlx-lm's own KV
+    cache) and moved into a compact vocabulary;
   * `tiny_vocab`, `compact_grammar`: real vocabularies over a handful of tokens, so a real
     model's trie can be sampled on rows ~30 wide instead of the model's full vocabulary.
 """
@@ -20,6 +23,7 @@ import numpy as np
 import onyx  # noqa: F401, I001  (before mlx: OpenBLAS)
 import mlx.core as mx
 
+from onyx.decoding.verify import prepare, verify_many
 from onyx.decoding.verify import verify as _verify
 from onyx.decoding.drafts import Proposal
 from onyx.decoding.phi import ExactPhi, OneStepPhi, TokenTrie, _logsumexp, score_with_function
@@ -82,6 +86,81 @@ def compact_grammar(engine, trie: TokenTrie, schema) -> dict:
     return dict(big_ids=big_ids, to_small={t: i for i, t in enumerate(big_ids)}, other=len(big_ids),
                 eos=len(big_ids) + 1, width=len(big_ids) + 2, grammar=vocab.compile_json_schema(json.dumps(schema)))
 
+
+
+# --------------------------------------------------------------------------------------------
+# A real model's trie, memoized
+# --------------------------------------------------------------------------------------------
+
+
+def reference_rows(model, prompt_ids: list[int], trie: TokenTrie) -> dict[int, np.ndarray]:
+    """Every trie node's next-token logits through mlx-lm's KVCache (independent of Onyx's
+    paged cache): prompt once, then each leaf path from its common prefix with the previous."""
+    from mlx_lm.models.cache import make_prompt_cache
+
+    cache = make_prompt_cache(model)
+    mx.eval(model(mx.array(prompt_ids[:-1])[None], cache=cache))
+    base = len(prompt_ids)
+    rows: dict[int, np.ndarray] = {}
+    prev = None
+    for leaf in trie.leaves():
+        path = trie.path(leaf)
+        along = [0]
+        for t in path:
+            along.append(trie.children[along[-1]][t])
+        if prev is None:
+            feed, nodes = [prompt_ids[-1]] + path, along
+        else:
+            k = 0
+            while k < min(len(prev), len(path)) and prev[k] == path[k]:
+                k += 1
+            for c in cache:
+                c.trim(c.offset - (base + k))
+            feed, nodes = path[k:], along[k + 1:]
+        out = model(mx.array(feed)[None], cache=cache)[0].astype(mx.float32)
+        out = np.asarray(out, dtype=np.float64)
+        for n, row in zip(nodes, out):
+            rows[n] = row
+        prev = path
+    return rows
+
+
+def build_case(engine, prompt, schema) -> dict:
+    """The product's exact-Φ preparation, the independent reference logits and the compact
+    vocabulary for one (prompt, schema)."""
+    ids = engine.chat_ids(prompt)
+    grammar = engine.compile(json_schema=schema)
+    phi = prepared_exact_phi(engine, ids, grammar)  # the product's own preparation
+    trie = phi.trie
+    assert phi.stats["phi_trie"] == "full" and len(trie) < 400
+    ref = reference_rows(engine.loaded.model, ids, trie)
+    eos = [int(e) for e in grammar.eos_token_ids]
+
+    # The compact vocabulary: the trie's tokens (same bytes), OTHER, EOS.
+    c = compact_grammar(engine, trie, schema)
+    big_ids, to_small, other, small_eos, width, small_g = (c[k] for k in ("big_ids", "to_small", "other", "eos",
+                                                                          "width", "grammar"))
+    small_trie = TokenTrie.full(small_g, max_nodes=10_000)
+    mapped = {tuple(to_small[t] for t in k) for k in trie.sequences()}
+    assert set(small_trie.sequences()) == mapped, "the compact grammar must have the same token trie"
+
+    big_index = np.array(big_ids, dtype=np.int64)
+    rest = np.ones(engine.loaded.vocab_size, dtype=bool)
+    rest[big_index] = False
+    rest[eos] = False
+    compact: dict[tuple, np.ndarray] = {}
+    for n, row in ref.items():
+        small = np.empty(width)
+        small[:len(big_ids)] = row[big_index]
+        small[other] = _logsumexp(row[rest])
+        small[small_eos] = _logsumexp(row[eos])
+        compact[tuple(to_small[t] for t in trie.path(n))] = small
+
+    def logits_of(path):
+        return compact[tuple(path)]
+
+    return dict(ids=ids, grammar=grammar, phi=phi, trie=trie, ref=ref, eos=eos, small_g=small_g,
+                small_trie=small_trie, width=width, logits_of=logits_of, to_small=to_small, small_eos=small_eos)
 
 
 # --------------------------------------------------------------------------------------------
@@ -230,6 +309,65 @@ def fvo_sample(n: int, grammar, rows: Rows, phi, *, gamma: int = 3, seed: int = 
                     break
         counts[tuple(out)] += 1
     return counts, (accepted_total / drafted if drafted else 0.0)
+
+
+def fvo_sample_batched(n: int, grammar, rows: Rows, arms: list[dict], *, seed: int = 0,
+                       prompt: tuple = ()) -> list[tuple[Counter, float]]:
+    """`fvo_sample` for several sequences at once, as a batched step runs them: each round every
+    sequence proposes its drafts (`gamma` of its own), its rows are laid after the previous
+    sequence's in one logits matrix, and one `verify_many` call verifies all of them. A sequence
+    that ends starts its next output at once, so sequences at different depths share each round.
+    `arms`: per sequence {"phi": provider or None, "gamma": int, "seed": int}. Returns per arm
+    n output counts and its draft acceptance rate."""
+    k = len(arms)
+    params = [SamplingParams(temperature=1.0, seed=a["seed"]) for a in arms]
+    samplers = [Sampler(p) for p in params]
+    rng = np.random.default_rng(seed)
+    masks = rows.masks
+    eos = set(grammar.eos_token_ids)
+    counts = [Counter() for _ in arms]
+    outs: list[list[int]] = [[] for _ in arms]
+    states = [grammar.initial_state] * k
+    drafted, accepted = [0] * k, [0] * k
+    while any(sum(c.values()) < n for c in counts):
+        checks, stacked, offset = [], [], 0
+        for i, arm in enumerate(arms):
+            proposal = Proposal()
+            s = states[i]
+            for _ in range(arm["gamma"]):
+                q, support, probs = rows.draft(tuple(outs[i] + proposal.tokens), s)
+                t = int(support[rng.choice(len(support), p=probs)])
+                proposal.add(t, q, "model")
+                if t in eos:
+                    break
+                s = grammar.advance(s, t)
+                if masks.only_eos(s):
+                    break
+            drafts = proposal.tokens
+            stacked += [rows.row(tuple(outs[i] + drafts[:j])) for j in range(len(drafts) + 1)]
+            checks.append(prepare(proposal, grammar, masks, states[i], params[i], samplers[i], 1 << 20,
+                                  offset=offset, phi=arm["phi"], context=list(prompt) + outs[i]))
+            offset += len(drafts) + 1
+        results = verify_many(mx.stack(stacked), checks)
+        for i, (check, (m, new, walk)) in enumerate(zip(checks, results)):
+            drafts = check.proposal.tokens
+            drafted[i] += len(drafts)
+            accepted[i] += m
+            done = False
+            for j, token in enumerate(drafts[:m] + [new]):
+                if token in eos:
+                    done = True
+                    break
+                states[i] = walk[j + 1] if j < m else grammar.advance(states[i], token)
+                outs[i].append(token)
+                if masks.only_eos(states[i]):
+                    done = True
+                    break
+            if done:
+                if sum(counts[i].values()) < n:
+                    counts[i][tuple(outs[i])] += 1
+                outs[i], states[i] = [], grammar.initial_state
+    return [(c, a / d if d else 0.0) for c, a, d in zip(counts, accepted, drafted)]
 
 
 def providers(grammar, trie, logits_of, width: int, prompt_len: int = 0):

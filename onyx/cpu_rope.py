@@ -16,8 +16,9 @@ Features past `dims` pass through. The table grows (doubling) when a position pa
 asked for; tables are shared by every layer with the same (dims, base, scale).
 
 `use_table_rope(model)` swaps it in for each attention layer's plain `nn.RoPE`; other rope kinds
-(the traditional interleaved layout, Llama 3 / YaRN / NTK scaling) and array offsets (batched
-decoding with per-row positions) keep MLX's own implementation.
+(the traditional interleaved layout, Llama 3 / YaRN / NTK scaling) and array offsets (mlx-lm's
+batched caches) keep MLX's own implementation. `at_positions` rotates each row by its own
+position: the rows of a ragged batch (`onyx.decoding.ragged`).
 """
 
 from __future__ import annotations
@@ -84,6 +85,21 @@ class TableRoPE(nn.Module):
         dims = self._angles.dims
         half = dims // 2
         cos, sin = self._angles.rows(offset, x.shape[-2])
+        rotated = x[..., :dims]
+        swapped = mx.concatenate([rotated[..., half:], rotated[..., :half]], axis=-1)
+        out = (rotated * cos + swapped * sin).astype(x.dtype)
+        if dims < x.shape[-1]:
+            out = mx.concatenate([out, x[..., dims:]], axis=-1)
+        return out
+
+    def at_positions(self, x: mx.array, positions: mx.array, max_position: int) -> mx.array:
+        """Rotates row i of `x` (second-to-last axis) by position `positions[i]`: the rows of a
+        ragged batch, each at its own sequence's position (`onyx.decoding.ragged`)."""
+        dims = self._angles.dims
+        half = dims // 2
+        self._angles.rows(max_position, 1)  # grows the table when needed
+        cos = mx.take(self._angles.cos, positions, axis=0)
+        sin = mx.take(self._angles.sin, positions, axis=0)
         rotated = x[..., :dims]
         swapped = mx.concatenate([rotated[..., half:], rotated[..., :half]], axis=-1)
         out = (rotated * cos + swapped * sin).astype(x.dtype)

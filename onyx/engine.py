@@ -4,55 +4,44 @@
     r = engine.generate("Order ID:", regex=r"[A-Z]{3}-[0-9]{4}", max_tokens=16)
     r = engine.chat([{"role": "user", "content": "..."}], json_schema={...}, temperature=0.7, seed=1)
     for chunk in engine.chat(messages, regex="...", stream=True): print(chunk.text, end="")
+    rs = engine.generate_many(["a", "b", "c"], max_tokens=32)            # decoded together
+    rs = engine.chat(messages, n=4, temperature=0.9)                     # four samples, one prefill
 
 A request flows: prompt → options (`onyx.options.GenerateOptions`, parsed once) → grammar
-compile (`onyx.constraint.GrammarCache`, cached by pattern) → decoding loop
-(`onyx.decoding.decode`) → token ids → text (`onyx.text.TextBuilder`: stop strings, UTF-8).
-One generation runs at a time per engine (the KV pool and the model are shared); callers queue
-on a lock.
+compile (`onyx.constraint.GrammarCache`, cached by pattern, in the caller's thread so a bad
+pattern raises at once) → the engine's scheduler (`onyx.scheduler`), whose one worker thread
+decodes every active request in one batched step (`onyx.decoding.batch`) → token ids → text
+(`onyx.text.TextBuilder`: stop strings, UTF-8). Calls from several threads, and the prompts of
+`generate_many`, decode side by side; each keeps its own options, constraint and random stream.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
-import time
-from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from onyx.constraint import GrammarCache
-from onyx.decoding import DecodeStats, Finish, ModelRunner, decode
+from onyx.decoding import ModelRunner
+from onyx.decoding.runner import PREFILL_CHUNK
 from onyx.errors import ModelError, RequestError
 from onyx.models import LoadedModel, load
 from onyx.options import ConstraintSpec, GenerateOptions
-from onyx.text import TextBuilder
+from onyx.scheduler import DEFAULT_MAX_BATCH, Chunk, Request, Result, Scheduler
 
-
-@dataclass
-class Result:
-    """A finished generation."""
-
-    text: str
-    token_ids: list[int]
-    finish_reason: str  # "stop" or "length" ("cancelled" when the caller stopped it)
-    valid: bool | None  # does the text match the constraint? None when unconstrained
-    stats: dict = field(default_factory=dict)
-
-
-@dataclass
-class Chunk:
-    """A piece of a streamed generation. The last chunk has `finish_reason` and `result` set."""
-
-    text: str
-    token_ids: list[int]
-    finish_reason: str | None = None
-    result: Result | None = None
+__all__ = ["Chunk", "Engine", "Result"]
 
 
 class Engine:
     """A loaded model plus everything needed to constrain it."""
 
     def __init__(self, model: str | None = None, draft_model: str | None = None, *,
-                 grammar_cache_size: int = 128) -> None:
+                 grammar_cache_size: int = 128, max_batch: int = DEFAULT_MAX_BATCH, max_queue: int | None = None,
+                 prefill_chunk: int = PREFILL_CHUNK) -> None:
+        """`max_batch`: sequences decoded together at most (more wait in the queue);
+        `max_queue`: requests that may wait (more raise `QueueFullError`; None: no limit);
+        `prefill_chunk`: prompt tokens per batched step (the most a new prompt delays the
+        sequences already decoding)."""
         self.loaded: LoadedModel = load(model)
         self.runner = ModelRunner(self.loaded)
         self.vocab = self.loaded.vocabulary
@@ -62,8 +51,13 @@ class Engine:
             _check_same_vocabulary(self.loaded, draft)
             self.draft_runner = ModelRunner(draft)
         self.grammars = GrammarCache(self.vocab, self.loaded.vocab_size, grammar_cache_size)
-        self._lock = threading.Lock()
-        self.last_stats: dict = {}
+        self.scheduler = Scheduler(self.runner, self.draft_runner, vocab=self.vocab, max_batch=max_batch,
+                                   max_queue=max_queue, prefill_chunk=prefill_chunk)
+
+    @property
+    def last_stats(self) -> dict:
+        """The statistics of the generation that ended last."""
+        return self.scheduler.last_stats
 
     @property
     def model_name(self) -> str:
@@ -96,76 +90,137 @@ class Engine:
     # -- generation --------------------------------------------------------------------------
 
     def generate(self, prompt: str | list[int], *, stream: bool = False, cancel: threading.Event | None = None,
-                 options: GenerateOptions | None = None, **kwargs: Any) -> Result | Iterator[Chunk]:
+                 options: GenerateOptions | None = None, **kwargs: Any) -> Result | list[Result] | Iterator[Chunk]:
         """Continues a plain-text prompt (or a list of token ids). Options, as keyword arguments
         or a `GenerateOptions`: regex, json_schema, max_tokens (default 256), temperature
         (0 = greedy), top_p, top_k, min_p, seed, stop, speculative, num_draft_tokens,
-        jump_forward, phi, max_whitespace. `cancel`, when set, stops the generation."""
+        jump_forward, phi, max_whitespace, n. `cancel`, when set, stops the generation. With
+        n > 1 the answer is a list of n results (streamed chunks carry their sample's `index`)."""
         return self.start(self.prompt_ids(prompt), _options(options, kwargs), stream=stream, cancel=cancel)
 
     def chat(self, messages: list[dict], *, stream: bool = False, cancel: threading.Event | None = None,
-             options: GenerateOptions | None = None, **kwargs: Any) -> Result | Iterator[Chunk]:
+             options: GenerateOptions | None = None, **kwargs: Any) -> Result | list[Result] | Iterator[Chunk]:
         """Answers a conversation, formatted with the model's own chat template. Same options as
         `generate`."""
         return self.start(self.chat_ids(messages), _options(options, kwargs), stream=stream, cancel=cancel)
 
+    def generate_many(self, prompts: list[str | list[int]], options: GenerateOptions | list | None = None,
+                      **kwargs: Any) -> list:
+        """Runs several prompts together (one batch), each with its own options: `options` is one
+        `GenerateOptions` for all, or a list with one `GenerateOptions` or dict of keyword
+        options per prompt; keyword arguments apply to every prompt. Returns one `Result` per
+        prompt (a list of n results for a prompt with n > 1), in order."""
+        return self._many([self.prompt_ids(p) for p in prompts], options, kwargs)
+
+    def chat_many(self, conversations: list[list[dict]], options: GenerateOptions | list | None = None,
+                  **kwargs: Any) -> list:
+        """`generate_many` for conversations."""
+        return self._many([self.chat_ids(m) for m in conversations], options, kwargs)
+
     def start(self, ids: list[int], options: GenerateOptions, *, stream: bool = False,
-              cancel: threading.Event | None = None) -> Result | Iterator[Chunk]:
+              cancel: threading.Event | None = None) -> Result | list[Result] | Iterator[Chunk]:
         """Generates from prompt token ids. The constraint is compiled here, so a bad pattern
-        raises before anything runs; with `stream`, the returned iterator has not started."""
+        raises before anything runs; with `stream`, the returned iterator has not started (it
+        joins the batch on its first `next`, and closing it stops the generation and frees its
+        KV blocks before `close` returns)."""
+        constraints = self._constraints(ids, options)
+        if stream:
+            return self._stream(ids, options, constraints, cancel)
+        results = self._wait([self._submit_collect(ids, options, constraints, cancel)])[0]
+        return results if options.n > 1 else results[0]
+
+    def submit(self, ids: list[int], options: GenerateOptions, *, on_event, on_end=None,
+               cancel: threading.Event | None = None) -> Request:
+        """Queues a generation and returns at once (the server's way in): `on_event(index, item)`
+        gets each sample's `Chunk`s (the last one carries its `Result`) or the exception that
+        ended it, and `on_end()` runs when all samples have ended; both from the scheduler's
+        thread. Raises `QueueFullError` when the queue is full, or a `RequestError` / grammar
+        error for a bad request."""
+        request = Request(ids, options, self._constraints(ids, options), cancel=cancel, on_event=on_event,
+                          on_end=on_end)
+        self.scheduler.submit(request)
+        return request
+
+    def close(self) -> None:
+        """Stops the scheduler (cancelling what is queued or running)."""
+        self.scheduler.close()
+
+    def _constraints(self, ids: list[int], options: GenerateOptions) -> list:
         if not ids:
             raise RequestError("the prompt is empty", param="prompt")
-        constraint = self.grammars.constraint(options.constraint)
-        chunks = self._run(ids, options, constraint, cancel)
-        if stream:
-            return chunks
-        final = None
-        for chunk in chunks:
-            final = chunk
-        assert final is not None and final.result is not None
-        return final.result
+        return [self.grammars.constraint(options.constraint) for _ in range(options.n)]
 
-    def _run(self, ids, options: GenerateOptions, constraint, cancel) -> Iterator[Chunk]:
-        t0 = time.perf_counter()
-        with self._lock:
-            text = TextBuilder(self.vocab, options.stop)
-            tokens: list[int] = []
-            run_stats = DecodeStats()
-            steps = decode(self.runner, ids, options, constraint=constraint, draft_runner=self.draft_runner,
-                           cancel=cancel, stats=run_stats)
-            reason = "stop"
-            try:
-                for event in steps:
-                    if isinstance(event, Finish):
-                        reason = event.reason
-                        break
-                    tokens.append(event)
-                    delta = text.push(event)
-                    if text.stopped:
-                        break
-                    if delta:
-                        yield Chunk(delta, [event])
-            finally:
-                steps.close()
-            tail = text.flush()
-            if constraint is None:
-                valid = None
-            elif text.stopped:
-                valid = bool(constraint.grammar.validate(text.text))
-            else:
-                valid = constraint.accepting
-            stats = run_stats.as_dict()
-            stats["total_s"] = round(time.perf_counter() - t0, 6)
-            self.last_stats = stats
-            result = Result(text.text, tokens, reason, valid, stats)
-            yield Chunk(tail, [], reason, result)
+    def _stream(self, ids, options, constraints, cancel) -> Iterator[Chunk]:
+        events: queue.SimpleQueue = queue.SimpleQueue()
+        request = Request(ids, options, constraints, cancel=cancel or threading.Event(),
+                          on_event=lambda i, item: events.put(item), on_end=lambda: events.put(None))
+        self.scheduler.submit(request)
+        try:
+            while True:
+                item = events.get()
+                if item is None:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            if not request.ended.is_set():
+                self.scheduler.cancel(request, wait=True)
+
+    def _submit_collect(self, ids, options, constraints, cancel) -> tuple[Request, list]:
+        results: list = [None] * options.n
+
+        def on_event(i: int, item) -> None:
+            if isinstance(item, BaseException):
+                results[i] = item
+            elif item.result is not None:
+                results[i] = item.result
+
+        request = Request(ids, options, constraints, cancel=cancel, on_event=on_event)
+        self.scheduler.submit(request)
+        return request, results
+
+    def _wait(self, pending: list[tuple[Request, list]]) -> list[list]:
+        try:
+            for request, _ in pending:
+                request.ended.wait()
+        except BaseException:  # interrupted: stop what is still running
+            for request, _ in pending:
+                self.scheduler.cancel(request, wait=True)
+            raise
+        for _, results in pending:
+            for item in results:
+                if isinstance(item, BaseException):
+                    raise item
+        return [results for _, results in pending]
+
+    def _many(self, ids_list: list[list[int]], options, kwargs: dict) -> list:
+        if isinstance(options, (list, tuple)):
+            if len(options) != len(ids_list):
+                raise RequestError(f"{len(options)} options for {len(ids_list)} prompts", param="options")
+            opts = [o if isinstance(o, GenerateOptions) else GenerateOptions.parse(**{**kwargs, **o})
+                    for o in options]
+        else:
+            opts = [_options(options, kwargs)] * len(ids_list)
+        prepared = [(ids, o, self._constraints(ids, o)) for ids, o in zip(ids_list, opts)]
+        pending = []
+        try:
+            for ids, o, constraints in prepared:
+                pending.append(self._submit_collect(ids, o, constraints, None))
+        except BaseException:
+            for request, _ in pending:
+                self.scheduler.cancel(request)
+            raise
+        out = self._wait(pending)
+        return [results if o.n > 1 else results[0] for results, o in zip(out, opts)]
 
     # -- introspection -----------------------------------------------------------------------
 
     def stats(self) -> dict:
-        """The engine's state: the KV pool's blocks and the grammar cache's size, compiles and
-        hits."""
-        return {"kv": self.runner.pool.stats(), "grammar_cache": self.grammars.stats()}
+        """The engine's state: the KV pool's blocks, the grammar cache's size, compiles and hits,
+        and the batch (active rows, queued requests, reserved KV blocks)."""
+        return {"kv": self.runner.pool.stats(), "grammar_cache": self.grammars.stats(),
+                "batch": self.scheduler.stats()}
 
 
 def _options(options: GenerateOptions | None, kwargs: dict) -> GenerateOptions:

@@ -7,6 +7,7 @@
 - `PhiError`, `PhiTooLargeError`: Φ reweighting cannot be prepared for a request (a
   `RequestError`: the request asked for something its constraint does not allow).
 - `CacheFullError`: the KV pool cannot hold another block.
+- `QueueFullError`: the engine's queue of waiting requests is at its limit.
 - The grammar core's errors (`GrammarError` and its subclasses, raised by the Rust extension)
   are re-exported here, so callers need one import for all of them.
 """
@@ -41,6 +42,7 @@ __all__ = [
     "NotCompletableError",
     "PhiError",
     "PhiTooLargeError",
+    "QueueFullError",
     "RequestError",
     "TokenNotAllowedError",
     "UnsupportedRegexError",
@@ -76,3 +78,7 @@ class PhiTooLargeError(PhiError):
 
 class CacheFullError(RuntimeError):
     """The KV pool is at its block limit and nothing can be evicted."""
+
+
+class QueueFullError(RuntimeError):
+    """The engine's queue of requests waiting for the batch is at its limit (`max_queue`)."""

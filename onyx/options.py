@@ -11,7 +11,8 @@ raises `RequestError` whose `param` is the field's name, as the API spells it.
 
 Groups: `SamplingParams` (temperature, top-k/p, min-p, seed), `ConstraintSpec` (regex or JSON
 Schema, whitespace), `Speculation` (draft mode, draft count, jump-forward), and on the top level
-`max_tokens`, `stop` and `phi`.
+`max_tokens`, `stop`, `phi` and `n` (samples of the same prompt, decoded side by side in the
+batch from one prefill; with a seed, sample i uses seed + i).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 from onyx.errors import InvalidSchemaError, RequestError
 
 DEFAULT_MAX_TOKENS = 256
+MAX_SAMPLES = 16  # n: samples of one prompt
 MAX_DRAFT_TOKENS = 32
 SPECULATIVE_MODES = ("baseline", "blind", "aware")
 PHI_KINDS = ("none", "onestep", "exact")
@@ -169,16 +171,19 @@ class GenerateOptions:
     stop: tuple[str, ...] = ()
     speculation: Speculation = field(default_factory=Speculation)
     phi: str = "none"
+    n: int = 1
 
     # The keyword arguments `parse` takes (the Python API's and the server's names).
     FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "regex", "json_schema",
-              "max_whitespace", "stop", "speculative", "num_draft_tokens", "jump_forward", "phi")
+              "max_whitespace", "stop", "speculative", "num_draft_tokens", "jump_forward", "phi", "n")
 
     def __post_init__(self) -> None:
         if _integer("max_tokens", self.max_tokens) < 1:
             raise RequestError(f"max_tokens must be a positive integer, got {self.max_tokens!r}", param="max_tokens")
         if not isinstance(self.stop, tuple) or not all(isinstance(s, str) and s for s in self.stop):
             raise RequestError("stop must be a non-empty string or a list of them", param="stop")
+        if not 1 <= _integer("n", self.n) <= MAX_SAMPLES:
+            raise RequestError(f"n must be an integer from 1 to {MAX_SAMPLES}, got {self.n!r}", param="n")
         _choice("phi", self.phi, PHI_KINDS)
         if self.phi != "none" and self.constraint is None:
             raise RequestError("phi reweighting needs a regex or json_schema constraint", param="phi")
@@ -200,7 +205,7 @@ class GenerateOptions:
                    constraint=ConstraintSpec.parse(given.get("regex"), given.get("json_schema"),
                                                    given.get("max_whitespace")),
                    stop=_stop_strings(given.get("stop", ())), speculation=speculation,
-                   phi=given.get("phi", "none"))
+                   phi=given.get("phi", "none"), n=given.get("n", 1))
 
     def updated(self, **kwargs: Any) -> "GenerateOptions":
         """A copy with some top-level fields replaced (validated again)."""

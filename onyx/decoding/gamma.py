@@ -33,7 +33,7 @@ class GammaController:
         # forward the CPU's few-row matmul kernel takes (onyx/platform.py); wider costs 2x.
         self.max_gamma = max_gamma
         self.cap = max_gamma if self.adaptive else self.fixed
-        self.width_cost = self.WIDTH_COST.get(device, self.WIDTH_COST["cpu"])
+        self.width_cost = self.default_width_cost = self.WIDTH_COST.get(device, self.WIDTH_COST["cpu"])
         self.acceptance = 0.6  # of model / lookup drafts
         # Grammar-forced drafts (jump-forward) fail mostly at a span's first token, where the
         # target may spell the bytes its own way; past it they are nearly always taken. So
@@ -42,6 +42,12 @@ class GammaController:
         self.forced_rest = 0.9
         self.draft_cost = draft_cost
         self.idle_rounds = 0
+
+    def price(self, row_cost: float | None) -> None:
+        """Sets the cost of one draft row for the next rounds, in units of this sequence's share
+        of a step (None: a lone sequence's forward, `WIDTH_COST`). A batched step prices its rows
+        with `batch_row_cost`."""
+        self.width_cost = self.default_width_cost if row_cost is None else row_cost
 
     def next(self) -> int:
         """Model or lookup drafts to ask for this round."""
@@ -90,3 +96,36 @@ class GammaController:
             tested = min(forced_drafted, forced_accepted + 1) - 1  # later forced tokens verified
             if forced_accepted > 0 and tested > 0:
                 self.forced_rest = 0.8 * self.forced_rest + 0.2 * ((forced_accepted - 1) / tested)
+
+
+# The cost of a forward against the rows it runs, in single-token forwards, per device: piecewise
+# linear between the points. CPU: float32 with OpenBLAS and the few-row shim, SmolLM2-135M,
+# measured with bench/batch_attention_bench.py (ragged rows of several sequences; see the README).
+STEP_COST = {
+    "cpu": ((1, 1.0), (2, 1.1), (4, 1.3), (8, 2.0), (16, 2.4), (32, 3.2), (64, 5.0)),
+    "gpu": ((1, 1.0), (8, 1.2), (16, 1.4), (64, 2.5)),
+}
+
+
+def step_cost(rows: int, device: str = "cpu") -> float:
+    """A forward over `rows` rows, in single-token forwards (extrapolated past the table)."""
+    pts = STEP_COST.get(device, STEP_COST["cpu"])
+    if rows <= pts[0][0]:
+        return pts[0][1]
+    for (r0, c0), (r1, c1) in zip(pts, pts[1:]):
+        if rows <= r1:
+            return c0 + (c1 - c0) * (rows - r0) / (r1 - r0)
+    (r0, c0), (r1, c1) = pts[-2], pts[-1]
+    return c1 + (c1 - c0) * (rows - r1) / (r1 - r0)
+
+
+def batch_row_cost(sequences: int, rows: int, device: str = "cpu") -> float | None:
+    """What one more draft row costs a sequence in a batched step, in units of its share of the
+    step: with S sequences and R rows, a step costs T(R) and each sequence's share is T(R) / S,
+    so a row costs S (T(R + 1) - T(R)) / T(R). This is the price at which a sequence's extra
+    tokens pay for the time they add to everyone's step. None for a lone sequence (its own
+    forward: `GammaController.WIDTH_COST`)."""
+    if sequences <= 1:
+        return None
+    t = step_cost(rows, device)
+    return sequences * (step_cost(rows + 1, device) - t) / t

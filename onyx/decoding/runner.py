@@ -2,7 +2,9 @@
 
 It owns the model's paged KV pool, runs a prompt (reusing the cached KV blocks of an earlier
 prompt with the same prefix, in chunks) and runs token rows through the model, appending to a
-sequence's KV. Rolling a sequence back is the pool's job (`PagedSequence.rollback`, O(1)).
+sequence's KV: one sequence's rows (`logits`), or the rows of several sequences in one forward
+(`forward`, a ragged batch: `onyx.decoding.ragged`). Rolling a sequence back is the pool's job
+(`PagedSequence.rollback`, O(1)).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import mlx.core as mx
 from mlx.utils import tree_flatten
 
+from onyx.decoding import ragged
 from onyx.models import LoadedModel
 from onyx.paged_cache import PagedKVPool, PagedSequence
 
@@ -26,6 +29,8 @@ class ModelRunner:
         # Bytes of weights one decode step reads: the relative cost of a step (decoding is
         # memory-bound), used to price a draft model's steps against the target's.
         self.weight_bytes = sum(v.nbytes for _, v in tree_flatten(loaded.model.parameters()))
+        # Several sequences in one forward (else `forward` runs them one after the other).
+        self.ragged = ragged.install(loaded.model)
 
     def logits(self, tokens: mx.array, seq: PagedSequence, *, last_only: bool = False) -> mx.array:
         """Runs `tokens` (shape (n,)) through the model, appending to `seq`'s KV. Returns float32
@@ -40,6 +45,53 @@ class ModelRunner:
             return out[0, -1].astype(mx.float32)
         out = self.model(x, cache=caches)[0]
         return (out[-1] if last_only else out).astype(mx.float32)
+
+    def forward(self, segments: list[tuple[PagedSequence, list[int], int]]) -> mx.array | None:
+        """One forward over the rows of several sequences: each (seq, tokens, k) appends `tokens`
+        to `seq`'s KV and wants logits for its last k rows. Returns the float32 logits of those
+        rows, segment after segment, shape (sum k, V), not yet evaluated; or None when no row
+        wants logits (the forward, a prompt chunk, has then been evaluated).
+
+        The weight products run once over all rows; attention is per sequence
+        (`onyx.decoding.ragged`). A model whose architecture the ragged path does not know runs
+        the segments one by one instead."""
+        inner = getattr(self.model, "model", None)
+        if not self.ragged or inner is None or len(segments) == 1:
+            outs = [self._rows(seq, tokens, k) for seq, tokens, k in segments]
+            return _join(outs)
+        seqs = [s for s, _, _ in segments]
+        lengths = [len(t) for _, t, _ in segments]
+        caches = ragged.layer_caches(seqs, lengths)
+        x = mx.array([t for _, tokens, _ in segments for t in tokens]).reshape(1, -1)
+        hidden = inner(x, caches)
+        want, end = [], 0
+        for n, (_, _, k) in zip(lengths, segments):
+            end += n
+            want.extend(range(end - k, end))
+        if not want:
+            mx.eval(hidden)
+            return None
+        rows = hidden[:, mx.array(want)] if len(want) < end else hidden
+        return _head(self.model, rows)[0].astype(mx.float32)
+
+    def _rows(self, seq: PagedSequence, tokens: list[int], k: int) -> mx.array | None:
+        """One sequence's forward, logits for its last k rows (None when k is 0: evaluated)."""
+        x = mx.array(tokens).reshape(1, -1)
+        caches = seq.layer_caches()
+        inner = getattr(self.model, "model", None)
+        if inner is None:
+            out = self.model(x, cache=caches)[0]
+            if k == 0:
+                mx.eval(out)
+                return None
+            return out[len(tokens) - k:].astype(mx.float32)
+        hidden = inner(x, caches)
+        if k == 0:
+            mx.eval(hidden)
+            return None
+        if k < len(tokens):
+            hidden = hidden[:, len(tokens) - k:, :]
+        return _head(self.model, hidden)[0].astype(mx.float32)
 
     def prefill(self, prompt_ids: list[int], *, leave_last: bool = True) -> tuple[PagedSequence, mx.array | None, int]:
         """Runs the prompt, reusing cached KV blocks of an earlier prompt with the same prefix.
@@ -65,6 +117,13 @@ class ModelRunner:
             seq, _, cached = self.prefill(prompt_ids[:-1], leave_last=False)
             return seq, cached
         return self.pool.sequence(), 0
+
+
+def _join(outs: list[mx.array | None]) -> mx.array | None:
+    outs = [o for o in outs if o is not None]
+    if not outs:
+        return None
+    return outs[0] if len(outs) == 1 else mx.concatenate(outs, axis=0)
 
 
 def _head(model, hidden: mx.array) -> mx.array:

@@ -4,9 +4,16 @@ The order matters. Masking after top-p can leave no valid token at all (every to
 nucleus may be invalid), so the grammar mask is applied to the raw logits and the usual
 truncations run on what remains. `distribution` returns the final probability vector, so the
 speculative verifier can compare a draft's and a target's laws with the same code that samples.
+
+`RowSampling` is one sequence's sampling state (parameters, random stream, constraint, Φ): in a
+batched step every sequence has its own, and the verifier reads everything it applies to a
+sequence's logits from it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 import mlx.core as mx
 import numpy as np
@@ -70,3 +77,15 @@ class Sampler:
 
     def uniform(self) -> mx.array:
         return mx.random.uniform(key=self.next_key())
+
+
+@dataclass
+class RowSampling:
+    """What turns one sequence's logits into its tokens: the sampling parameters, the sequence's
+    own random stream, its constraint (grammar state and masks; None when unconstrained) and its
+    Φ provider (None without reweighting). Per-row logit processing belongs here."""
+
+    params: SamplingParams
+    sampler: Sampler
+    constraint: Any = None
+    phi: Any = None

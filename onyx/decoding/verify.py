@@ -1,17 +1,32 @@
-"""Exact verification of a round's drafts against the target's logits.
+"""Exact verification of drafts against the target's logits, for one sequence or many at once.
 
-One target forward scores the pending token and every draft. Each row is masked by the grammar
-(budget-aware: a row's mask only allows tokens after which a valid completion still fits in the
-tokens left), optionally reweighted by Φ, and the drafts are checked position by position:
+One target forward scores each sequence's pending token and its drafts (a group of rows; in a
+batched step the groups of every sequence lie in one logits matrix). Each row is masked by the
+sequence's grammar (budget-aware: a row's mask only allows tokens after which a valid
+completion still fits in the tokens left), optionally reweighted by Φ, and the drafts are
+checked position by position:
 
 - temperature 0: a draft is accepted while it equals the masked argmax;
 - otherwise Leviathan accept/reject: accept draft d with probability min(1, p(d) / q(d)) (q is
   the draft's law, a point mass for deterministic drafts), and on a rejection resample from the
   normalised residual (p - q)+, so the committed tokens follow the target's masked law whatever
   the drafts were.
+
+Everything a sequence needs is built lazily for all sequences (masks, distributions, one uniform
+per draft, and one candidate per position drawn from that position's residual, or from p at the
+last position) and evaluated once for the whole batch; the accept/reject walk then runs on plain
+numbers. The candidate drawn at position m is independent of the uniforms, and only the one at
+the first rejection is used, so the committed tokens follow the same law as drawing the residual
+after the rejection. Each sequence consumes two keys of its own random stream per round,
+whatever the other sequences do.
+
+`prepare` (the grammar walk and the row masks: CPU work) is separate from `verify_many` so that
+a batched step runs it while the forward computes.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import mlx.core as mx
 
@@ -21,13 +36,34 @@ from onyx.decoding.sampling import Sampler, apply_mask, distribution
 from onyx.options import SamplingParams
 
 
-def verify(logits: mx.array, proposal: Proposal, grammar, masks, state, params: SamplingParams,
-           sampler: Sampler, remaining: int, phi=None, context: list[int] | None = None) -> tuple[int, int, list]:
-    """Verifies the drafts against the target's logits (one row per position). Returns how many
-    drafts were accepted, the target's own next token, and the grammar states along the drafts."""
+@dataclass
+class Check:
+    """One sequence's verification: its drafts, where its rows start in the logits, and what
+    masks and reweights them. `states[i]` is the grammar state before row i."""
+
+    proposal: Proposal
+    params: SamplingParams
+    sampler: Sampler
+    offset: int = 0  # first row of this sequence in the logits
+    grammar: object = None
+    masks: object = None
+    states: list = field(default_factory=list)
+    usable: int = 0  # drafts the grammar allows (blind drafts may leave it)
+    row_masks: list = field(default_factory=list)
+    phi: object = None
+    context: list[int] | None = None
+
+    @property
+    def rows(self) -> int:
+        return self.usable + 1
+
+
+def prepare(proposal: Proposal, grammar, masks, state, params: SamplingParams, sampler: Sampler,
+            remaining: int, *, offset: int = 0, phi=None, context: list[int] | None = None) -> Check:
+    """The grammar states along the drafts and each verified row's budget-aware mask."""
     drafts = proposal.tokens
     states = [state]
-    usable = len(drafts)  # drafts the grammar allows (blind drafts may leave it)
+    usable = len(drafts)
     if grammar is not None:
         for i, t in enumerate(drafts):
             try:
@@ -35,34 +71,93 @@ def verify(logits: mx.array, proposal: Proposal, grammar, masks, state, params: 
             except _g.GrammarError:
                 usable = i
                 break
-    rows = min(usable, len(drafts)) + 1
-    logits = logits[:rows]
+    check = Check(proposal, params, sampler, offset, grammar, masks, states, usable, phi=phi, context=context)
     if grammar is not None:
-        raw = logits
-        logits = apply_mask(logits, mx.stack([masks.within(states[i], remaining - i - 1) for i in range(rows)]))
-        if phi is not None:
-            rows_w = [phi.log_weights(context + drafts[:i], states[i], logits[i], raw[i]) for i in range(rows)]
-            if any(w is not None for w in rows_w):
-                logits = logits + mx.stack([w if w is not None else mx.zeros_like(logits[i]) for i, w in enumerate(rows_w)])
-    if params.greedy:
-        target = mx.argmax(logits, axis=-1).tolist()
+        check.row_masks = [masks.within(states[i], remaining - i - 1) for i in range(usable + 1)]
+    return check
+
+
+def _target_logits(logits: mx.array, c: Check) -> mx.array:
+    """The rows the target's law is read from: masked, then Φ-reweighted."""
+    rows = logits[c.offset:c.offset + c.rows]
+    if c.grammar is None:
+        return rows
+    raw = rows
+    rows = apply_mask(rows, mx.stack(c.row_masks) if len(c.row_masks) > 1 else c.row_masks[0][None])
+    if c.phi is not None:
+        drafts = c.proposal.tokens
+        ws = [c.phi.log_weights(c.context + drafts[:i], c.states[i], rows[i], raw[i]) for i in range(c.rows)]
+        if any(w is not None for w in ws):
+            rows = rows + mx.stack([w if w is not None else mx.zeros_like(rows[i]) for i, w in enumerate(ws)])
+    return rows
+
+
+def _sampled(target: mx.array, c: Check) -> list[mx.array]:
+    """Lazy arrays for one sampled sequence: p(d) and q(d) per draft, a uniform per draft, and a
+    candidate token per row (from the residual (p - q)+ where a draft can be rejected, from p at
+    the last row)."""
+    p = distribution(target, c.params)  # (rows, V)
+    drafts = c.proposal.tokens
+    n = len(drafts)
+    tested = min(n, c.rows)  # drafts that meet a row (the one past `usable` is a sure reject)
+    width = p.shape[-1]
+    residual_rows = []
+    qd = []
+    for m in range(c.rows):
+        if m < tested:
+            d, q = drafts[m], c.proposal.probs[m]
+            point = (mx.arange(width) == d).astype(p.dtype) if q is None else q
+            r = mx.maximum(p[m] - point, 0.0)
+            r = mx.where(mx.sum(r) > 0, r, p[m])
+            residual_rows.append(r)
+            qd.append(1.0 if q is None else q[d])
+        else:
+            residual_rows.append(p[m])
+    candidates = mx.random.categorical(mx.log(mx.stack(residual_rows)), key=c.sampler.next_key())
+    uniforms = mx.random.uniform(shape=(max(tested, 1),), key=c.sampler.next_key())
+    checked = min(tested, c.rows - 1)  # drafts whose p(d) is read (past them: p(d) = 0)
+    pd = p[mx.arange(checked), mx.array(drafts[:checked])] if checked else mx.zeros((0,), p.dtype)
+    qd_arr = mx.stack([mx.array(x, dtype=p.dtype) if isinstance(x, float) else x.astype(p.dtype)
+                       for x in qd]) if qd else mx.zeros((0,), p.dtype)
+    return [pd, qd_arr, uniforms, candidates]
+
+
+def verify_many(logits: mx.array, checks: list[Check]) -> list[tuple[int, int, list]]:
+    """Verifies every sequence's drafts against its rows of `logits` (evaluating all of them at
+    once). Returns, per check, how many drafts were accepted, the target's own next token, and
+    the grammar states along the drafts."""
+    pending: list[list[mx.array]] = []
+    for c in checks:
+        target = _target_logits(logits, c)
+        if c.params.greedy:
+            pending.append([mx.argmax(target, axis=-1)])
+        else:
+            pending.append(_sampled(target, c))
+    mx.eval([a for arrs in pending for a in arrs])
+    out = []
+    for c, arrs in zip(checks, pending):
+        drafts = c.proposal.tokens
+        if c.params.greedy:
+            target = arrs[0].tolist()
+            m = 0
+            while m < len(drafts) and m < c.rows - 1 and target[m] == drafts[m]:
+                m += 1
+            out.append((m, target[m], c.states))
+            continue
+        pd, qd, uniforms, candidates = (a.tolist() for a in arrs)
         m = 0
-        while m < len(drafts) and m < rows - 1 and target[m] == drafts[m]:
-            m += 1
-        return m, target[m], states
-    p = distribution(logits, params)
-    m = 0
-    while m < len(drafts):
-        d, q = drafts[m], proposal.probs[m]
-        if m < rows - 1:  # otherwise the grammar refuses this draft: p(d) = 0, a sure reject
-            pd = p[m, d].item()
-            qd = 1.0 if q is None else q[d].item()
-            if qd > 0 and sampler.uniform().item() < min(1.0, pd / qd):
+        while m < len(drafts) and m < c.rows:
+            if m < c.rows - 1 and qd[m] > 0 and uniforms[m] < min(1.0, pd[m] / qd[m]):
                 m += 1
                 continue
-        # Rejected: resample from the normalised residual (p - q)+.
-        point = mx.zeros_like(p[m]).at[d].add(1.0) if q is None else q
-        residual = mx.maximum(p[m] - point, 0.0)
-        total = mx.sum(residual).item()
-        return m, int(sampler.draw(residual / total if total > 0 else p[m]).item()), states
-    return m, int(sampler.draw(p[m]).item()), states
+            break
+        out.append((m, int(candidates[min(m, c.rows - 1)]), c.states))
+    return out
+
+
+def verify(logits: mx.array, proposal: Proposal, grammar, masks, state, params: SamplingParams,
+           sampler: Sampler, remaining: int, phi=None, context: list[int] | None = None) -> tuple[int, int, list]:
+    """One sequence's verification (its rows start at row 0 of `logits`). Returns how many
+    drafts were accepted, the target's own next token, and the grammar states along the drafts."""
+    check = prepare(proposal, grammar, masks, state, params, sampler, remaining, phi=phi, context=context)
+    return verify_many(logits, [check])[0]

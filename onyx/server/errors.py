@@ -50,6 +50,11 @@ def cancelled_before_running() -> APIError:
     return APIError(503, "the request was cancelled before it ran", type="server_error", code="cancelled")
 
 
+def cancelled() -> APIError:
+    return APIError(503, "the request was cancelled (the server is shutting down)", type="server_error",
+                    code="cancelled")
+
+
 def is_client_error(e: BaseException) -> bool:
     """The request's own fault (answered 400, not logged as a server failure)."""
     return isinstance(e, (E.RequestError, E.GrammarError))
@@ -79,6 +84,8 @@ def from_engine(e: BaseException, constraint_param: str | None) -> APIError:
         return APIError(400, msg, param=constraint_param, code="grammar_error")
     if isinstance(e, E.RequestError):
         return APIError(400, msg, param=e.param, code="invalid_parameter")
+    if isinstance(e, E.QueueFullError):
+        return APIError(503, f"the server is busy: {e}; retry later", type="server_error", code="server_overloaded")
     if isinstance(e, E.CacheFullError):
         return APIError(503, "the KV cache is full; retry later", type="server_error", code="server_overloaded")
     return internal_error()

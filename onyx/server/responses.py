@@ -19,10 +19,11 @@ from onyx.server.scheduler import Job
 from onyx.server.state import ServerState
 
 
-def usage(result) -> dict:
-    s = result.stats
+def usage(results: list) -> dict:
+    """Usage over a request's samples (the prompt counted once)."""
+    s = results[0].stats
     prompt = int(s.get("prompt_tokens", 0))
-    completion = int(s.get("completion_tokens", len(result.token_ids)))
+    completion = sum(int(r.stats.get("completion_tokens", len(r.token_ids))) for r in results)
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
             "prompt_tokens_details": {"cached_tokens": int(s.get("cached_prompt_tokens", 0))}}
 
@@ -41,30 +42,34 @@ def finish_reason(reason: str) -> str:
     return "length" if reason == "length" else "stop"
 
 
-def final_body(job: Job, result, meta: dict, chat: bool) -> dict:
-    reason = finish_reason(result.finish_reason)
-    if chat:
-        choice = {"index": 0, "message": {"role": "assistant", "content": result.text, "refusal": None},
-                  "logprobs": None, "finish_reason": reason}
-        obj = "chat.completion"
-    else:
-        choice = {"index": 0, "text": result.text, "logprobs": None, "finish_reason": reason}
-        obj = "text_completion"
-    return {"id": meta["id"], "object": obj, "created": meta["created"], "model": meta["model"],
-            "system_fingerprint": None, "choices": [choice], "usage": usage(result),
-            "onyx": onyx_stats(job, result)}
+def final_body(job: Job, results: list, meta: dict, chat: bool) -> dict:
+    choices = []
+    for i, result in enumerate(results):
+        reason = finish_reason(result.finish_reason)
+        if chat:
+            choices.append({"index": i, "message": {"role": "assistant", "content": result.text, "refusal": None},
+                            "logprobs": None, "finish_reason": reason})
+        else:
+            choices.append({"index": i, "text": result.text, "logprobs": None, "finish_reason": reason})
+    stats = onyx_stats(job, results[0])
+    if len(results) > 1:
+        stats["samples"] = [onyx_stats(job, r) for r in results]
+    return {"id": meta["id"], "object": "chat.completion" if chat else "text_completion",
+            "created": meta["created"], "model": meta["model"], "system_fingerprint": None, "choices": choices,
+            "usage": usage(results), "onyx": stats}
 
 
-async def collect(request: Request, job: Job, meta: dict, chat: bool, constraint: str | None) -> JSONResponse:
-    """Waits for the whole answer, or for the client to go away (which cancels the job)."""
+async def collect(request: Request, job: Job, meta: dict, chat: bool, constraint: str | None, n: int = 1) -> JSONResponse:
+    """Waits for the whole answer (every sample), or for the client to go away (which cancels
+    the job)."""
     async def run():
-        result, error = None, None
-        async for kind, value in job.events_until_end():
+        results, error = [None] * n, None
+        async for kind, index, value in job.events_until_end():
             if kind == "chunk" and value.result is not None:
-                result = value.result
-            elif kind == "error":
+                results[index] = value.result
+            elif kind == "error" and error is None:
                 error = value
-        return result, error
+        return results, error
 
     runner = asyncio.ensure_future(run())
     watcher = asyncio.ensure_future(_wait_disconnect(request))
@@ -81,12 +86,12 @@ async def collect(request: Request, job: Job, meta: dict, chat: bool, constraint
         # client disconnected: nobody reads this answer
         return JSONResponse({"error": {"message": "client disconnected", "type": "invalid_request_error",
                                        "param": None, "code": "client_disconnected"}}, status_code=499)
-    result, error = runner.result()
+    results, error = runner.result()
     if error is not None:
         raise errors.from_engine(error, constraint)
-    if result is None:
-        raise errors.cancelled_before_running()
-    return JSONResponse(final_body(job, result, meta, chat))
+    if any(r is None or r.finish_reason == "cancelled" for r in results):
+        raise errors.cancelled_before_running() if job.queue_s is None else errors.cancelled()
+    return JSONResponse(final_body(job, results, meta, chat))
 
 
 async def _wait_disconnect(request: Request) -> None:
@@ -100,50 +105,54 @@ def _sse_line(obj: Any) -> str:
     return "data: " + json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n\n"
 
 
-async def sse(state: ServerState, job: Job, meta: dict, chat: bool, include_usage: bool) -> AsyncIterator[str]:
-    """The job's chunks as server-sent events."""
+async def sse(state: ServerState, job: Job, meta: dict, chat: bool, include_usage: bool, n: int = 1) -> AsyncIterator[str]:
+    """The job's chunks as server-sent events (each choice's deltas carry its index)."""
     obj = "chat.completion.chunk" if chat else "text_completion"
     head = {"id": meta["id"], "object": obj, "created": meta["created"], "model": meta["model"],
             "system_fingerprint": None}
 
-    def chunk(delta_text: str | None, finish: str | None, role: bool = False) -> dict:
+    def chunk(index: int, delta_text: str | None, finish: str | None, role: bool = False) -> dict:
         if chat:
             delta: dict = {}
             if role:
                 delta["role"] = "assistant"
             if delta_text is not None:
                 delta["content"] = delta_text
-            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+            choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
         else:
-            choice = {"index": 0, "text": delta_text or "", "logprobs": None, "finish_reason": finish}
+            choice = {"index": index, "text": delta_text or "", "logprobs": None, "finish_reason": finish}
         return {**head, "choices": [choice]}
 
+    results = [None] * n
     try:
         if chat:
-            yield _sse_line(chunk("", None, role=True))
-        async for kind, value in job.events_until_end():
+            for i in range(n):
+                yield _sse_line(chunk(i, "", None, role=True))
+        async for kind, index, value in job.events_until_end():
             if kind == "chunk":
                 if value.text:
-                    yield _sse_line(chunk(value.text, None))
+                    yield _sse_line(chunk(index, value.text, None))
                 if value.result is None:
                     continue
-                result = value.result
-                final = chunk(None if chat else "", finish_reason(result.finish_reason))
-                final["usage"] = usage(result)
+                result = results[index] = value.result
+                if result.finish_reason == "cancelled" and job.queue_s is None:
+                    yield _sse_line(errors.cancelled_before_running().body())
+                    continue
+                final = chunk(index, None if chat else "", finish_reason(result.finish_reason))
+                final["usage"] = usage([result])
                 final["onyx"] = onyx_stats(job, result)
                 yield _sse_line(final)
-                if include_usage:
-                    yield _sse_line({**head, "choices": [], "usage": usage(result)})
             elif kind == "error":
                 err = errors.from_engine(value, None)
                 state.errors[err.status] += 1
                 yield _sse_line(err.body())
-            elif kind == "cancelled":
-                yield _sse_line(errors.cancelled_before_running().body())
+        done = [r for r in results if r is not None]
+        if include_usage and done:
+            yield _sse_line({**head, "choices": [], "usage": usage(done)})
         yield "data: [DONE]\n\n"
     finally:
         # Normal end: a no-op. Client disconnect: Starlette cancels this generator's task, and the
-        # event stops the decode loop; the worker then closes the engine generator (KV freed).
+        # event takes the request out of the engine's batch at the next step (KV freed).
         job.cancel.set()
 
 

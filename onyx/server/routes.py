@@ -8,15 +8,17 @@ How a generation request flows:
    shape (422 otherwise).
 2. `translate` turns the body into the prompt and `GenerateOptions` (400 for bad values).
 3. *Prepare*, in a small thread pool: the prompt is tokenized and checked against the context,
-   and the engine compiles the grammar (cached by pattern) and returns a generator that has not
-   started. Bad requests fail here, before queueing.
-4. *Generate*: the generator joins the scheduler's FIFO queue (`scheduler.py`); the answer is
-   read from the job's events (`responses.py`), as one JSON body or as server-sent events.
+   the engine compiles the grammar (cached by pattern) and queues the request
+   (`Engine.submit`). Bad requests fail here; a full queue is a 503.
+4. *Generate*: the engine's scheduler decodes it in its batch with every other request
+   (`onyx.scheduler`); the answer is read from the job's events (`scheduler.Job`,
+   `responses.py`), as one JSON body or as server-sent events. `n > 1` samples are forks of the
+   prompt's KV, decoded side by side.
 
-Cancellation: each request has a `threading.Event` the decoding loop checks before every token.
+Cancellation: each request has a `threading.Event` the batch checks at every step boundary.
 It is set when the client disconnects (for SSE Starlette cancels the response task; for plain
-requests a watcher task waits for `http.disconnect`), and the worker closes the generator
-whatever happens, which frees the request's KV blocks.
+requests a watcher task waits for `http.disconnect`); the request then leaves the batch and its
+KV blocks are freed.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ async def health(request: Request):
     state = _state(request)
     engine_stats = state.engine.stats()
     kv = engine_stats["kv"]
-    sched = state.scheduler
+    batch = engine_stats["batch"]
     return {
         "status": "ok",
         "model": state.model_name,
@@ -64,14 +66,22 @@ async def health(request: Request):
         "live_sequences": kv.get("live_sequences"),
         "prefix_cached_blocks": kv.get("prefix_cached_blocks"),
         "requests": {
-            "active": 1 if sched.active is not None else 0,
-            "queued": sched.queued,
+            "active": batch["running_requests"],
+            "queued": batch["queued_requests"],
             "in_flight": state.in_flight,
             "total": state.requests_total,
-            "served": sched.served,
-            "cancelled": sched.cancelled,
-            "failed": sched.failed,
+            "served": batch["served"],
+            "cancelled": batch["cancelled"],
+            "failed": batch["failed"],
             "errors": {str(k): v for k, v in sorted(state.errors.items())},
+        },
+        "batch": {
+            "active_rows": batch["active_rows"],
+            "max_batch": batch["max_batch"],
+            "steps": batch["steps"],
+            "kv_used_blocks": batch["kv_used_blocks"],
+            "kv_reserved_blocks": batch["kv_reserved_blocks"],
+            "kv_max_blocks": batch["kv_max_blocks"],
         },
         "grammar_cache": engine_stats["grammar_cache"],
         "asyncio_tasks": len(asyncio.all_tasks()),
@@ -80,7 +90,8 @@ async def health(request: Request):
             "max_body_bytes": state.config.max_body_bytes,
             "max_tokens": state.config.max_tokens_limit,
             "default_max_tokens": state.config.default_max_tokens,
-            "max_queue": sched.max_queue,
+            "max_queue": batch["max_queue"],
+            "max_batch": batch["max_batch"],
             "context_length": state.context_length,
         },
         "auth": state.config.api_key is not None,
@@ -109,10 +120,10 @@ async def chat_completions(body: ChatCompletionRequest, request: Request):
     messages, options, constraint = translate.chat_request(state, body)
     engine = state.engine
 
-    def prepare(cancel: threading.Event):
+    def prepare(job: Job):
         ids = engine.chat_ids(messages)
         translate.check_context(state, len(ids), options.max_tokens)
-        return engine.start(ids, options, stream=True, cancel=cancel)
+        return engine.submit(ids, options, on_event=job.on_event, on_end=job.on_end, cancel=job.cancel)
 
     return await _generate(state, request, body, prepare, constraint, chat=True)
 
@@ -123,10 +134,10 @@ async def completions(body: CompletionRequest, request: Request):
     prompt, options, constraint = translate.completion_request(state, body)
     engine = state.engine
 
-    def prepare(cancel: threading.Event):
+    def prepare(job: Job):
         ids = engine.prompt_ids(prompt)
         translate.check_context(state, len(ids), options.max_tokens)
-        return engine.start(ids, options, stream=True, cancel=cancel)
+        return engine.submit(ids, options, on_event=job.on_event, on_end=job.on_end, cancel=job.cancel)
 
     return await _generate(state, request, body, prepare, constraint, chat=False)
 
@@ -179,28 +190,27 @@ def _byte(b: int | None) -> str | None:
 
 
 async def _generate(state: ServerState, request: Request, body, prepare, constraint: str | None, *, chat: bool):
-    """Prepares the request off the event loop, queues it, and answers from its events."""
+    """Prepares and queues the request off the event loop, and answers from its events."""
     state.requests_total += 1
     cancel = threading.Event()
     loop = asyncio.get_running_loop()
+    job = Job(loop, cancel)
     state.in_flight += 1
     try:
         try:
-            gen = await loop.run_in_executor(state.prepare_pool, prepare, cancel)
+            job.request = await loop.run_in_executor(state.prepare_pool, prepare, job)
         except APIError:
             raise
+        except E.QueueFullError as e:
+            raise APIError(503, f"the server is busy: {e}; retry later", type="server_error",
+                           code="server_overloaded") from None
         except Exception as e:
             err = errors.from_engine(e, constraint)
             if err.status == 500:
                 log.error("preparing a request failed:\n%s", traceback.format_exc())
             raise err from None
-        job = Job(gen, cancel, loop)
-        try:
-            state.scheduler.submit(job)
-        except APIError:
-            gen.close()
-            raise
     except BaseException:
+        cancel.set()
         state.in_flight -= 1
         raise
 
@@ -218,11 +228,11 @@ async def _generate(state: ServerState, request: Request, body, prepare, constra
                 closed.append(True)
                 state.in_flight -= 1
 
-        return responses.StreamingJobResponse(responses.sse(state, job, meta, chat, include_usage), on_close,
+        return responses.StreamingJobResponse(responses.sse(state, job, meta, chat, include_usage, body.n or 1), on_close,
                                               media_type="text/event-stream",
                                               headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     try:
-        return await responses.collect(request, job, meta, chat, constraint)
+        return await responses.collect(request, job, meta, chat, constraint, body.n or 1)
     finally:
         cancel.set()  # no-op when finished; stops the generation if this handler was cancelled
         state.in_flight -= 1

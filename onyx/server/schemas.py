@@ -8,9 +8,8 @@ as in OpenAI's API.
 Fields a client may send are of three kinds:
 
 * OpenAI fields Onyx implements (messages/prompt, max_tokens, max_completion_tokens, temperature,
-  top_p, seed, stop, stream, stream_options, response_format);
-* OpenAI fields accepted for compatibility when they ask for nothing Onyx lacks (`n` = 1,
-  penalties = 0, `logprobs` false, no tools, ...) and otherwise refused with a 400 naming them;
+  top_p, seed, stop, stream, stream_options, response_format, n);
+* OpenAI fields accepted for compatibility when they ask for nothing Onyx lacks (penalties = 0, `logprobs` false, no tools, ...) and otherwise refused with a 400 naming them;
   `user`, `metadata`, `store`, ... are ignored;
 * Onyx extensions, declared here: `regex`, and the engine options `speculative`,
   `num_draft_tokens`, `jump_forward`, `phi`, `top_k`, `min_p` and `max_whitespace`, whose
@@ -77,8 +76,8 @@ class _Common(_Open):
     top_k: Optional[int] = None
     min_p: Optional[float] = None
     max_whitespace: Optional[int] = None
+    n: Optional[int] = None  # samples of the prompt (forks of its KV, decoded side by side)
     # OpenAI fields accepted only with values that ask for nothing Onyx lacks.
-    n: Optional[int] = None
     presence_penalty: Optional[float] = None
     frequency_penalty: Optional[float] = None
     logit_bias: Optional[dict[str, Any]] = None

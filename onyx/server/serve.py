@@ -33,6 +33,9 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"largest max_tokens a request may ask for (default {config.DEFAULT_MAX_TOKENS_LIMIT})")
     p.add_argument("--default-max-tokens", type=int, default=config.DEFAULT_MAX_TOKENS,
                    help=f"max_tokens when a request gives none (default {config.DEFAULT_MAX_TOKENS})")
+    p.add_argument("--max-batch", type=int, default=config.DEFAULT_MAX_BATCH,
+                   help=f"sequences decoded together in one batch (default {config.DEFAULT_MAX_BATCH}); "
+                        f"more requests wait in the queue")
     p.add_argument("--max-queue", type=int, default=config.DEFAULT_MAX_QUEUE,
                    help=f"requests that may wait for the model (default {config.DEFAULT_MAX_QUEUE}); more get 503")
     p.add_argument("--alias", action="append", default=None, metavar="NAME",
@@ -51,9 +54,12 @@ def serve(args: argparse.Namespace, *, make_engine=None) -> int:
     make_engine = make_engine or (lambda model, **kw: onyx.Engine(model=model, **kw))
 
     api_key = args.api_key or os.environ.get("ONYX_API_KEY") or None
-    kwargs = {} if args.draft_model is None else {"draft_model": args.draft_model}
+    kwargs = {"max_batch": args.max_batch}
+    if args.draft_model is not None:
+        kwargs["draft_model"] = args.draft_model
     for name, value in (("max-body-bytes", args.max_body_bytes), ("max-tokens-limit", args.max_tokens_limit),
-                        ("default-max-tokens", args.default_max_tokens), ("max-queue", args.max_queue)):
+                        ("default-max-tokens", args.default_max_tokens), ("max-queue", args.max_queue),
+                        ("max-batch", args.max_batch)):
         if value < 1:
             print(f"onyx serve: --{name} must be positive", file=sys.stderr)
             return 2

@@ -1,4 +1,5 @@
-"""What the endpoints share: the engine, the settings, the queue, and the server's counters."""
+"""What the endpoints share: the engine (whose scheduler batches every request), the settings,
+and the server's counters."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from onyx.server.config import ServerConfig
-from onyx.server.scheduler import Scheduler
 
 
 class ServerState:
@@ -16,7 +16,8 @@ class ServerState:
         self.config = config
         self.model_name = str(engine.model_name)
         self.aliases = [a for a in dict.fromkeys(config.aliases) if a != self.model_name]
-        self.scheduler = Scheduler(config.max_queue)
+        self.scheduler = engine.scheduler
+        self.scheduler.max_queue = config.max_queue  # more waiting requests get 503
         # Preparing a request (tokenizing, compiling its grammar) runs here, off the event loop.
         self.prepare_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="onyx-prepare")
         self.started = time.time()

@@ -18,7 +18,6 @@ from onyx.server.state import ServerState
 
 # OpenAI fields accepted only with values that ask for nothing Onyx lacks.
 _HARMLESS = {
-    "n": (None, 1),
     "presence_penalty": (None, 0, 0.0),
     "frequency_penalty": (None, 0, 0.0),
     "logprobs": (None, False, 0),
@@ -107,6 +106,7 @@ def options(state: ServerState, body, *, chat: bool) -> tuple[GenerateOptions, s
     kwargs["temperature"] = 1.0 if body.temperature is None else body.temperature  # OpenAI's default
     kwargs["top_p"] = body.top_p
     kwargs["seed"] = body.seed
+    kwargs["n"] = body.n
     if body.stop is not None:
         stop = [body.stop] if isinstance(body.stop, str) else list(body.stop)
         if len(stop) > MAX_STOP_STRINGS or not all(stop):

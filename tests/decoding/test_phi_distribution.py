@@ -44,8 +44,7 @@ from onyx.decoding.phi import DEAD_LOG_WEIGHT, ExactPhi, TokenTrie, _logsumexp, 
 from onyx.constraint import MaskCache
 from onyx.decoding.sampling import distribution
 
-from bench.phi_laws import (Rows, compact_grammar, empirical, fvo_sample, prepared_exact_phi, trie_laws, tv,
-                            tv_floor)
+from bench.phi_laws import Rows, build_case, empirical, fvo_sample, trie_laws, tv, tv_floor
 
 PROMPT = [{"role": "user", "content": "What is the status of the job?"}]
 SCHEMA = {"enum": ["ok", "okay", "failed"]}
@@ -53,79 +52,9 @@ N = 20_000
 DRAFT_T = 0.5  # the draft law q: the masked target sharpened to T = 0.5 (q != p)
 
 
-def reference_rows(model, prompt_ids: list[int], trie: TokenTrie) -> dict[int, np.ndarray]:
-    """Every trie node's next-token logits through mlx-lm's KVCache (independent of Onyx's
-    paged cache): prompt once, then each leaf path from its common prefix with the previous."""
-    from mlx_lm.models.cache import make_prompt_cache
-
-    cache = make_prompt_cache(model)
-    mx.eval(model(mx.array(prompt_ids[:-1])[None], cache=cache))
-    base = len(prompt_ids)
-    rows: dict[int, np.ndarray] = {}
-    prev = None
-    for leaf in trie.leaves():
-        path = trie.path(leaf)
-        along = [0]
-        for t in path:
-            along.append(trie.children[along[-1]][t])
-        if prev is None:
-            feed, nodes = [prompt_ids[-1]] + path, along
-        else:
-            k = 0
-            while k < min(len(prev), len(path)) and prev[k] == path[k]:
-                k += 1
-            for c in cache:
-                c.trim(c.offset - (base + k))
-            feed, nodes = path[k:], along[k + 1:]
-        out = model(mx.array(feed)[None], cache=cache)[0].astype(mx.float32)
-        out = np.asarray(out, dtype=np.float64)
-        for n, row in zip(nodes, out):
-            rows[n] = row
-        prev = path
-    return rows
-
-
 @pytest.fixture(scope="module")
 def setup(engine):
     return build_case(engine, PROMPT, SCHEMA)
-
-
-def build_case(engine, prompt, schema) -> dict:
-    """The product's exact-Φ preparation, the independent reference logits and the compact
-    vocabulary for one (prompt, schema)."""
-    ids = engine.chat_ids(prompt)
-    grammar = engine.compile(json_schema=schema)
-    phi = prepared_exact_phi(engine, ids, grammar)  # the product's own preparation
-    trie = phi.trie
-    assert phi.stats["phi_trie"] == "full" and len(trie) < 400
-    ref = reference_rows(engine.loaded.model, ids, trie)
-    eos = [int(e) for e in grammar.eos_token_ids]
-
-    # The compact vocabulary: the trie's tokens (same bytes), OTHER, EOS.
-    c = compact_grammar(engine, trie, schema)
-    big_ids, to_small, other, small_eos, width, small_g = (c[k] for k in ("big_ids", "to_small", "other", "eos",
-                                                                          "width", "grammar"))
-    small_trie = TokenTrie.full(small_g, max_nodes=10_000)
-    mapped = {tuple(to_small[t] for t in k) for k in trie.sequences()}
-    assert set(small_trie.sequences()) == mapped, "the compact grammar must have the same token trie"
-
-    big_index = np.array(big_ids, dtype=np.int64)
-    rest = np.ones(engine.loaded.vocab_size, dtype=bool)
-    rest[big_index] = False
-    rest[eos] = False
-    compact: dict[tuple, np.ndarray] = {}
-    for n, row in ref.items():
-        small = np.empty(width)
-        small[:len(big_ids)] = row[big_index]
-        small[other] = _logsumexp(row[rest])
-        small[small_eos] = _logsumexp(row[eos])
-        compact[tuple(to_small[t] for t in trie.path(n))] = small
-
-    def logits_of(path):
-        return compact[tuple(path)]
-
-    return dict(ids=ids, grammar=grammar, phi=phi, trie=trie, ref=ref, eos=eos, small_g=small_g,
-                small_trie=small_trie, width=width, logits_of=logits_of, to_small=to_small, small_eos=small_eos)
 
 
 @pytest.fixture(scope="module")

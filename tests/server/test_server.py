@@ -288,7 +288,8 @@ def test_regex_with_response_format_is_400(http):
     ({"top_p": 0}, "top_p"),
     ({"seed": -1}, "seed"),
     ({"stop": ["", "x"]}, "stop"),
-    ({"n": 3}, "n"),
+    ({"n": 0}, "n"),
+    ({"n": 99}, "n"),
     ({"logprobs": True}, "logprobs"),
     ({"regexp": "[0-9]+"}, "regexp"),  # a typo is refused, not silently ignored
     ({"speculative": "sideways"}, "speculative"),

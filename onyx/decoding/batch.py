@@ -1,0 +1,232 @@
+"""`Batch`: the generations decoding together, and the step that advances them all with one
+forward.
+
+One step:
+1. Generations that were cancelled leave (their KV blocks are freed at once); samples waiting
+   for a sibling's prompt fork its KV when it is in.
+2. Every decoding generation proposes its round: the pending token plus its drafts
+   (`Generation.propose`: grammar-forced spans, prompt lookup or a draft model, γ priced
+   against the batch's marginal row cost, `gamma.batch_row_cost`).
+3. Prefilling generations take up to `prefill_chunk` prompt tokens in all, first come first
+   served: a long prompt delays the rows already decoding by at most one chunk per step. A
+   generation whose prompt ends within the chunk also brings its first round in the same rows.
+4. One forward over all rows (`ModelRunner.forward`: ragged rows, attention per sequence),
+   queued at once; while it runs, each generation's verification is prepared (grammar walk
+   along the drafts, budget-aware row masks).
+5. Exact verification of every generation's drafts, evaluated together (`verify_many`), then
+   each generation commits its tokens and rolls its own KV back past its rejected drafts.
+
+Faults stay with their generation: an exception in a generation's own work (drafting,
+verification, committing) ends that generation with the error; an exception in the shared
+forward rolls every sequence back to where the step began and runs the generations one by one,
+so only the one that fails again ends.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from dataclasses import dataclass, field
+
+import mlx.core as mx
+
+from onyx.decoding.gamma import batch_row_cost
+from onyx.decoding.generation import Generation
+from onyx.decoding.runner import PREFILL_CHUNK
+from onyx.decoding.verify import verify_many
+
+
+@dataclass
+class StepInfo:
+    """What one step did (kept in `Batch.log`, for tests and /health)."""
+
+    index: int
+    sequences: int = 0  # generations with rows in the forward
+    rows: int = 0  # tokens fed
+    logit_rows: int = 0
+    prefill_tokens: int = 0
+    prefill_segments: int = 0
+    emitted: dict = field(default_factory=dict)  # id(generation) -> tokens committed
+    seconds: float = 0.0
+
+
+class Batch:
+    """Generations decoding together on one runner (one thread drives it)."""
+
+    def __init__(self, runner, *, prefill_chunk: int = PREFILL_CHUNK, log_size: int = 4096) -> None:
+        self.runner = runner
+        self.prefill_chunk = max(1, int(prefill_chunk))
+        self.gens: list[Generation] = []
+        self.steps = 0
+        self.log: collections.deque[StepInfo] = collections.deque(maxlen=log_size)
+        self._last_rows = 1
+
+    def __len__(self) -> int:
+        return len(self.gens)
+
+    def add(self, gen: Generation) -> None:
+        """Admits a generation: it takes its cached prompt prefix now and its rows from the next
+        step on."""
+        try:
+            gen.admit()
+        except Exception as e:  # noqa: BLE001 - the generation's own failure
+            gen.fail(e)
+        self.gens.append(gen)
+
+    def end(self, gen: Generation, reason: str) -> None:
+        """Ends a generation now (a stop string, a caller going away): its KV is freed."""
+        gen.close(reason)
+        if gen in self.gens:
+            self.gens.remove(gen)
+
+    def step(self) -> list[Generation]:
+        """One forward for every generation. Returns the generations that took part or ended;
+        each has `emitted` (the tokens it committed) and `done` when it ended (then it has left
+        the batch and its KV is freed)."""
+        t0 = time.perf_counter()
+        info = StepInfo(self.steps)
+        self.steps += 1
+        touched = []
+        for g in list(self.gens):
+            g.emitted = []
+            if g.done:
+                touched.append(g)
+            elif g.cancel is not None and g.cancel.is_set():
+                g.close("cancelled")
+                touched.append(g)
+            elif g.phase == "waiting":
+                self._guard(g, g.try_fork)
+                if g.done:
+                    touched.append(g)
+        live = [g for g in self.gens if not g.done]
+        decoding = [g for g in live if g.phase == "decode"]
+        prefilling = [g for g in live if g.phase == "prefill"]
+        row_cost = batch_row_cost(len(decoding) + sum(1 for g in prefilling if g.prompt_rest <= self.prefill_chunk),
+                                  self._last_rows, self.runner.loaded.device)
+
+        # Rows: (generation, tokens, logit rows, prompt tokens fed, length before the step)
+        entries: list[tuple[Generation, list[int], int, int, int]] = []
+        for g in decoding:
+            tokens = self._guard(g, g.propose, row_cost)
+            if tokens is not None:
+                entries.append((g, tokens, len(tokens), 0, g.seq.length))
+        budget = self.prefill_chunk
+        for g in prefilling:
+            rest = g.prompt_rest
+            n = min(budget, rest)
+            if n < rest:
+                if n > 0:
+                    entries.append((g, g.prompt_ids[g.fed:g.fed + n], 0, n, g.seq.length))
+                    budget -= n
+                continue
+            budget -= n
+            chunk = g.prompt_ids[g.fed:g.fed + n]
+            if g.sampling.phi is not None and n > 0:
+                entries.append((g, chunk, 0, n, g.seq.length))  # Φ reads the prompt's KV first
+                continue
+            round_tokens = self._guard(g, self._begin, g, row_cost)
+            if round_tokens is not None:
+                entries.append((g, chunk + round_tokens, len(round_tokens), n, g.seq.length))
+        if not entries:
+            self._collect(touched)
+            return touched
+
+        info.sequences = len(entries)
+        info.rows = sum(len(e[1]) for e in entries)
+        info.logit_rows = sum(e[2] for e in entries)
+        info.prefill_tokens = sum(e[3] for e in entries)
+        info.prefill_segments = sum(1 for e in entries if e[3])
+        self._last_rows = max(1, info.rows - info.prefill_tokens)
+
+        results = self._run(entries)
+        for (g, tokens, k, fed, _), res in zip(entries, results):
+            touched.append(g)
+            if g.done:
+                continue
+            g.steps += 1
+            g.fed += fed
+            if fed and g.prompt_rest == 0:
+                if k == 0:
+                    self._guard(g, self._prompt_in, g)
+                else:
+                    self._guard(g, g.runner.pool.register_prefix, g.prompt_ids[:-1], g.seq)
+            if k and res is not None:
+                self._guard(g, g.commit, *res)
+            info.emitted[id(g)] = len(g.emitted)
+        info.seconds = time.perf_counter() - t0
+        self.log.append(info)
+        self._collect(touched)
+        return list(dict.fromkeys(touched))
+
+    # -- internals ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _guard(g: Generation, fn, *args):
+        """Runs one generation's own work; an exception ends that generation alone."""
+        try:
+            return fn(*args)
+        except Exception as e:  # noqa: BLE001 - reported to that generation's caller
+            g.fail(e)
+            return None
+
+    @staticmethod
+    def _begin(g: Generation, row_cost: float) -> list[int]:
+        """A generation whose prompt is in (or will be by the end of this forward) starts
+        decoding: its first round's rows."""
+        g.start_decoding(register=False)
+        return g.propose(row_cost)
+
+    @staticmethod
+    def _prompt_in(g: Generation) -> None:
+        g.start_decoding(register=True)
+
+    def _run(self, entries) -> list:
+        """The forward and the verification of every entry; per entry (accepted, token, states)
+        or None (a prefill chunk, or a generation that failed)."""
+        segments = [(g.seq, tokens, k) for g, tokens, k, _, _ in entries]
+        try:
+            logits = self.runner.forward(segments)
+            if logits is not None:
+                mx.async_eval(logits)
+            checks, owners, offset = [], [], 0
+            for i, (g, _, k, _, _) in enumerate(entries):
+                if k:
+                    check = self._guard(g, g.check, offset)
+                    if check is not None:
+                        checks.append(check)
+                        owners.append(i)
+                    offset += k
+            out = [None] * len(entries)
+            for i, res in zip(owners, verify_many(logits, checks) if checks else []):
+                out[i] = res
+            return out
+        except Exception:  # noqa: BLE001 - isolate the generation at fault
+            return self._one_by_one(entries)
+
+    def _one_by_one(self, entries) -> list:
+        """After a failed shared forward: every sequence back to where the step began, then each
+        generation's rows alone; the ones that fail again end with their error."""
+        for g, _, _, _, length in entries:
+            try:
+                g.seq.truncate(length)
+            except Exception as e:  # noqa: BLE001 - a sequence in a bad state: its generation fails
+                g.fail(e)
+        out = []
+        for g, tokens, k, _, length in entries:
+            if g.done:
+                out.append(None)
+                continue
+            try:
+                logits = self.runner.forward([(g.seq, tokens, k)])
+                out.append(verify_many(logits, [g.check(0)])[0] if k else None)
+            except Exception as e:  # noqa: BLE001 - this generation's failure
+                g.fail(e)
+                out.append(None)
+        return out
+
+    def _collect(self, touched: list[Generation]) -> None:
+        """Closes the generations that ended (frees their KV) and drops them from the batch."""
+        for g in touched:
+            if g.done:
+                g.close()
+        self.gens = [g for g in self.gens if not g.done]

@@ -1,0 +1,221 @@
+"""`Generation`: one sequence being decoded, as a batched step sees it.
+
+A generation goes through three phases:
+- **waiting**: admitted but has no KV yet; a sample of an `n > 1` request waits here for its
+  first sibling's prompt, then forks its KV (copy-on-write: the prompt's blocks are shared);
+- **prefill**: its prompt (all but the last token) is fed in chunks, at most one chunk's worth
+  of prompt tokens per batched step over all prefilling generations;
+- **decode**: each round feeds the pending token (the last committed one) plus up to γ drafts,
+  and commits the verified tokens.
+
+Everything that turns this sequence's logits into its tokens (sampling parameters, random
+stream, grammar state and masks, Φ) is in `sampling` (`onyx.decoding.sampling.RowSampling`),
+so per-row logit processing has one home. Events for the caller (tokens, finish) are collected
+in `emitted` and `finish` by `commit`; the batch reads them after each step.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from onyx.constraint import Constraint
+from onyx.decoding.drafts import DraftModel, ForcedTokens, Proposal, propose
+from onyx.decoding.gamma import GammaController
+from onyx.decoding.phi import make_phi
+from onyx.decoding.sampling import RowSampling, Sampler
+from onyx.decoding.stats import DecodeStats, DraftCounts
+from onyx.decoding.verify import Check, prepare
+from onyx.options import GenerateOptions, SamplingParams
+from onyx.paged_cache import PagedSequence
+
+
+class Generation:
+    """One sequence: its prompt, options, constraint, KV sequence, drafting state and output."""
+
+    def __init__(self, runner, prompt_ids: list[int], options: GenerateOptions = GenerateOptions(), *,
+                 constraint: Constraint | None = None, draft_runner=None, cancel: threading.Event | None = None,
+                 sample_index: int = 0, fork_of: "Generation | None" = None) -> None:
+        self.runner = runner
+        self.prompt_ids = list(prompt_ids)
+        self.options = options
+        self.constraint = constraint
+        self.cancel = cancel
+        self.fork_of = fork_of
+        self.stats = DecodeStats(prompt_tokens=len(prompt_ids))
+        self.counts = DraftCounts()
+        params = options.sampling
+        if sample_index and params.seed is not None:  # the samples of one request: seeds in a row
+            params = SamplingParams(params.temperature, params.top_p, params.top_k, params.min_p,
+                                    (params.seed + sample_index) % 2**64)
+        spec = options.speculation
+        loaded = runner.loaded
+        self.eos = set(loaded.eos_token_ids)
+        grammar = constraint.grammar if constraint is not None else None
+        self.sampling = RowSampling(params, Sampler(params), constraint,
+                                    make_phi(options.phi) if grammar is not None else None)
+        self.drafting = spec.drafting
+        self.forced = ForcedTokens(grammar, loaded.tokenizer, loaded.vocabulary) if (
+            grammar is not None and spec.mode == "aware" and spec.jump_forward) else None
+        self.draft = DraftModel(draft_runner, params, params.seed) if (
+            self.drafting and draft_runner is not None) else None
+        self.gamma = GammaController(spec.num_draft_tokens if self.drafting else 0, device=loaded.device,
+                                     draft_cost=draft_runner.weight_bytes / runner.weight_bytes
+                                     if self.draft is not None else 0.0)
+        self.seq: PagedSequence | None = None
+        self.fed = 0  # prompt tokens (of all but the last) in the KV
+        self.context = list(prompt_ids)  # committed tokens; the last one is not yet in the KV
+        self.produced = 0
+        self.phase = "waiting"
+        self.finish: str | None = None  # "stop", "length", "cancelled" or "error"
+        self.error: BaseException | None = None
+        self.emitted: list[int] = []  # tokens committed by the last step
+        self.proposal: Proposal | None = None
+        self.t_admit = self.t_first = None
+        self.t_decode = None
+        self.steps = 0  # batched steps this generation took part in
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def max_tokens(self) -> int:
+        return self.options.max_tokens
+
+    @property
+    def done(self) -> bool:
+        return self.finish is not None
+
+    @property
+    def prompt_rest(self) -> int:
+        """Prompt tokens still to feed before decoding."""
+        return max(0, len(self.prompt_ids) - 1 - self.fed)
+
+    def admit(self) -> None:
+        """Takes the longest cached prefix of the prompt (or waits for a sibling to fork from)."""
+        self.t_admit = time.perf_counter()
+        if self.fork_of is not None and not self.fork_of.done:
+            return  # waiting: `try_fork` once the sibling's prompt is in
+        self.fork_of = None
+        self.seq, cached = self.runner.pool.lookup_prefix(self.prompt_ids[:-1], leave_last=False)
+        self.fed = self.stats.cached_prompt_tokens = cached
+        self.phase = "prefill"
+
+    def try_fork(self) -> bool:
+        """A waiting sample: forks its sibling's KV once the sibling's prompt is in (or takes its
+        own prefix when the sibling ended first). Returns True when it is no longer waiting."""
+        leader = self.fork_of
+        if self.phase != "waiting":
+            return True
+        if leader is None or leader.done:
+            self.fork_of = None
+            self.admit()
+            return True
+        if leader.phase != "decode":
+            return False
+        self.seq = leader.seq.fork()
+        self.seq.truncate(len(self.prompt_ids) - 1)
+        self.fed = self.stats.cached_prompt_tokens = len(self.prompt_ids) - 1
+        self.phase = "prefill"
+        return True
+
+    def start_decoding(self, register: bool = True) -> None:
+        """The prompt is in (or goes in with this step's rows: `register` False, the caller
+        registers it after the forward): its blocks become reusable, the draft model and Φ
+        start, and the next rounds decode."""
+        if register:
+            self.runner.pool.register_prefix(self.prompt_ids[:-1], self.seq)
+        if self.draft is not None:
+            self.draft.start(self.prompt_ids)
+        phi = self.sampling.phi
+        if phi is not None:
+            phi.prepare(self.runner, self.seq, self.context, self.constraint.grammar, self.sampling.params)
+            self.stats.extra.update(getattr(phi, "stats", None) or {})
+        self.phase = "decode"
+        self.t_decode = time.perf_counter()
+        self.stats.prefill_s = self.t_decode - self.t_admit
+
+    def close(self, reason: str | None = None) -> None:
+        """Ends the generation (when not ended yet) and frees its KV. Idempotent."""
+        if self.finish is None:
+            self.finish = reason or "cancelled"
+        if self.seq is not None:
+            self.seq.free()
+            self.seq = None
+        if self.draft is not None:
+            self.draft.close()
+        self._finish_stats()
+        self.phase = "done"
+
+    def fail(self, error: BaseException) -> None:
+        self.error = error
+        self.close("error")
+
+    def _finish_stats(self) -> None:
+        if self.t_decode is not None:
+            self.stats.decode_s = time.perf_counter() - self.t_decode
+        self.stats.extra.update(self.counts.as_dict(self.options.speculation.mode))
+
+    # -- one round ---------------------------------------------------------------------------
+
+    def propose(self, row_cost: float | None) -> list[int]:
+        """This round's rows: the pending token and the drafts (priced at `row_cost`, the
+        batch's marginal cost of a row relative to this sequence's share of a step)."""
+        spec = self.options.speculation
+        proposal = Proposal()
+        room = self.max_tokens - self.produced - 1  # drafts that still fit after this round's own token
+        if self.drafting and room > 0:
+            gamma = self.gamma
+            gamma.price(row_cost)
+            constraint = self.constraint
+            grammar = constraint.grammar if constraint is not None else None
+            propose(proposal, gamma.next(), gamma.forced_limit(), min(room, gamma.cap), self.context, grammar,
+                    constraint.masks if constraint is not None else None,
+                    constraint.state if constraint is not None else None,
+                    aware=spec.mode == "aware", forced=self.forced, draft=self.draft, eos=self.eos,
+                    remaining=self.max_tokens - self.produced, timings=self.stats.extra)
+        self.proposal = proposal
+        return [self.context[-1]] + proposal.tokens
+
+    def check(self, offset: int) -> Check:
+        """The verification of this round's drafts, its rows starting at `offset`."""
+        s = self.sampling
+        c = self.constraint
+        return prepare(self.proposal, c.grammar if c is not None else None, c.masks if c is not None else None,
+                       c.state if c is not None else None, s.params, s.sampler, self.max_tokens - self.produced,
+                       offset=offset, phi=s.phi, context=self.context)
+
+    def commit(self, accepted: int, new_token: int, states: list) -> None:
+        """Emits the accepted drafts and the target's token, stopping at EOS, a complete output or
+        max_tokens; rolls the KV back past the rejected drafts."""
+        drafts = self.proposal.tokens
+        self.stats.target_forwards += 1
+        self.counts.add(self.proposal.sources, accepted)
+        n_forced = self.proposal.sources.count("forced")  # forced drafts come first
+        self.gamma.update(len(drafts) - n_forced, accepted - n_forced, n_forced, min(accepted, n_forced))
+        constraint = self.constraint
+        emitted = self.emitted
+        for i, token in enumerate(drafts[:accepted] + [new_token]):
+            if token in self.eos:
+                self.finish = "stop"
+                break
+            if constraint is not None:
+                if self.forced is not None:
+                    self.forced.observe(constraint.state, token)
+                if i < accepted:
+                    constraint.state = states[i + 1]
+                else:
+                    constraint.advance(token)
+            self.context.append(token)
+            self.produced += 1
+            self.stats.completion_tokens += 1
+            emitted.append(token)
+            if constraint is not None and constraint.done:
+                self.finish = "stop"
+                break
+        if self.finish is None and self.produced >= self.max_tokens:
+            self.finish = "length"
+        if self.finish is None and len(drafts) > accepted:
+            self.seq.rollback(len(drafts) - accepted)
+        if emitted and self.t_first is None:
+            self.t_first = time.perf_counter()
+        self.proposal = None

@@ -1,0 +1,353 @@
+"""The engine's scheduler: every caller's generations decode together, in one batch, on one
+thread.
+
+`Engine.generate` / `chat` (from any number of threads), `Engine.generate_many`, the server and
+`onyx chat` all hand their requests to `Scheduler.submit`. One worker thread owns the model: it
+admits queued requests at step boundaries, runs `onyx.decoding.batch.Batch.step` (one forward
+for every active sequence), turns each sequence's committed tokens into text (stop strings,
+UTF-8) and hands the pieces to the request's `on_event` callback, from the worker thread.
+
+Admission, first come first served, when
+- the batch has room: at most `max_batch` sequences decode together (an `n > 1` request brings
+  n of them, forks of one prompt);
+- the KV pool can hold the request's worst case: each sequence reserves the blocks of its
+  prompt plus `max_tokens` plus a round of drafts, and the reservations of the running
+  sequences never exceed the pool's block limit (blocks only the prefix cache holds are
+  evicted on demand). So a running sequence never finds the pool full; a new request waits
+  instead (or is refused at once when it alone could never fit).
+
+A request cancelled while queued is dropped; one cancelled while running leaves the batch at the
+next step boundary and its blocks are freed then. When the batch empties, the KV pool is
+evaluated, so another thread may use the model (MLX streams are per thread).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from onyx.decoding.batch import Batch
+from onyx.decoding.generation import Generation
+from onyx.decoding.runner import PREFILL_CHUNK
+from onyx.errors import QueueFullError, RequestError
+from onyx.options import GenerateOptions
+from onyx.text import TextBuilder
+
+log = logging.getLogger("onyx.scheduler")
+
+DEFAULT_MAX_BATCH = 8
+
+
+@dataclass
+class Result:
+    """A finished generation."""
+
+    text: str
+    token_ids: list[int]
+    finish_reason: str  # "stop" or "length" ("cancelled" when the caller stopped it)
+    valid: bool | None  # does the text match the constraint? None when unconstrained
+    stats: dict = field(default_factory=dict)
+
+
+@dataclass
+class Chunk:
+    """A piece of a streamed generation. The last chunk of a sample has `finish_reason` and
+    `result` set; `index` is the sample's (0 unless the request asked for n > 1)."""
+
+    text: str
+    token_ids: list[int]
+    finish_reason: str | None = None
+    result: Result | None = None
+    index: int = 0
+
+
+class Request:
+    """One call: a prompt, its options and `n` samples. `on_event(index, item)` receives each
+    sample's `Chunk`s, ending with the one that carries its `Result`, or the exception that
+    ended it; `on_end()` runs once every sample has ended. Both are called from the scheduler's
+    thread and must not block."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, prompt_ids: list[int], options: GenerateOptions, constraints: list, *,
+                 cancel: threading.Event | None = None, on_event: Callable, on_end: Callable | None = None) -> None:
+        self.id = next(self._ids)
+        self.prompt_ids = prompt_ids
+        self.options = options
+        self.constraints = constraints  # one per sample (each has its own grammar state)
+        self.n = len(constraints)
+        self.cancel = cancel if cancel is not None else threading.Event()
+        self.on_event = on_event
+        self.on_end = on_end
+        self.submitted = time.perf_counter()
+        self.started: float | None = None
+        self.ended = threading.Event()
+        self.reserved = 0  # KV blocks reserved while running
+        self.gens: list[Generation] = []
+        self._texts: list[TextBuilder] = []
+        self._tokens: list[list[int]] = []
+        self._open = 0
+
+    @property
+    def queue_s(self) -> float | None:
+        return None if self.started is None else self.started - self.submitted
+
+
+class Scheduler:
+    """The queue and the batch of one engine (see the module docstring)."""
+
+    def __init__(self, runner, draft_runner=None, *, vocab, max_batch: int = DEFAULT_MAX_BATCH,
+                 max_queue: int | None = None, prefill_chunk: int = PREFILL_CHUNK) -> None:
+        if max_batch < 1:
+            raise ValueError("max_batch must be at least 1")
+        self.runner = runner
+        self.draft_runner = draft_runner
+        self.vocab = vocab
+        self.max_batch = int(max_batch)
+        self.max_queue = max_queue
+        self.batch = Batch(runner, prefill_chunk=prefill_chunk)
+        self._queue: collections.deque[Request] = collections.deque()
+        self._running: list[Request] = []
+        self._cv = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self.reserved_blocks = 0
+        self.max_kv_blocks: int | None = None  # the reservations' limit (None: the pool's max_blocks)
+        self.served = self.cancelled = self.failed = 0
+        self.last_stats: dict = {}
+
+    # -- callers' side -----------------------------------------------------------------------
+
+    def blocks_needed(self, prompt_len: int, options: GenerateOptions) -> int:
+        """The KV blocks one sequence of this request may hold at most."""
+        bs = self.runner.pool.block_size
+        draft_room = 1 + 32  # the pending token and one round of drafts
+        return -(-(prompt_len + options.max_tokens + draft_room) // bs)
+
+    @property
+    def kv_limit(self) -> int:
+        pool_max = self.runner.pool.max_blocks
+        return pool_max if self.max_kv_blocks is None else min(self.max_kv_blocks, pool_max)
+
+    def submit(self, request: Request) -> None:
+        """Queues a request. Raises `QueueFullError` when `max_queue` requests already wait, and
+        `RequestError` when the request could never run (more samples than `max_batch`, or more
+        KV than the pool may ever hold)."""
+        if request.n > self.max_batch:
+            raise RequestError(f"n={request.n} is more than this engine's max_batch ({self.max_batch})", param="n")
+        need = request.n * self.blocks_needed(len(request.prompt_ids), request.options)
+        limit = self.kv_limit
+        if need > limit:
+            raise RequestError(f"this request may need {need} KV blocks and the pool holds at most {limit}; "
+                               f"lower max_tokens", param="max_tokens")
+        with self._cv:
+            if self._stopping:
+                raise RuntimeError("the engine is closed")
+            if self.max_queue is not None and len(self._queue) >= self.max_queue:
+                raise QueueFullError(f"{len(self._queue)} requests are already waiting (limit {self.max_queue})")
+            self._queue.append(request)
+            self._start()
+            self._cv.notify()
+
+    def cancel(self, request: Request, wait: bool = False, timeout: float = 30.0) -> None:
+        """Stops a request (queued or running). With `wait`, returns once it has left the batch
+        and its KV blocks are free (unless called from the scheduler's own thread)."""
+        request.cancel.set()
+        with self._cv:
+            self._cv.notify()
+        if wait and threading.current_thread() is not self._thread:
+            request.ended.wait(timeout)
+
+    def stats(self) -> dict:
+        pool = self.runner.pool
+        with self._cv:
+            queued = len(self._queue)
+            running = len(self._running)
+        return {"active_rows": len(self.batch), "running_requests": running, "queued_requests": queued,
+                "max_batch": self.max_batch, "max_queue": self.max_queue, "steps": self.batch.steps,
+                "kv_reserved_blocks": self.reserved_blocks, "kv_used_blocks": pool.num_used_blocks,
+                "kv_max_blocks": self.kv_limit, "served": self.served, "cancelled": self.cancelled,
+                "failed": self.failed}
+
+    def cancel_all(self, timeout: float = 10.0) -> None:
+        """Cancels every queued and running request and waits (up to `timeout`) until they have
+        ended; the scheduler stays usable."""
+        with self._cv:
+            requests = list(self._queue) + list(self._running)
+            for r in requests:
+                r.cancel.set()
+            self._cv.notify_all()
+        deadline = time.monotonic() + timeout
+        for r in requests:
+            if threading.current_thread() is self._thread:
+                break
+            r.ended.wait(max(0.0, deadline - time.monotonic()))
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Cancels everything queued or running and stops the worker thread."""
+        with self._cv:
+            self._stopping = True
+            for r in list(self._queue) + self._running:
+                r.cancel.set()
+            self._cv.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    # -- the worker --------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._work, name="onyx-scheduler", daemon=True)
+            self._thread.start()
+
+    def _work(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue and not self.batch.gens and not self._stopping:
+                    self._cv.wait()
+                if self._stopping and not self.batch.gens:
+                    for r in list(self._queue):
+                        self._drop(r)
+                    self._queue.clear()
+                    return
+                admitted = self._admit()
+            for r in admitted:
+                self._begin(r)
+            if not self.batch.gens:
+                continue
+            try:
+                touched = self.batch.step()
+            except Exception as e:  # noqa: BLE001 - a bug in the step itself: every request fails
+                log.exception("batched step failed")
+                for g in list(self.batch.gens):
+                    g.fail(e)
+                touched = list(self.batch.gens)
+                self.batch._collect(touched)
+            self._deliver(touched)
+            if not self.batch.gens:
+                self._idle()
+
+    def _admit(self) -> list[Request]:
+        """Moves queued requests into the running set while the batch and the KV pool have room
+        (first come first served: a request that does not fit blocks the ones behind it)."""
+        out = []
+        limit = self.kv_limit
+        rows = len(self.batch.gens)
+        while self._queue:
+            r = self._queue[0]
+            if r.cancel.is_set():
+                self._queue.popleft()
+                self._drop(r)
+                continue
+            need = r.n * self.blocks_needed(len(r.prompt_ids), r.options)
+            if rows + r.n > self.max_batch or self.reserved_blocks + need > limit:
+                break
+            self._queue.popleft()
+            r.reserved = need
+            self.reserved_blocks += need
+            rows += r.n
+            self._running.append(r)
+            out.append(r)
+        return out
+
+    def _begin(self, r: Request) -> None:
+        r.started = time.perf_counter()
+        r._open = r.n
+        leader = None
+        for i, constraint in enumerate(r.constraints):
+            g = Generation(self.runner, r.prompt_ids, r.options, constraint=constraint, draft_runner=self.draft_runner,
+                           cancel=r.cancel, sample_index=i, fork_of=leader)
+            g.request, g.index = r, i
+            leader = leader or g
+            r.gens.append(g)
+            r._texts.append(TextBuilder(self.vocab, r.options.stop))
+            r._tokens.append([])
+            self.batch.add(g)
+
+    def _drop(self, r: Request) -> None:
+        """A request cancelled before it ran (or at shutdown)."""
+        self.cancelled += 1
+        for i in range(r.n):
+            self._post(r, i, Chunk("", [], "cancelled", Result("", [], "cancelled", None, {"queue_s": None}), i))
+        self._end(r)
+
+    def _deliver(self, touched: list[Generation]) -> None:
+        for g in touched:
+            r, i = g.request, g.index
+            text = r._texts[i]
+            for token in g.emitted:
+                r._tokens[i].append(token)
+                delta = text.push(token)
+                if text.stopped:
+                    self.batch.end(g, "stop")
+                    break
+                if delta:
+                    self._post(r, i, Chunk(delta, [token], index=i))
+            if g.done:
+                self._finished(r, i, g)
+
+    def _finished(self, r: Request, i: int, g: Generation) -> None:
+        if g.error is not None:
+            self.failed += 1
+            self._post(r, i, g.error)
+        else:
+            text = r._texts[i]
+            tail = text.flush()
+            constraint = g.constraint
+            if constraint is None:
+                valid = None
+            elif text.stopped:
+                valid = bool(constraint.grammar.validate(text.text))
+            else:
+                valid = constraint.accepting
+            stats = g.stats.as_dict()
+            now = time.perf_counter()
+            stats["total_s"] = round(now - r.submitted, 6)
+            stats["queue_s"] = round(r.queue_s or 0.0, 6)
+            if g.t_first is not None:
+                stats["ttft_s"] = round(g.t_first - r.submitted, 6)
+            stats["batch_steps"] = g.steps
+            self.last_stats = stats
+            if g.finish == "cancelled":
+                self.cancelled += 1
+            else:
+                self.served += 1
+            self._post(r, i, Chunk(tail, [], g.finish, Result(text.text, r._tokens[i], g.finish, valid, stats), i))
+        r._open -= 1
+        if r._open == 0:
+            self._release(r)
+            self._end(r)
+
+    def _release(self, r: Request) -> None:
+        with self._cv:
+            self.reserved_blocks -= r.reserved
+            r.reserved = 0
+            if r in self._running:
+                self._running.remove(r)
+
+    def _end(self, r: Request) -> None:
+        if r.on_end is not None:
+            try:
+                r.on_end()
+            except Exception:  # noqa: BLE001 - a caller's callback must not stop the worker
+                log.exception("on_end callback failed")
+        r.ended.set()
+
+    def _post(self, r: Request, index: int, item) -> None:
+        try:
+            r.on_event(index, item)
+        except Exception:  # noqa: BLE001 - a caller's callback must not stop the worker
+            log.exception("on_event callback failed")
+            r.cancel.set()
+
+    def _idle(self) -> None:
+        """Nothing is running: keep the pools evaluated so any thread may use the model."""
+        self.runner.pool.materialize()
+        if self.draft_runner is not None:
+            self.draft_runner.pool.materialize()
