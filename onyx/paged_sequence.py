@@ -1,0 +1,420 @@
+"""One sequence in a paged KV pool, and the per-layer cache objects mlx-lm's attention calls.
+
+A ``PagedSequence`` is a block table and a length in a ``PagedKVPool`` (``onyx.paged_cache``,
+which explains the storage and its invariants). It keeps, per layer, the contiguous working view
+that attention reads, writes full blocks back to the pool, and does the O(1) ``rollback``,
+copy-on-write ``fork`` and ``free``. ``PagedLayerCache`` is the object handed to a model layer as
+its cache (``update_and_fetch``, ``make_mask``, ``trim``), in the shape of mlx-lm's ``KVCache``.
+"""
+
+from __future__ import annotations
+
+from onyx.platform import ensure_fast_blas
+
+ensure_fast_blas()  # before mlx.core is first imported (no-op when too late / not Linux)
+
+from typing import TYPE_CHECKING, Optional  # noqa: E402
+
+import mlx.core as mx  # noqa: E402
+import numpy as np  # noqa: E402
+
+if TYPE_CHECKING:
+    from onyx.paged_cache import PagedKVPool
+
+__all__ = ["PagedSequence", "PagedLayerCache"]
+
+_VIEW_STEP = 256  # working-view capacity grows in steps of this many tokens (as mlx-lm's KVCache)
+
+
+def _causal_mask(n: int, offset: int, window: Optional[int], start: int) -> mx.array:
+    """Boolean (n, offset + n - start) mask: query offset+i sees key start+j when causal and, with a
+    window w, when the key is among the w most recent positions."""
+    q = mx.arange(offset, offset + n)[:, None]
+    k = mx.arange(start, offset + n)[None]
+    mask = q >= k
+    if window is not None:
+        mask = mask & (q < k + window)
+    return mask
+
+
+class PagedSequence:
+    """One sequence's view of a ``PagedKVPool``: a block table and a length.
+
+    ``layer_caches()`` gives the list to pass as ``model(inputs, cache=...)``. Use ``rollback``,
+    ``fork`` and ``free``; a sequence is also a context manager that frees itself."""
+
+    def __init__(self, pool: PagedKVPool):
+        self.pool = pool
+        self._blocks: list[int] = []
+        self._length = 0
+        self._closed = False
+        self._version = 0  # bumped whenever the block table changes
+        self._flushed = 0  # rows [0, _flushed) are in the pool blocks; the rest only in the views
+        self._plan_key = None
+        self._plan = None
+        self._caches = [PagedLayerCache(self, l, pool.windows[l]) for l in range(pool.num_layers)]
+        pool._live_sequences += 1
+
+    # -- public --------------------------------------------------------------------------------
+
+    @property
+    def length(self) -> int:
+        """Tokens whose K/V the sequence holds."""
+        return self._length
+
+    @property
+    def block_table(self) -> list[int]:
+        return list(self._blocks)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def layer_caches(self) -> list["PagedLayerCache"]:
+        """The per-layer cache objects for ``model(inputs, cache=...)`` (the same list each call)."""
+        self._check_open()
+        return self._caches
+
+    def rollback(self, n: int) -> int:
+        """Forgets the last ``n`` tokens (clamped to the length): O(1) in the sequence length, no
+        array work; trailing whole blocks go back to the pool, a partly used block stays.
+        Returns the number of tokens removed."""
+        self._check_open()
+        if n < 0:
+            raise ValueError("rollback(n) needs n >= 0")
+        n = min(n, self._length)
+        if n:
+            self._set_length(self._length - n)
+        return n
+
+    def truncate(self, length: int) -> int:
+        """Rolls back to ``length`` tokens. Returns the number of tokens removed."""
+        return self.rollback(max(0, self._length - length))
+
+    def fork(self) -> "PagedSequence":
+        """A new sequence sharing every block of this one (refcounts up); either side copies a
+        shared block before writing into it."""
+        self._check_open()
+        self._flush_all()
+        child = PagedSequence(self.pool)
+        for b in self._blocks:
+            self.pool._incref(b)
+        child._blocks = list(self._blocks)
+        child._set_length(self._length)
+        child._flushed = self._length  # the child's views are rebuilt from the blocks
+        return child
+
+    def drop_views(self) -> None:
+        """Releases the contiguous working copies (they are rebuilt from the blocks on the next
+        model call): a parked sequence then costs only its blocks."""
+        if not self._closed:
+            self._flush_all()
+        self._plan_key = None
+        for c in self._caches:
+            c._kv = c._vv = None
+
+    def free(self) -> None:
+        """Returns every block to the pool. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        pool = self.pool
+        for b in self._blocks:
+            pool._decref(b)
+        self._blocks = []
+        self._length = self._flushed = 0
+        self._plan_key = None
+        for c in self._caches:
+            c.offset = 0
+            c._kv = c._vv = None
+        pool._live_sequences -= 1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.free()
+
+    def __del__(self):
+        try:
+            self.free()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        state = "freed" if self._closed else f"length={self._length}, blocks={self._blocks}"
+        return f"PagedSequence({state})"
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _check_open(self):
+        if self._closed:
+            raise RuntimeError("this PagedSequence was freed")
+
+    def _set_length(self, length: int) -> None:
+        """Sets the length of the sequence and of every layer; releases blocks past it."""
+        self._length = length
+        for c in self._caches:
+            c.offset = length
+        self._release_tail()
+
+    def _flush_all(self) -> None:
+        """Writes the rows only the working views hold into the blocks (before the blocks are
+        shared or the views dropped); evaluated at once, so no pool write is left pending."""
+        o, f = self._length, self._flushed
+        if f >= o:
+            return
+        assert all(c._kv is not None for c in self._caches), "unflushed rows without views"
+        plan = self._rows_plan(f, o)
+        pool = self.pool
+        for c in self._caches:
+            c._write_pool(plan, c._kv[0, :, f:o, :], c._vv[0, :, f:o, :])
+        mx.eval([pool._k[c.layer] for c in self._caches] + [pool._v[c.layer] for c in self._caches])
+        self._flushed = o
+        self._plan_key = None
+
+    def _rows_plan(self, a: int, b: int):
+        """Where rows [a, b) of this sequence live in the pool arrays: (True, first row) when they
+        are consecutive (one block), else (False, index array) for a scatter."""
+        bs = self.pool.block_size
+        if a // bs == (b - 1) // bs:
+            return True, self._blocks[a // bs] * bs + a % bs
+        pos = np.arange(a, b)
+        table = np.asarray(self._blocks, dtype=np.int64)
+        return False, mx.array((table[pos // bs] * bs + pos % bs).astype(np.int32))
+
+    def _release_tail(self) -> None:
+        self._plan_key = None
+        if self._flushed > self._length:
+            self._flushed = self._length
+        keep = -(-self._length // self.pool.block_size)
+        if len(self._blocks) > keep:
+            pool = self.pool
+            while len(self._blocks) > keep:
+                pool._decref(self._blocks.pop())
+            self._version += 1
+
+    def _layer_trimmed(self) -> None:
+        new = max(c.offset for c in self._caches)
+        if new < self._length:
+            self._length = new
+            self._release_tail()
+
+    def _prepare_write(self, o: int, e: int):
+        """Makes rows [o, e) writable (allocation, copy-on-write, working views) and returns the
+        plan: which pool rows to flush from the views after the write (the blocks that the write
+        fills), or None. Computed by the first layer of a step, reused by the others."""
+        pool = self.pool
+        key = (o, e, self._version, pool._epoch)
+        if key == self._plan_key:
+            return self._plan
+        self._check_open()
+        bs = pool.block_size
+        if o > 0 and any(c._kv is None for c in self._caches):
+            self._rebuild_views(o)
+        need = -(-e // bs) - len(self._blocks)
+        if need > 0:
+            self._blocks.extend(pool._allocate(need))
+            self._version += 1
+        first = o // bs
+        if o % bs and pool._ref[self._blocks[first]] > 1:
+            self._copy_on_write(first, o)
+        # blocks past `first` hold no kept row; one can only be shared when this layer is behind
+        # the first one in the same step (which already made them private): a safety net
+        for i in range(first + (1 if o % bs else 0), -(-e // bs)):
+            if pool._ref[self._blocks[i]] > 1:
+                self._replace_block(i)
+        full = e // bs * bs  # rows of the blocks this write completes are written to the pool
+        plan = None
+        if full > self._flushed:
+            plan = (self._flushed, full, self._rows_plan(self._flushed, full))
+            self._flushed = full
+        self._plan = plan
+        self._plan_key = (o, e, self._version, pool._epoch)
+        return plan
+
+    def _replace_block(self, i: int) -> None:
+        pool = self.pool
+        (nb,) = pool._allocate(1)
+        pool._decref(self._blocks[i])
+        self._blocks[i] = nb
+        self._version += 1
+
+    def _copy_on_write(self, i: int, o: int) -> None:
+        """Block i is shared and holds kept rows [i*bs, o): give this sequence its own copy (the
+        rows come from the working views, so the pool arrays are only written, never read into
+        themselves, and keep being updated in place)."""
+        pool = self.pool
+        bs = pool.block_size
+        old = self._blocks[i]
+        (nb,) = pool._allocate(1)
+        start = i * bs
+        for c in self._caches:
+            k = c._kv[0, :, start:o, :].transpose(1, 0, 2)
+            v = c._vv[0, :, start:o, :].transpose(1, 0, 2)
+            pool._k[c.layer][nb * bs: nb * bs + (o - start)] = k.astype(pool.dtype)
+            pool._v[c.layer][nb * bs: nb * bs + (o - start)] = v.astype(pool.dtype)
+        # evaluate now: the view slices read above must not be pending when the same step writes
+        # the views in place (MLX would copy a buffer that is still read)
+        mx.eval([pool._k[c.layer] for c in self._caches] + [pool._v[c.layer] for c in self._caches])
+        pool._decref(old)
+        self._blocks[i] = nb
+        self._version += 1
+        self._flushed = max(self._flushed, o)
+        pool._counters["cow_copies"] += 1
+
+    def _rebuild_views(self, o: int) -> None:
+        """Rebuilds every layer's working view for rows [0, o) from the blocks (one gather per
+        layer, evaluated at once so that the pool arrays are not read and written in the same
+        graph, which would make MLX copy them)."""
+        pool = self.pool
+        bs = pool.block_size
+        nblk = -(-o // bs)
+        table = np.asarray(self._blocks[:nblk], dtype=np.int64)
+        rows = (table[:, None] * bs + np.arange(bs)[None, :]).reshape(-1)[:o]
+        idx = mx.array(rows.astype(np.int32))
+        cap = -(-o // _VIEW_STEP) * _VIEW_STEP
+        out = []
+        for c in self._caches:
+            l = c.layer
+            for name, arr in (("_kv", pool._k[l]), ("_vv", pool._v[l])):
+                g = mx.take(arr, idx, axis=0).transpose(1, 0, 2)[None]  # (1, H, o, D)
+                if cap > o:
+                    g = mx.concatenate([g, mx.zeros(g.shape[:2] + (cap - o, g.shape[3]), g.dtype)], axis=2)
+                setattr(c, name, g)
+                out.append(g)
+        mx.eval(out)
+        pool._counters["view_rebuilds"] += 1
+
+
+class PagedLayerCache:
+    """The cache object of one layer of one sequence, with the interface mlx-lm's attention
+    modules use (``offset``, ``update_and_fetch``, ``make_mask``) and its trimming interface
+    (``is_trimmable``, ``trim``), so ``mlx_lm.models.cache.trim_prompt_cache`` works too."""
+
+    def __init__(self, seq: PagedSequence, layer: int, window: Optional[int]):
+        self._seq = seq
+        self.layer = layer
+        self.window = window
+        self.offset = 0
+        self._kv = None  # working view (1, H, capacity, D)
+        self._vv = None
+
+    def _start(self, o: int) -> int:
+        """First position attention needs when queries start at position o."""
+        w = self.window
+        return 0 if w is None or o < w else o - w + 1
+
+    def update_and_fetch(self, keys: mx.array, values: mx.array):
+        B, H, n, _ = keys.shape
+        if B != 1:
+            raise ValueError(f"PagedLayerCache holds one sequence: batch size must be 1, got {B}")
+        seq = self._seq
+        pool = seq.pool
+        layer = self.layer
+        if H != pool.kv_heads[layer] or keys.shape[3] != pool.head_dims[layer] \
+                or values.shape[3] != pool.v_head_dims[layer]:
+            raise ValueError(f"layer {layer}: got K {keys.shape} / V {values.shape}, pool expects "
+                             f"{pool.kv_heads[layer]} heads of {pool.head_dims[layer]}/"
+                             f"{pool.v_head_dims[layer]}")
+        o = self.offset
+        e = o + n
+        flush = seq._prepare_write(o, e)
+
+        # the working view (what attention reads), updated in place
+        kv, vv = self._kv, self._vv
+        if kv is None or e > kv.shape[2]:
+            cap = -(-e // _VIEW_STEP) * _VIEW_STEP
+            if kv is None:
+                kv = mx.zeros((1, H, cap, keys.shape[3]), keys.dtype)
+                vv = mx.zeros((1, H, cap, values.shape[3]), values.dtype)
+            else:
+                kv = mx.concatenate([kv[..., :o, :], mx.zeros((1, H, cap - o, kv.shape[3]), kv.dtype)], axis=2)
+                vv = mx.concatenate([vv[..., :o, :], mx.zeros((1, H, cap - o, vv.shape[3]), vv.dtype)], axis=2)
+            self._kv, self._vv = kv, vv
+        kv[..., o:e, :] = keys
+        vv[..., o:e, :] = values
+        self.offset = e
+        if e > seq._length:
+            seq._length = e
+
+        s = self._start(o)
+        if s == 0 and e == kv.shape[2]:
+            k_out, v_out = kv, vv
+        else:
+            k_out, v_out = kv[..., s:e, :], vv[..., s:e, :]
+        if flush is not None:
+            # the blocks this write completed go to the pool (once per block_size tokens in
+            # decoding). Attention does not read them: make the outputs depend on the writes so
+            # evaluating the logits performs them (and releases this step's graph).
+            a, b, plan = flush
+            pk, pv = self._write_pool(plan, kv[0, :, a:b, :], vv[0, :, a:b, :])
+            k_out, v_out = mx.depends([k_out, v_out], [pk, pv])
+        return k_out, v_out
+
+    def _write_pool(self, plan, k_rows: mx.array, v_rows: mx.array):
+        """Writes (H, n, D) rows into this layer's pool arrays at ``plan`` (see _rows_plan)."""
+        pool = self._seq.pool
+        kt = k_rows.transpose(1, 0, 2)
+        vt = v_rows.transpose(1, 0, 2)
+        if kt.dtype != pool.dtype:
+            kt, vt = kt.astype(pool.dtype), vt.astype(pool.dtype)
+        pk, pv = pool._k[self.layer], pool._v[self.layer]
+        contiguous, where = plan
+        if contiguous:
+            n = kt.shape[0]
+            pk[where: where + n] = kt
+            pv[where: where + n] = vt
+        else:
+            pk[where] = kt
+            pv[where] = vt
+        return pk, pv
+
+    def make_mask(self, N: int, window_size: Optional[int] = None, return_array: bool = False):
+        o = self.offset
+        s = self._start(o)
+        if window_size is not None and self.window is not None and window_size > self.window:
+            raise ValueError(f"mask window {window_size} is larger than this layer's cache "
+                             f"window {self.window}")
+        if window_size is None:
+            if s == 0:
+                if N == 1:
+                    return None
+                return _causal_mask(N, o, None, 0) if return_array else "causal"
+            window_size = self.window  # this layer's own window
+        if o + N - s <= window_size:  # every kept key is inside every query's window
+            if N == 1:
+                return None
+            if not return_array:
+                return "causal"
+        return _causal_mask(N, o, window_size, s)
+
+    # -- mlx-lm cache protocol -----------------------------------------------------------------
+
+    def is_trimmable(self) -> bool:
+        return True
+
+    def trim(self, n: int) -> int:
+        n = max(0, min(self.offset, n))
+        self.offset -= n
+        self._seq._layer_trimmed()
+        return n
+
+    def size(self) -> int:
+        return self.offset
+
+    def empty(self) -> bool:
+        return self.offset == 0
+
+    @property
+    def state(self):
+        seq = self._seq
+        arrs = [seq.pool._k[self.layer], seq.pool._v[self.layer]]
+        if self._kv is not None:
+            arrs += [self._kv, self._vv]
+        return arrs
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of this layer's working view (the blocks are accounted by the pool)."""
+        return 0 if self._kv is None else self._kv.nbytes + self._vv.nbytes
