@@ -15,7 +15,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from onyx.server import errors
-from onyx.server.scheduler import Job
+from onyx.server.jobs import Job
 from onyx.server.state import ServerState
 
 

@@ -36,7 +36,7 @@ from onyx import errors as E
 from onyx.server import errors, responses, translate
 from onyx.server.config import REPAIR_DEADLINE_MS, REPAIR_MAX_DEADLINE_MS
 from onyx.server.errors import APIError
-from onyx.server.scheduler import Job
+from onyx.server.jobs import Job
 from onyx.server.schemas import ChatCompletionRequest, CompletionRequest, RepairRequest
 from onyx.server.state import ServerState
 
