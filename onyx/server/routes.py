@@ -11,7 +11,7 @@ How a generation request flows:
    the engine compiles the grammar (cached by pattern) and queues the request
    (`Engine.submit`). Bad requests fail here; a full queue is a 503.
 4. *Generate*: the engine's scheduler decodes it in its batch with every other request
-   (`onyx.scheduler`); the answer is read from the job's events (`scheduler.Job`,
+   (`onyx.scheduler`); the answer is read from the job's events (`jobs.Job`,
    `responses.py`), as one JSON body or as server-sent events. `n > 1` samples are forks of the
    prompt's KV, decoded side by side.
 
