@@ -17,7 +17,8 @@ Servers, loaded with the same SmolLM2-135M-Instruct weights in float32:
   checkout's), at 1 client only: "one client is no slower than before batching";
 - `mlx-lm`: `python -m mlx_lm server` on the default model's folder converted with
   `mlx_lm convert -d --dtype float32` (cached under ~/.cache/onyx/bench/), with OpenBLAS
-  preloaded the way Onyx loads it (`LD_PRELOAD` of `onyx.platform.find_blas_library()`); it has
+  preloaded the way Onyx loads it (`LD_PRELOAD` of `onyx.platform.find_blas_library()`, one
+  OpenBLAS thread as Onyx uses); it has
   no grammar, so it runs the unconstrained load only.
 
 Loads: `free` (a long story, unconstrained), `regex` (words and punctuation, 24-64 words),
@@ -291,6 +292,9 @@ def main() -> int:
         blas = find_blas_library()
         if blas:
             mlx_env["LD_PRELOAD"] = blas
+            # One OpenBLAS thread, as Onyx runs it: on 2 shared cores a second thread collapses
+            # when anything else runs (README, Runtime), and each peer runs at its best.
+            mlx_env["OPENBLAS_NUM_THREADS"] = mlx_env.get("ONYX_BLAS_THREADS", "1")
         servers["mlx-lm"] = Server("mlx-lm", [sys.executable, "-m", "mlx_lm", "server", "--model", str(folder),
                                               "--log-level", "WARNING"], cwd=ROOT, env=mlx_env, log_dir=log_dir)
         meta.update(mlx_model=str(folder), mlx_ld_preload=blas, mlx_lm=harness.package_version("mlx-lm"))
