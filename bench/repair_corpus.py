@@ -189,7 +189,7 @@ TRAIN_DOCS = {
 PROSE_BEFORE = ["Sure! Here is the JSON: ", "Here you go:\n", "Of course. The result is:\n\n", "Output:\n",
                 "I extracted the following data from the text.\n", "Answer: ", "```\n", "Here's the object you asked for:\n"]
 PROSE_AFTER = ["\nLet me know if you need anything else!", "\n\nHope this helps.", " Done.",
-               "\nNote: some fields were inferred.", "\n\nIs there anything else I can help with?", "\n"]
+               "\nNote: some fields were inferred.", "\n\nIs there anything else I can help with?"]
 
 
 def compact(v) -> str:
