@@ -292,7 +292,7 @@ def valid(v, schema) -> bool:
     return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).is_valid(v)
 
 
-def mistakes(doc: dict, schema: dict, rng: random.Random) -> list[tuple[str, str, object]]:
+def mistakes(doc: dict, schema: dict, rng: random.Random, escapes: int = 1) -> list[tuple[str, str, object]]:
     """(family, broken text, intended value) for every family that applies to `doc`."""
     out = []
     c = compact(doc)
@@ -348,16 +348,17 @@ def mistakes(doc: dict, schema: dict, rng: random.Random) -> list[tuple[str, str
     if nums:
         p, v = rng.choice(nums)
         add("number_as_string", c.replace(f'"{p[-1]}":{compact(v)}', f'"{p[-1]}":"{compact(v)}"', 1))
-    # Strings LLMs forget to escape.
-    if strs:
-        p, v = strs[0]
-        if " " in v:
-            quoted = v.replace(" ", ' "', 1) + '"'
-            want = json.loads(c.replace(f'"{v}"', json.dumps(quoted), 1))
-            add("unescaped_quote", c.replace(f'"{v}"', f'"{quoted}"', 1), want)
-            broken = v.replace(" ", "\n", 1)
-            want = json.loads(c.replace(f'"{v}"', json.dumps(broken), 1))
-            add("raw_newline", c.replace(f'"{v}"', f'"{broken}"', 1), want)
+    # Strings LLMs forget to escape: the first string if it has a space (`escapes` = 1, the
+    # test corpus), or the first `escapes` strings with a space (the training corpus, whose
+    # documents have fewer such strings).
+    spaced_strs = [(p, v) for p, v in strs if " " in v]
+    for p, v in spaced_strs[:escapes] if spaced_strs[:1] == strs[:1] or escapes > 1 else []:
+        quoted = v.replace(" ", ' "', 1) + '"'
+        want = json.loads(c.replace(f'"{v}"', json.dumps(quoted), 1))
+        add("unescaped_quote", c.replace(f'"{v}"', f'"{quoted}"', 1), want)
+        broken = v.replace(" ", "\n", 1)
+        want = json.loads(c.replace(f'"{v}"', json.dumps(broken), 1))
+        add("raw_newline", c.replace(f'"{v}"', f'"{broken}"', 1), want)
     # Missing required fields that have a default: the intended value fills in the default.
     for k, s in schema["properties"].items():
         if "default" in s and k in doc and k in schema.get("required", []):
@@ -382,13 +383,13 @@ def mistakes(doc: dict, schema: dict, rng: random.Random) -> list[tuple[str, str
     return out
 
 
-def build(schemas: dict, docs: dict, seed: int, per_family: dict[str, int]) -> list[dict]:
+def build(schemas: dict, docs: dict, seed: int, per_family: dict[str, int], escapes: int = 1) -> list[dict]:
     rng = random.Random(seed)
     pool: dict[str, list[tuple[str, str, object]]] = {}
     for name, ds in docs.items():
         for i, doc in enumerate(ds):
             assert valid(doc, schemas[name]), (name, doc)
-            for fam, text, want in mistakes(doc, schemas[name], rng):
+            for fam, text, want in mistakes(doc, schemas[name], rng, escapes):
                 pool.setdefault(fam, []).append((f"{name}{i}", text, want))
     cases = []
     for fam, items in sorted(pool.items()):
@@ -418,7 +419,7 @@ TEST_COUNTS = {"truncated": 28, "two_values": 10, "comment": 10, "trailing_comma
 def main() -> int:
     DATA.mkdir(exist_ok=True)
     test = build(TEST_SCHEMAS, TEST_DOCS, seed=18, per_family=TEST_COUNTS)
-    train = build(TRAIN_SCHEMAS, TRAIN_DOCS, seed=2024, per_family=TEST_COUNTS)
+    train = build(TRAIN_SCHEMAS, TRAIN_DOCS, seed=2024, per_family=TEST_COUNTS, escapes=3)
     test_texts = {c["text"] for c in test}
     train = [c for c in train if c["text"] not in test_texts]
     for name, schemas, cases in (("test", TEST_SCHEMAS, test), ("train", TRAIN_SCHEMAS, train)):
