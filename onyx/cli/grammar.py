@@ -162,9 +162,12 @@ def cmd_validate(args) -> int:
 
 
 def add_repair(sub) -> None:
-    p = sub.add_parser("repair", help="the closest text (fewest byte edits) that matches a regex or JSON Schema",
+    p = sub.add_parser("repair", help="the closest text that matches a regex or JSON Schema",
                        description="Prints the repaired text (exit 0); exit 1 when no repair is found "
-                                   "within --max-cost or the search budget.")
+                                   "within --max-cost or the search budget. By default edits are priced "
+                                   "by the intent model (prose and code fences around the value deleted, "
+                                   "quotes swapped, a truncated value closed); any of --insert-cost, "
+                                   "--delete-cost, --substitute-cost selects plain byte edit distance.")
     _add_grammar_args(p)
     _add_text_args(p)
     p.add_argument("--json", action="store_true",
@@ -173,10 +176,12 @@ def add_repair(sub) -> None:
     p.add_argument("--deadline-ms", type=non_negative_float, metavar="MS",
                    help="time budget: past it, the best repair found so far (status 'anytime')")
     p.add_argument("--max-expansions", type=non_negative_int, metavar="N", help="search budget in node expansions")
-    p.add_argument("--insert-cost", type=positive_int, default=1, metavar="C", help="cost of inserting a byte (default 1)")
-    p.add_argument("--delete-cost", type=positive_int, default=1, metavar="C", help="cost of deleting a byte (default 1)")
-    p.add_argument("--substitute-cost", type=positive_int, default=1, metavar="C",
-                   help="cost of replacing a byte (default 1)")
+    p.add_argument("--insert-cost", type=positive_int, metavar="C",
+                   help="plain edit distance: cost of inserting a byte (1 when another cost is given)")
+    p.add_argument("--delete-cost", type=positive_int, metavar="C",
+                   help="plain edit distance: cost of deleting a byte (1 when another cost is given)")
+    p.add_argument("--substitute-cost", type=positive_int, metavar="C",
+                   help="plain edit distance: cost of replacing a byte (1 when another cost is given)")
     p.set_defaults(func=cmd_repair)
 
 

@@ -75,14 +75,15 @@ pub struct IntentWeights {
 }
 
 impl IntentWeights {
-    /// The frozen default, fitted on `bench/data/repair_train.json` by `bench/repair_fit.py`.
+    /// The frozen default, fitted on `bench/data/repair_train.json` by `bench/repair_fit.py`
+    /// (173 of its 189 cases repaired to the intended value).
     pub const DEFAULT: IntentWeights = IntentWeights {
         delete_before: 1,
         delete_after: 1,
-        delete_structure: 3,
+        delete_structure: 6,
         delete_space: 1,
         delete_string: 20,
-        insert_punct: 7,
+        insert_punct: 4,
         insert_quote: 12,
         insert_escape: 14,
         insert_other: 12,
