@@ -234,3 +234,12 @@ def test_repair_deadline_gives_anytime_answer(schema_file):
     assert "search budget reached" in p.err
     p = onyx_cli("validate", "--schema", schema_file, out["text"])
     assert p.returncode == 0
+
+
+def test_repair_pre_parse(schema_file):
+    pytest.importorskip("json_repair")
+    text = "Here: {'name': 'Ada', 'age': 36,} thanks"
+    p = onyx_cli("repair", "--schema", schema_file, "--pre-parse", text)
+    assert p.returncode == 0 and json.loads(p.out) == {"name": "Ada", "age": 36}
+    p = onyx_cli("repair", "--regex", "a+", "--pre-parse", "b")
+    assert p.returncode == 2 and "--pre-parse needs --schema" in p.err
