@@ -216,9 +216,9 @@ impl IntentPrices {
     pub(super) fn substitute(&self, s: u32, old: u8, new: u8) -> u32 {
         if new == b'"' && (old == b'\'' || old == b'`') {
             self.w.substitute_quote
-        } else if old.is_ascii_alphabetic() && new == old ^ 0x20 {
-            self.w.substitute_near
-        } else if self.class(s) != 2 && matches!((old, new), (b'\n', b'n') | (b'\t', b't') | (b'\r', b'r')) {
+        } else if (old.is_ascii_alphabetic() && new == old ^ 0x20)
+            || (self.class(s) != 2 && matches!((old, new), (b'\n', b'n') | (b'\t', b't') | (b'\r', b'r')))
+        {
             self.w.substitute_near
         } else if self.class(s) == 2 {
             self.w.substitute_string
