@@ -10,15 +10,12 @@ Four parts:
                deadlines (1, 5, 20, 100 ms): its cost, the proven lower bound, the gap between
                them, the cost against the optimum (searched without a deadline), and how long the
                call really took;
-  * compare  – the two broken-JSON corpora (bench/repair_corpus.py: `train`, which the default
-               cost model's weights were fitted on, and `test`, which they were not) through, in
-               one run: Onyx with its default; json_repair without a schema, and with `schema=`
-               in `standard` and `salvage` modes; json_repair (without, and with the schema in
-               salvage mode) followed by Onyx; and, labelled as an oracle, Onyx with the edit-cost
-               profile (unit, swap or trim) picked per case to give the intended value. For each:
-               the share of outputs that are strict JSON, that validate against the schema
-               (`jsonschema`, format checker on), that equal the intended value, how many calls
-               raised, and the time per repair.
+  * compare  – both broken-JSON corpora (bench/repair_corpus.py: `train`, which the default's
+               weights were fitted on, and `test`) through Onyx's default; json_repair without a
+               schema and with `schema=` (`standard`, `salvage`); json_repair (plain, salvage) then
+               Onyx; and an oracle: Onyx with the edit costs (unit, swap, trim) picked per case.
+               Each: shares of strict JSON, schema-valid (format checker on) and intended
+               outputs, calls that raised, time per repair.
 
 The machine is shared and noisy: read ratios and trends, not absolute numbers. Grammars are
 compiled once, outside the timings (their compile times are reported separately).
@@ -334,6 +331,7 @@ def compare_methods(json_repair, grammars: dict, schemas: dict) -> dict:
     methods = {"onyx (default)": onyx}
     if json_repair is None:
         return methods
+    from onyx.repair import repair_json
 
     def jr(case, **kw):
         def run():
@@ -344,8 +342,6 @@ def compare_methods(json_repair, grammars: dict, schemas: dict) -> dict:
         return run
 
     def jr_then_onyx(case, **kw):
-        from onyx.repair import repair_json
-
         return lambda: repair_json(grammars[case.schema], case.text, **kw).text
 
     methods["json_repair (no schema)"] = lambda c: jr(c)
