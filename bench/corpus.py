@@ -1,6 +1,6 @@
 """The inputs the benches (and their tests) share: vocabularies, regexes, JSON Schemas, samples
-and prompts. Plain data, no dependencies. The broken-JSON corpus of the repair tests and bench
-is its own module (`bench/broken_json_corpus.py`).
+and prompts. Plain data, no dependencies. The broken-JSON corpora of the repair tests and bench
+are data (`bench/data/repair_*.json`, made and loaded by `bench/repair_corpus.py`).
 
 `JSONSCHEMABENCH_DIR` names the real-world schema sets the schema bench reads (data kept
 outside the repository).

@@ -162,9 +162,12 @@ def cmd_validate(args) -> int:
 
 
 def add_repair(sub) -> None:
-    p = sub.add_parser("repair", help="the closest text (fewest byte edits) that matches a regex or JSON Schema",
+    p = sub.add_parser("repair", help="the closest text that matches a regex or JSON Schema",
                        description="Prints the repaired text (exit 0); exit 1 when no repair is found "
-                                   "within --max-cost or the search budget.")
+                                   "within --max-cost or the search budget. By default edits are priced "
+                                   "by the intent model (prose and code fences around the value deleted, "
+                                   "quotes swapped, a truncated value closed); any of --insert-cost, "
+                                   "--delete-cost, --substitute-cost selects plain byte edit distance.")
     _add_grammar_args(p)
     _add_text_args(p)
     p.add_argument("--json", action="store_true",
@@ -173,10 +176,15 @@ def add_repair(sub) -> None:
     p.add_argument("--deadline-ms", type=non_negative_float, metavar="MS",
                    help="time budget: past it, the best repair found so far (status 'anytime')")
     p.add_argument("--max-expansions", type=non_negative_int, metavar="N", help="search budget in node expansions")
-    p.add_argument("--insert-cost", type=positive_int, default=1, metavar="C", help="cost of inserting a byte (default 1)")
-    p.add_argument("--delete-cost", type=positive_int, default=1, metavar="C", help="cost of deleting a byte (default 1)")
-    p.add_argument("--substitute-cost", type=positive_int, default=1, metavar="C",
-                   help="cost of replacing a byte (default 1)")
+    p.add_argument("--pre-parse", action="store_true",
+                   help="with --schema: read the text with json_repair first (needs the json-repair package), "
+                        "then repair its output; the edits and cost refer to that output")
+    p.add_argument("--insert-cost", type=positive_int, metavar="C",
+                   help="plain edit distance: cost of inserting a byte (1 when another cost is given)")
+    p.add_argument("--delete-cost", type=positive_int, metavar="C",
+                   help="plain edit distance: cost of deleting a byte (1 when another cost is given)")
+    p.add_argument("--substitute-cost", type=positive_int, metavar="C",
+                   help="plain edit distance: cost of replacing a byte (1 when another cost is given)")
     p.set_defaults(func=cmd_repair)
 
 
@@ -193,6 +201,15 @@ def _edit_json(edit) -> dict:
 def cmd_repair(args) -> int:
     g = _compile(args)
     data = _read_text(args)
+    if args.pre_parse:
+        if args.schema is None:
+            raise CliError("--pre-parse needs --schema")
+        try:
+            from onyx.repair import pre_parse
+
+            data = pre_parse(data.decode("utf-8", errors="replace")).encode()
+        except ImportError:
+            raise CliError("--pre-parse needs the json-repair package (pip install json-repair)") from None
     r = g.repair(data, args.max_cost, args.deadline_ms, insert_cost=args.insert_cost,
                  delete_cost=args.delete_cost, substitute_cost=args.substitute_cost,
                  max_expansions=args.max_expansions)

@@ -164,7 +164,7 @@ def test_usage_errors(schema_file):
 
 
 def test_repair_prints_text():
-    p = onyx_cli("repair", "--regex", DATE_ISH, "12a4-xZZ")
+    p = onyx_cli("repair", "--regex", DATE_ISH, "--insert-cost", "1", "12a4-xZZ")
     assert (p.returncode, p.out, p.err) == (0, "1204-x\n", "")
     p = onyx_cli("repair", "--regex", DATE_ISH, "1234-ok")  # already valid
     assert (p.returncode, p.out) == (0, "1234-ok\n")
@@ -181,14 +181,16 @@ def test_repair_stdin_schema(schema_file):
 
 def test_repair_costs_change_the_answer(schema_file):
     text = 'Sure! Here it is: {"name":"Ada","age":36}'
-    p = onyx_cli("repair", "--schema", schema_file, text)
+    p = onyx_cli("repair", "--schema", schema_file, text)  # the default deletes the prose
+    assert (p.returncode, p.out) == (0, '{"name":"Ada","age":36}\n')
+    p = onyx_cli("repair", "--schema", schema_file, "--insert-cost", "1", text)  # plain edit distance
     assert p.returncode == 0 and json.loads(p.out)["name"] != "Ada"  # prose absorbed into name
     p = onyx_cli("repair", "--schema", schema_file, "--insert-cost", "20", "--substitute-cost", "20", text)
     assert (p.returncode, p.out) == (0, '{"name":"Ada","age":36}\n')
 
 
 def test_repair_json_output():
-    p = onyx_cli("repair", "--regex", DATE_ISH, "--json", "12a4-xZZ")
+    p = onyx_cli("repair", "--regex", DATE_ISH, "--json", "--delete-cost", "1", "12a4-xZZ")
     assert p.returncode == 0
     out = json.loads(p.out)
     assert set(out) == {"text", "cost", "lower_bound", "status", "edits"}
@@ -201,24 +203,24 @@ def test_repair_json_output():
 
 
 def test_repair_json_non_printable_bytes_are_hex():
-    p = onyx_cli("repair", "--regex", "(é|ü)+x", "--json", stdin=b"\xc3\xa9\xf1x")
+    p = onyx_cli("repair", "--regex", "(é|ü)+x", "--json", "--insert-cost", "1", stdin=b"\xc3\xa9\xf1x")
     out = json.loads(p.out)
     assert p.returncode == 0 and out["text"] == "éx" and out["cost"] == 1
     assert out["edits"] == [{"kind": "delete", "offset": 2, "old": "\\xf1", "new": None}]
-    p = onyx_cli("repair", "--regex", "(é|ü)+x", "--json", stdin=b"\xc3x")
+    p = onyx_cli("repair", "--regex", "(é|ü)+x", "--json", "--insert-cost", "1", stdin=b"\xc3x")
     out = json.loads(p.out)
     assert out["text"] == "éx" and out["edits"] == [{"kind": "insert", "offset": 1, "old": None, "new": "\\xa9"}]
 
 
 def test_repair_max_cost_too_small():
-    p = onyx_cli("repair", "--regex", DATE_ISH, "--max-cost", "2", "12a4-xZZ")
+    p = onyx_cli("repair", "--regex", DATE_ISH, "--max-cost", "2", "--insert-cost", "1", "12a4-xZZ")
     assert p.returncode == 1 and p.out == ""
     assert "no repair within max cost 2" in p.err
-    p = onyx_cli("repair", "--regex", DATE_ISH, "--max-cost", "2", "--json", "12a4-xZZ")
+    p = onyx_cli("repair", "--regex", DATE_ISH, "--max-cost", "2", "--insert-cost", "1", "--json", "12a4-xZZ")
     assert p.returncode == 1
     out = json.loads(p.out)
     assert (out["status"], out["text"], out["cost"], out["edits"]) == ("no_repair_within_max_cost", None, None, [])
-    p = onyx_cli("repair", "--regex", DATE_ISH, "--max-cost", "3", "12a4-xZZ")
+    p = onyx_cli("repair", "--regex", DATE_ISH, "--max-cost", "3", "--insert-cost", "1", "12a4-xZZ")
     assert (p.returncode, p.out) == (0, "1204-x\n")
 
 
@@ -232,3 +234,12 @@ def test_repair_deadline_gives_anytime_answer(schema_file):
     assert "search budget reached" in p.err
     p = onyx_cli("validate", "--schema", schema_file, out["text"])
     assert p.returncode == 0
+
+
+def test_repair_pre_parse(schema_file):
+    pytest.importorskip("json_repair")
+    text = "Here: {'name': 'Ada', 'age': 36,} thanks"
+    p = onyx_cli("repair", "--schema", schema_file, "--pre-parse", text)
+    assert p.returncode == 0 and json.loads(p.out) == {"name": "Ada", "age": 36}
+    p = onyx_cli("repair", "--regex", "a+", "--pre-parse", "b")
+    assert p.returncode == 2 and "--pre-parse needs --schema" in p.err

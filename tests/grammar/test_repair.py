@@ -1,4 +1,8 @@
-"""Validation and minimal-edit repair (`Grammar.validate`, `Grammar.repair`).
+"""Validation and repair (`Grammar.validate`, `Grammar.repair`).
+
+Most properties here are about plain edit distance (`**UNIT`: any edit cost given selects it);
+the default intent model is checked on the repair corpus in test_repair_intent.py, and against
+an independent brute force in the Rust tests (grammar_engine/src/repair/cost.rs).
 
 Properties checked on random inputs (hypothesis):
   * a repair always fully matches, its edits rebuild it from the original bytes, and its cost is
@@ -9,9 +13,8 @@ Properties checked on random inputs (hypothesis):
     oracle) agrees on small regexes over {a, b};
   * broken UTF-8 never survives into a repair;
   * `max_cost` and the search budgets answer with the right status and sound bounds;
-  * `validate` reports the first byte where no completion exists.
-And a corpus of broken LLM JSON (bench/broken_json_corpus.py) repairs into JSON that parses and
-validates with `jsonschema`.
+  * `validate` reports the first byte where no completion exists;
+  * the default (intent) model answers with valid text and sound bounds under budgets too.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from bench import broken_json_corpus as corpus
+from bench import repair_corpus
 
+SCHEMAS, _ = repair_corpus.load("test")
+UNIT = {"insert_cost": 1, "delete_cost": 1, "substitute_cost": 1}
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # --------------------------------------------------------------------------------------------
@@ -68,14 +73,15 @@ def as_bytes(text: str | bytes) -> bytes:
     return text if isinstance(text, bytes) else text.encode()
 
 
-def check_repair(g, text: str | bytes, r, *, ins=1, dele=1, sub=1) -> None:
-    """The invariants every found repair satisfies."""
+def check_repair(g, text: str | bytes, r, *, ins=1, dele=1, sub=1, edit_model=True) -> None:
+    """The invariants every found repair satisfies (its price too, under plain edit costs)."""
     assert r.found and r.text is not None
     assert g.validate(r.text).valid, (text, r)
     repaired = r.text.encode()
     assert apply_edits(as_bytes(text), r.edits) == repaired, (text, r, r.edits)
     price = {"insert": ins, "delete": dele, "substitute": sub}
-    assert r.cost == sum(price[e[0]] for e in r.edits), (r, r.edits)
+    if edit_model:
+        assert r.cost == sum(price[e[0]] for e in r.edits), (r, r.edits)
     assert r.lower_bound <= r.cost
     if r.status == "optimal":
         assert r.lower_bound == r.cost
@@ -180,7 +186,7 @@ def grammars(smollm2):
 @pytest.fixture(scope="module")
 def json_grammars(smollm2):
     return {(name, ws): smollm2.compile_json_schema(schema, max_whitespace=ws)
-            for name, schema in corpus.SCHEMAS.items() for ws in (0, 1, 8)}
+            for name, schema in SCHEMAS.items() for ws in (0, 8)}
 
 
 @st.composite
@@ -260,7 +266,7 @@ def test_validate_matches_prefix_oracle(grammars, pattern, text):
 def test_repair_is_valid_and_edits_rebuild_it(grammars, data, pattern):
     g = grammars[pattern]
     text = data.draw(texts_for(pattern), label="text")
-    r = g.repair(text)
+    r = g.repair(text, **UNIT)
     assert r.status == "optimal"
     check_repair(g, text, r)
     assert r.cost == len(r.edits)
@@ -290,6 +296,8 @@ def test_text_in_language_is_unchanged(grammars, data, pattern):
     assert g.validate(text).valid
     r = g.repair(text)
     assert (r.status, r.text, r.cost, r.lower_bound, r.edits) == ("optimal", text, 0, 0, [])
+    r = g.repair(text, **UNIT)
+    assert (r.status, r.text, r.cost, r.lower_bound, r.edits) == ("optimal", text, 0, 0, [])
     r = g.repair(text.encode(), insert_cost=3, max_cost=0)
     assert (r.status, r.text, r.cost) == ("optimal", text, 0)
 
@@ -297,7 +305,7 @@ def test_text_in_language_is_unchanged(grammars, data, pattern):
 @SETTINGS
 @given(pattern=st.sampled_from(AB_PATTERNS), text=st.text(alphabet="abc", max_size=7))
 def test_cost_equals_brute_force_edit_distance(grammars, pattern, text):
-    r = grammars[pattern].repair(text)
+    r = grammars[pattern].repair(text, **UNIT)
     assert r.status == "optimal"
     check_repair(grammars[pattern], text, r)
     assert r.cost == brute_force_distance(pattern, text, "ab")
@@ -368,7 +376,7 @@ def broken_utf8(draw, pattern: str) -> bytes:
 def test_repair_of_broken_utf8_is_valid_utf8(grammars, data, pattern):
     g = grammars[pattern]
     raw = data.draw(broken_utf8(pattern), label="raw")
-    r = g.repair(raw)
+    r = g.repair(raw, **UNIT)
     assert r.status == "optimal"
     # The repaired bytes are exactly the edited input: no lossy decoding stood in for a fix.
     repaired = apply_edits(raw, r.edits)
@@ -379,14 +387,14 @@ def test_repair_of_broken_utf8_is_valid_utf8(grammars, data, pattern):
 
 def test_broken_utf8_examples(smollm2):
     g = smollm2.compile_regex(r"(é|ü)+x")
-    r = g.repair(b"\xc3x")  # é cut in half
+    r = g.repair(b"\xc3x", **UNIT)  # é cut in half
     assert (r.text, r.cost) == ("éx", 1)
-    r = g.repair(b"\xc3\xa9\xffx")
+    r = g.repair(b"\xc3\xa9\xffx", **UNIT)
     assert (r.text, r.cost) == ("éx", 1)
     g = smollm2.compile_json_schema({"type": "string", "maxLength": 8})
     # A lead byte cut from its continuation inside a string: one edit, either dropping it or
     # completing it (with some continuation byte: any 2-byte character is as cheap).
-    r = g.repair(b'"caf\xc3"')
+    r = g.repair(b'"caf\xc3"', **UNIT)
     assert r.cost == 1 and g.validate(r.text.encode())
     value = json.loads(r.text)
     assert value == "caf" or (len(value) == 4 and value.encode()[:4] == b"caf\xc3")
@@ -400,13 +408,13 @@ def test_broken_utf8_examples(smollm2):
 def test_max_cost_too_small(smollm2):
     g = smollm2.compile_regex("[0-9]{4}-[a-z]+")
     text = "12a4-xZZ"  # optimal cost 3
-    assert g.repair(text).cost == 3
+    assert g.repair(text, **UNIT).cost == 3
     for mc in range(3):
-        r = g.repair(text, max_cost=mc)
+        r = g.repair(text, max_cost=mc, **UNIT)
         assert r.status == "no_repair_within_max_cost"
         assert (r.text, r.cost, r.edits, r.found) == (None, None, [], False)
         assert mc < r.lower_bound <= 3
-    r = g.repair(text, max_cost=3)
+    r = g.repair(text, max_cost=3, **UNIT)
     assert (r.status, r.cost, r.text) == ("optimal", 3, "1204-x")
 
 
@@ -415,13 +423,19 @@ def test_max_cost_too_small(smollm2):
 def test_max_cost_boundary(grammars, data, pattern):
     g = grammars[pattern]
     text = data.draw(texts_for(pattern), label="text")
-    best = g.repair(text)
+    best = g.repair(text, **UNIT)
     assume(best.cost > 0)
-    below = g.repair(text, max_cost=best.cost - 1)
+    below = g.repair(text, max_cost=best.cost - 1, **UNIT)
     assert below.status == "no_repair_within_max_cost" and below.text is None and below.edits == []
-    at = g.repair(text, max_cost=best.cost)
+    at = g.repair(text, max_cost=best.cost, **UNIT)
     assert at.status == "optimal" and at.cost == best.cost
     check_repair(g, text, at)
+    # The same boundary under the default model, in its own units.
+    best = g.repair(text)
+    below = g.repair(text, max_cost=best.cost - 1)
+    assert below.status == "no_repair_within_max_cost" and below.text is None
+    at = g.repair(text, max_cost=best.cost)
+    assert at.status == "optimal" and at.cost == best.cost and at.text == best.text
 
 
 def _garbage(n: int, seed: int) -> str:
@@ -432,25 +446,27 @@ def _garbage(n: int, seed: int) -> str:
 def test_deadline_zero_gives_anytime_answer(json_grammars):
     g = json_grammars["order", 0]
     text = _garbage(2000, 1)
-    r = g.repair(text, deadline_ms=0)
-    assert r.status == "anytime"
-    check_repair(g, text, r)
-    assert r.lower_bound <= r.cost
-    r = g.repair(text, max_expansions=10)
-    assert r.status == "anytime" and r.expansions <= 10
-    check_repair(g, text, r)
+    for costs in (UNIT, {}):
+        r = g.repair(text, deadline_ms=0, **costs)
+        assert r.status == "anytime"
+        check_repair(g, text, r, edit_model=bool(costs))
+        assert r.lower_bound <= r.cost
+        r = g.repair(text, max_expansions=10, **costs)
+        assert r.status == "anytime" and r.expansions <= 10
+        check_repair(g, text, r, edit_model=bool(costs))
 
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(40, 160), budget=st.integers(0, 3000),
-       schema=st.sampled_from(sorted(corpus.SCHEMAS)))
-def test_anytime_bounds_bracket_the_optimum(json_grammars, seed, n, budget, schema):
+       schema=st.sampled_from(sorted(SCHEMAS)), unit=st.booleans())
+def test_anytime_bounds_bracket_the_optimum(json_grammars, seed, n, budget, schema, unit):
     g = json_grammars[schema, 0]
     text = _garbage(n, seed)
-    full = g.repair(text)
+    costs = UNIT if unit else {}
+    full = g.repair(text, **costs)
     assert full.status == "optimal"
-    r = g.repair(text, max_expansions=budget)
-    check_repair(g, text, r)
+    r = g.repair(text, max_expansions=budget, **costs)
+    check_repair(g, text, r, edit_model=unit)
     assert r.lower_bound <= full.cost <= r.cost
     if r.status == "optimal":
         assert r.cost == full.cost
@@ -462,59 +478,11 @@ def test_bad_arguments(smollm2):
         g.repair("b", insert_cost=0)
     with pytest.raises(ValueError):
         g.repair("b", deadline_ms=-1)
+    with pytest.raises(ValueError):
+        g.repair("b", weights={"no_such_weight": 3})
+    with pytest.raises(ValueError):
+        g.repair("b", insert_cost=2, weights={"substitute": 3})
     with pytest.raises(TypeError):
         g.repair(123)
     with pytest.raises(TypeError):
         g.validate(None)
-
-
-# --------------------------------------------------------------------------------------------
-# Broken LLM JSON
-# --------------------------------------------------------------------------------------------
-
-# Cases where the cheapest repair is a valid document other than the intended one (see each
-# case's `note` in the corpus).
-MINIMAL_EDIT_IS_NOT_INTENT = {"python_literals", "python_dict_repr", "extra_field", "reordered_keys"}
-
-FORMAT_CHECKER = jsonschema.FormatChecker()
-
-
-def _strict_loads(text: str):
-    def no_constants(name):
-        raise ValueError(f"{name} is not JSON")
-
-    return json.loads(text, parse_constant=no_constants)
-
-
-def test_corpus_is_well_formed():
-    assert len(corpus.CASES) >= 25
-    for case in corpus.CASES:
-        if case.expected is not None:
-            jsonschema.validate(case.expected, case.schema_dict, format_checker=FORMAT_CHECKER)
-    assert MINIMAL_EDIT_IS_NOT_INTENT <= {c.name for c in corpus.CASES if c.expected is not None}
-
-
-@pytest.mark.parametrize("case", corpus.CASES, ids=lambda c: c.name)
-def test_broken_json_repairs_to_valid_json(json_grammars, case):
-    g = json_grammars[case.schema, case.max_whitespace]
-    assert not g.validate(case.text).valid, "the case is not broken"
-    r = g.repair(case.text, **case.costs)
-    assert r.status == "optimal"
-    check_repair(g, case.text, r, ins=case.costs.get("insert_cost", 1),
-                 dele=case.costs.get("delete_cost", 1), sub=case.costs.get("substitute_cost", 1))
-    value = _strict_loads(r.text)
-    jsonschema.validate(value, case.schema_dict, format_checker=FORMAT_CHECKER)
-    if case.expected is not None:
-        if case.name in MINIMAL_EDIT_IS_NOT_INTENT:
-            assert value != case.expected  # if this starts to pass, move the case out of the set
-        else:
-            assert value == case.expected, r.text
-
-
-def test_pretty_printed_json_needs_whitespace_allowance(json_grammars):
-    text = json.dumps(json.loads(corpus.PERSON_OK), indent=2)
-    whitespace = len(text) - len(corpus.PERSON_OK)  # outside the strings
-    assert json_grammars["person", 0].repair(text).cost == whitespace
-    compact = json_grammars["person", 0].repair(text, **corpus.TRIM)
-    assert compact.cost == whitespace and all(e[0] == "delete" for e in compact.edits)
-    assert json_grammars["person", 8].repair(text).cost == 0

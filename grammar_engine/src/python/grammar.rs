@@ -4,6 +4,7 @@
 //! state and shared by every caller, so asking for a mask never copies it. State ids arrive as
 //! Python ints; out-of-range ones become an id the core rejects as invalid.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use numpy::ndarray::ArrayView1;
@@ -191,10 +192,14 @@ impl Grammar {
         repair::validate(py, self.inner.clone(), bytes)
     }
 
-    /// The string of the grammar's language closest to `text` in byte edit distance
-    /// (insertions, deletions, substitutions; unit costs by default). With `deadline_ms` or
-    /// `max_expansions`, returns the best repair found in time with a proven lower bound.
-    #[pyo3(signature = (text, max_cost=None, deadline_ms=None, *, insert_cost=1, delete_cost=1, substitute_cost=1, max_expansions=None))]
+    /// The string of the grammar's language closest to `text` under a cost model: by default
+    /// the intent model, whose cheapest repair is the one a person would make (prose and code
+    /// fences around the value deleted, quotes swapped, a truncated value closed; its weights
+    /// are fitted and frozen, `weights={"name": n}` overrides some). Passing any of
+    /// `insert_cost`, `delete_cost`, `substitute_cost` selects plain byte edit distance instead
+    /// (unset ones cost 1). With `deadline_ms` or `max_expansions`, returns the best repair
+    /// found in time with a proven lower bound.
+    #[pyo3(signature = (text, max_cost=None, deadline_ms=None, *, insert_cost=None, delete_cost=None, substitute_cost=None, max_expansions=None, weights=None))]
     #[allow(clippy::too_many_arguments)]
     fn repair(
         &self,
@@ -202,14 +207,23 @@ impl Grammar {
         text: Bound<'_, PyAny>,
         max_cost: Option<i64>,
         deadline_ms: Option<f64>,
-        insert_cost: u32,
-        delete_cost: u32,
-        substitute_cost: u32,
+        insert_cost: Option<u32>,
+        delete_cost: Option<u32>,
+        substitute_cost: Option<u32>,
         max_expansions: Option<usize>,
+        weights: Option<BTreeMap<String, u32>>,
     ) -> PyResult<RepairResult> {
         let bytes = repair::text_bytes(&text)?;
-        let opts = repair::options(max_cost, deadline_ms, insert_cost, delete_cost, substitute_cost, max_expansions)?;
+        let weights = weights.map(|w| w.into_iter().collect());
+        let opts =
+            repair::options(max_cost, deadline_ms, insert_cost, delete_cost, substitute_cost, max_expansions, weights)?;
         repair::repair(py, self.inner.clone(), bytes, opts)
+    }
+
+    /// The intent model's frozen default weights, as a dict (see `repair`).
+    #[staticmethod]
+    fn repair_weights() -> BTreeMap<&'static str, u32> {
+        repair::default_weights().into_iter().collect()
     }
 
     /// Computes every state's row now, in parallel (the eager build).

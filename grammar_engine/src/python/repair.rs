@@ -13,7 +13,7 @@ use pyo3::types::{PyBytes, PyString};
 
 use super::errors::run;
 use crate::grammar::Grammar as CoreGrammar;
-use crate::repair::{EditKind, RepairOptions, RepairStatus};
+use crate::repair::{CostModel, EditKind, IntentWeights, RepairOptions, RepairStatus};
 
 /// The bytes of a `str` (as UTF-8) or `bytes` argument.
 pub(super) fn text_bytes(text: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
@@ -32,19 +32,93 @@ pub(super) fn validate(py: Python<'_>, grammar: Arc<CoreGrammar>, text: Vec<u8>)
     Ok(Validation { valid: v.valid, error_offset: v.error_offset })
 }
 
-/// The core's options from `Grammar.repair`'s arguments; rejects costs of 0, a negative or
-/// non-finite deadline and a negative `max_cost`.
+/// The names of the intent model's weights, as `Grammar.repair(weights=...)` takes them.
+const WEIGHT_NAMES: [&str; 15] = [
+    "delete_before",
+    "delete_after",
+    "delete_structure",
+    "delete_space",
+    "delete_string",
+    "insert_punct",
+    "insert_quote",
+    "insert_escape",
+    "insert_other",
+    "substitute",
+    "substitute_string",
+    "substitute_quote",
+    "substitute_near",
+    "keep_quote",
+    "keep_outside",
+];
+
+fn weight_slots(w: &mut IntentWeights) -> [&mut u32; 15] {
+    [
+        &mut w.delete_before,
+        &mut w.delete_after,
+        &mut w.delete_structure,
+        &mut w.delete_space,
+        &mut w.delete_string,
+        &mut w.insert_punct,
+        &mut w.insert_quote,
+        &mut w.insert_escape,
+        &mut w.insert_other,
+        &mut w.substitute,
+        &mut w.substitute_string,
+        &mut w.substitute_quote,
+        &mut w.substitute_near,
+        &mut w.keep_quote,
+        &mut w.keep_outside,
+    ]
+}
+
+/// The frozen default weights of the intent model, by name.
+pub(super) fn default_weights() -> Vec<(&'static str, u32)> {
+    let mut w = IntentWeights::DEFAULT;
+    WEIGHT_NAMES.iter().copied().zip(weight_slots(&mut w).map(|v| *v)).collect()
+}
+
+/// The intent model's weights: the defaults, with the named ones replaced.
+fn intent_weights(overrides: &[(String, u32)]) -> PyResult<IntentWeights> {
+    let mut w = IntentWeights::DEFAULT;
+    for (name, value) in overrides {
+        let Some(k) = WEIGHT_NAMES.iter().position(|n| n == name) else {
+            return Err(PyValueError::new_err(format!(
+                "unknown repair weight {name:?}; the weights are {}",
+                WEIGHT_NAMES.join(", ")
+            )));
+        };
+        *weight_slots(&mut w)[k] = *value;
+    }
+    if weight_slots(&mut w).iter().take(13).any(|v| **v == 0) {
+        return Err(PyValueError::new_err("edit weights must be at least 1 (keep_quote and keep_outside may be 0)"));
+    }
+    Ok(w)
+}
+
+/// The core's options from `Grammar.repair`'s arguments. Any of the three edit costs selects
+/// plain edit distance (the others default to 1); otherwise the intent model, with `weights`
+/// overriding its defaults. Rejects costs of 0, a negative or non-finite deadline and a
+/// negative `max_cost`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn options(
     max_cost: Option<i64>,
     deadline_ms: Option<f64>,
-    insert_cost: u32,
-    delete_cost: u32,
-    substitute_cost: u32,
+    insert_cost: Option<u32>,
+    delete_cost: Option<u32>,
+    substitute_cost: Option<u32>,
     max_expansions: Option<usize>,
+    weights: Option<Vec<(String, u32)>>,
 ) -> PyResult<RepairOptions> {
+    let edit = insert_cost.is_some() || delete_cost.is_some() || substitute_cost.is_some();
+    if edit && weights.is_some() {
+        return Err(PyValueError::new_err("give either edit costs or weights, not both"));
+    }
+    let (insert_cost, delete_cost, substitute_cost) =
+        (insert_cost.unwrap_or(1), delete_cost.unwrap_or(1), substitute_cost.unwrap_or(1));
     if insert_cost == 0 || delete_cost == 0 || substitute_cost == 0 {
         return Err(PyValueError::new_err("edit costs must be at least 1"));
     }
+    let model = if edit { CostModel::Edit } else { CostModel::Intent(intent_weights(&weights.unwrap_or_default())?) };
     let deadline = match deadline_ms {
         Some(ms) if !(ms >= 0.0 && ms.is_finite()) => {
             return Err(PyValueError::new_err(format!("deadline_ms must be a non-negative number, got {ms}")))
@@ -57,7 +131,7 @@ pub(super) fn options(
         Some(c) => Some(u32::try_from(c).unwrap_or(u32::MAX)),
         None => None,
     };
-    Ok(RepairOptions { insert_cost, delete_cost, substitute_cost, max_cost, deadline, max_expansions })
+    Ok(RepairOptions { model, insert_cost, delete_cost, substitute_cost, max_cost, deadline, max_expansions })
 }
 
 /// Runs [`crate::repair::repair`] with the GIL released, and converts its answer.

@@ -29,7 +29,7 @@
 
 use std::collections::BinaryHeap;
 
-use super::cost::{hi, INF};
+use super::cost::{hi, insert_class, special_target, Weights, INF};
 use super::search::{Completion, Search, Stop};
 use super::table::{Table, OP_DELETE, OP_INSERT, OP_KEEP, OP_NONE, OP_SUBSTITUTE};
 use crate::dfa::DEAD;
@@ -134,7 +134,7 @@ impl<T: Table> Search<'_, T> {
             return 0;
         }
         let missing = back.from_start[s as usize].saturating_sub(i);
-        self.min_edit.max(hi(self.opts.insert_cost as u64 * missing as u64))
+        self.min_edit.max(hi(Weights::cost_bound(self.w.min_insert()) as u64 * missing as u64))
     }
 
     /// Backward relaxation: a path of internal cost `g` from `(i, s)` to a goal whose first
@@ -211,13 +211,36 @@ impl<T: Table> Search<'_, T> {
             let preds = back.pred_off[t as usize] as usize..back.pred_off[t as usize + 1] as usize;
             if i > 0 {
                 let x = self.text[i as usize - 1];
-                self.relax_back(back, i - 1, t, g.saturating_add(w.delete(x)), t, OP_DELETE, 0);
+                let class_t = self.groups.class(dfa, t);
+                self.relax_back(
+                    back,
+                    i - 1,
+                    t,
+                    g.saturating_add(w.delete(class_t, x, i as usize - 1)),
+                    t,
+                    OP_DELETE,
+                    0,
+                );
+                let special = special_target(x);
                 for k in preds.clone() {
                     let (p, rep) = back.pred[k];
+                    let class = self.groups.class(dfa, p);
                     if dfa.next(p, x) == t {
-                        self.relax_back(back, i - 1, p, g, t, OP_KEEP, x);
+                        let keep = self.keep[i as usize - 1];
+                        self.relax_back(back, i - 1, p, g.saturating_add(keep), t, OP_KEEP, x);
+                        if let Some(sb) = special.filter(|&sb| keep > 0 && dfa.next(p, sb) == t) {
+                            let c = g.saturating_add(w.substitute(class, x, sb));
+                            self.relax_back(back, i - 1, p, c, t, OP_SUBSTITUTE, sb);
+                        }
                     } else {
-                        self.relax_back(back, i - 1, p, g.saturating_add(w.substitute(x, rep)), t, OP_SUBSTITUTE, rep);
+                        let (mut c, mut byte) = (w.substitute(class, x, rep), rep);
+                        if let Some(sb) = special.filter(|&sb| dfa.next(p, sb) == t) {
+                            let cs = w.substitute(class, x, sb);
+                            if cs < c {
+                                (c, byte) = (cs, sb);
+                            }
+                        }
+                        self.relax_back(back, i - 1, p, g.saturating_add(c), t, OP_SUBSTITUTE, byte);
                     }
                 }
             }
@@ -225,10 +248,11 @@ impl<T: Table> Search<'_, T> {
                 let (p, rep) = back.pred[k];
                 if p != t {
                     let byte = match self.text.get(i as usize) {
-                        Some(&b) if dfa.next(p, b) == t => b,
+                        Some(&b) if dfa.next(p, b) == t && insert_class(b) == insert_class(rep) => b,
                         _ => rep,
                     };
-                    self.relax_back(back, i, p, g.saturating_add(w.insert(byte)), t, OP_INSERT, byte);
+                    let class = self.groups.class(dfa, p);
+                    self.relax_back(back, i, p, g.saturating_add(w.insert(class, byte)), t, OP_INSERT, byte);
                 }
             }
         }

@@ -41,11 +41,13 @@ fn keep_run(dfa: &Dfa, text: &[u8], mut i: usize, mut state: u32) -> usize {
 /// at a byte that cannot, take the local fix (deletion, substitution, or an insertion that lets
 /// the byte be kept) after which the most text can be kept, cheaper first on ties; finally
 /// append a shortest path to acceptance. Pushes the edits and returns their internal cost.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn greedy_tail(
     dfa: &Dfa,
     text: &[u8],
     groups: &mut Groups,
     w: &Weights,
+    keep: &[u64],
     mut i: usize,
     mut state: u32,
     edits: &mut Vec<Edit>,
@@ -55,24 +57,28 @@ pub(super) fn greedy_tail(
         let b = text[i];
         let t = dfa.next(state, b);
         if t != DEAD {
+            cost = cost.saturating_add(keep[i]);
             state = t;
             i += 1;
             continue;
         }
+        let class = groups.class(dfa, state);
         // (progress, cost, edit, byte, next position, next state): most progress, then cheapest.
-        let mut best = (keep_run(dfa, text, i + 1, state), w.delete(b), EditKind::Delete, 0u8, i + 1, state);
+        let mut best = (keep_run(dfa, text, i + 1, state), w.delete(class, b, i), EditKind::Delete, 0u8, i + 1, state);
         for k in groups.range(dfa, state) {
             let (n, rep) = groups.pool[k];
             let p = keep_run(dfa, text, i + 1, n);
-            if p > best.0 || (p == best.0 && w.substitute(b, rep) < best.1) {
-                best = (p, w.substitute(b, rep), EditKind::Substitute, rep, i + 1, n);
+            let c = w.substitute(class, b, rep);
+            if p > best.0 || (p == best.0 && c < best.1) {
+                best = (p, c, EditKind::Substitute, rep, i + 1, n);
             }
             let t2 = dfa.next(n, b);
             if t2 != DEAD {
                 let p = 1 + keep_run(dfa, text, i + 1, t2);
-                if p > best.0 || (p == best.0 && w.insert(rep) < best.1) {
+                let c = w.insert(class, rep).saturating_add(keep[i]);
+                if p > best.0 || (p == best.0 && c < best.1) {
                     // Insert, then keep `b`.
-                    best = (p, w.insert(rep), EditKind::Insert, rep, i + 1, t2);
+                    best = (p, c, EditKind::Insert, rep, i + 1, t2);
                 }
             }
         }
@@ -88,13 +94,15 @@ pub(super) fn greedy_tail(
     }
     while !dfa.is_accepting(state) {
         let want = dfa.byte_distance(state) - 1;
+        let class = groups.class(dfa, state);
         let r = groups.range(dfa, state);
         let &(n, rep) = groups.pool[r]
             .iter()
-            .find(|&&(n, _)| dfa.byte_distance(n) == want)
+            .filter(|&&(n, _)| dfa.byte_distance(n) == want)
+            .min_by_key(|&&(_, rep)| w.insert(class, rep))
             .expect("a live non-accepting state has a transition one step closer to acceptance");
         edits.push(Edit { kind: EditKind::Insert, offset: text.len(), old: None, new: Some(rep) });
-        cost = cost.saturating_add(w.insert(rep));
+        cost = cost.saturating_add(w.insert(class, rep));
         state = n;
     }
     cost
@@ -105,7 +113,9 @@ impl<T: Table> Search<'_, T> {
     pub(super) fn improve_incumbent(&mut self) {
         let mut candidates = vec![(self.deepest.0, self.deepest.2)];
         while candidates.len() <= ANYTIME_CANDIDATES {
-            let Some((_, i, s, _)) = self.peek_live() else { break };
+            let Some((_, i, s, _)) = self.peek_live() else {
+                break;
+            };
             self.heap.pop();
             candidates.push((i, s));
         }
@@ -116,7 +126,8 @@ impl<T: Table> Search<'_, T> {
                 continue;
             }
             scratch.clear();
-            let c = greedy_tail(self.dfa, self.text, &mut self.groups, &self.w, i as usize, s, &mut scratch);
+            let c =
+                greedy_tail(self.dfa, self.text, &mut self.groups, &self.w, &self.keep, i as usize, s, &mut scratch);
             self.offer(g.saturating_add(c), i, s, Completion::Greedy);
         }
     }

@@ -1,14 +1,19 @@
-//! Grouped transitions: each DFA state's live transitions, one per distinct target state.
+//! Grouped transitions: each DFA state's live transitions, one per distinct target state and
+//! insertion price class; and each state's class for the cost model.
 //!
-//! For the cost of a repair only the state a byte leads to matters, not the byte itself, so
-//! the search tries one representative byte per target instead of up to 256 bytes. The
-//! representative is chosen for readability: lowercase letters, then digits and capitals,
-//! then other printable ASCII, whitespace, other ASCII, and non-ASCII last. A substitution
-//! into the group that contains `text[i]` is skipped (keeping is free and reaches the same
-//! node); an insertion into that group writes `text[i]` itself. Groups are built lazily, once
-//! per state and call.
+//! For the cost of a repair only the state a byte leads to and the byte's price class matter,
+//! not the byte itself, so the search tries one representative byte per (target, class)
+//! instead of up to 256 bytes. The representative is chosen for readability: lowercase
+//! letters, then digits and capitals, then other printable ASCII, whitespace, other ASCII, and
+//! non-ASCII last. A substitution into the group that contains `text[i]` is skipped (keeping
+//! reaches the same node for less); an insertion into that group writes `text[i]` itself.
+//! Groups and classes are built lazily, once per state and call.
 
+use super::cost::{insert_class, is_space, StateClass, INSERT_CLASSES};
 use crate::dfa::Dfa;
+
+/// A state with at least this many live printable ASCII bytes is inside a free string.
+const FREE_STRING_BYTES: usize = 80;
 
 fn byte_rank(b: u8) -> u8 {
     match b {
@@ -26,20 +31,48 @@ fn byte_rank(b: u8) -> u8 {
 pub(super) struct Groups {
     off: Vec<u32>,
     len: Vec<u16>,
+    class: Vec<StateClass>,
+    /// States reached from the start by whitespace only, sorted.
+    before: Vec<u32>,
     /// `(target state, representative byte)` entries; a state's groups are a range of it.
     pub(super) pool: Vec<(u32, u8)>,
-    /// Scratch: target state -> its index in the pool while a state's groups are built.
+    /// Scratch: `INSERT_CLASSES * target + class` -> its index in the pool while a state's groups are built.
     slot: Vec<u32>,
 }
 
 impl Groups {
-    pub(super) fn new(num_states: usize) -> Self {
+    pub(super) fn new(dfa: &Dfa) -> Self {
+        let num_states = dfa.num_states();
+        let mut before = vec![dfa.start()];
+        let mut k = 0;
+        while k < before.len() {
+            let s = before[k];
+            for b in [b' ', b'\t', b'\n', b'\r'] {
+                let t = dfa.next(s, b);
+                if t != crate::dfa::DEAD && !before.contains(&t) {
+                    before.push(t);
+                }
+            }
+            k += 1;
+        }
+        before.sort_unstable();
         Groups {
             off: vec![u32::MAX; num_states],
             len: vec![0; num_states],
+            class: vec![StateClass::Structure; num_states],
+            before,
             pool: Vec::new(),
-            slot: vec![u32::MAX; num_states],
+            slot: vec![u32::MAX; INSERT_CLASSES * num_states],
         }
+    }
+
+    /// The cost model's class of `state` (see [`StateClass`]).
+    #[inline]
+    pub(super) fn class(&mut self, dfa: &Dfa, state: u32) -> StateClass {
+        if self.off[state as usize] == u32::MAX {
+            self.range(dfa, state);
+        }
+        self.class[state as usize]
     }
 
     /// The pool range holding `state`'s groups.
@@ -49,10 +82,14 @@ impl Groups {
         if self.off[s] == u32::MAX {
             let start = self.pool.len();
             let (pool, slot) = (&mut self.pool, &mut self.slot);
+            let (mut printable, mut only_space) = (0usize, true);
             dfa.for_each_transition(state, |b, next| {
-                let k = slot[next as usize];
+                printable += (b' '..=b'~').contains(&b) as usize;
+                only_space &= is_space(b);
+                let key = INSERT_CLASSES * next as usize + insert_class(b) as usize;
+                let k = slot[key];
                 if k == u32::MAX {
-                    slot[next as usize] = pool.len() as u32;
+                    slot[key] = pool.len() as u32;
                     pool.push((next, b));
                 } else {
                     let entry = &mut pool[k as usize];
@@ -61,9 +98,18 @@ impl Groups {
                     }
                 }
             });
-            for &(n, _) in &self.pool[start..] {
-                self.slot[n as usize] = u32::MAX;
+            for &(n, b) in &self.pool[start..] {
+                self.slot[INSERT_CLASSES * n as usize + insert_class(b) as usize] = u32::MAX;
             }
+            self.class[s] = if self.before.binary_search(&state).is_ok() {
+                StateClass::Before
+            } else if dfa.is_accepting(state) && only_space {
+                StateClass::After
+            } else if printable >= FREE_STRING_BYTES {
+                StateClass::String
+            } else {
+                StateClass::Structure
+            };
             self.pool[start..].sort_by_key(|&(_, b)| (byte_rank(b), b));
             self.off[s] = start as u32;
             self.len[s] = (self.pool.len() - start) as u16;
@@ -80,17 +126,19 @@ mod tests {
 
     #[test]
     fn one_readable_byte_per_target() {
-        let d = Dfa::from_regex("[0-9A-Za-z!]x|\ny", &DfaConfig::default()).unwrap();
-        let mut groups = Groups::new(d.num_states());
+        let d = Dfa::from_regex("[0-9A-Za-z,]x|\ny", &DfaConfig::default()).unwrap();
+        let mut groups = Groups::new(&d);
         let range = groups.range(&d, d.start());
         let entries = groups.pool[range.clone()].to_vec();
-        // 64 live bytes, two target states: a lowercase letter first, the newline last.
-        assert_eq!(entries.iter().map(|&(_, b)| b).collect::<Vec<_>>(), vec![b'a', b'\n']);
+        // 64 live bytes, two target states, `,` in a price class of its own: a lowercase
+        // letter first, the newline last.
+        assert_eq!(entries.iter().map(|&(_, b)| b).collect::<Vec<_>>(), vec![b'a', b',', b'\n']);
         for &(target, byte) in &entries {
             assert_eq!(d.next(d.start(), byte), target);
         }
         assert_eq!(d.next(d.start(), b'Z'), entries[0].0);
-        assert_ne!(entries[0].0, entries[1].0);
+        assert_eq!(entries[0].0, entries[1].0);
+        assert_ne!(entries[0].0, entries[2].0);
         // Built once: asking again gives the same range without growing the pool.
         let len = groups.pool.len();
         assert_eq!(groups.range(&d, d.start()), range);

@@ -2,13 +2,17 @@
 //!
 //! [`validate`] says whether a text fully matches and, if not, where the match breaks.
 //! [`repair`] finds a string of the DFA's language at the smallest weighted edit distance from
-//! the text (byte insertions, deletions and substitutions, each with its own cost).
+//! the text (byte insertions, deletions and substitutions), under one of two cost models
+//! ([`CostModel`]): plain edit costs, or the context-dependent intent model whose cheapest
+//! repair is the one a person would make (prose around the value deleted, quotes swapped, a
+//! truncated value closed).
 //!
 //! # The search graph
 //!
 //! Nodes are `(i, s)`: `i` text bytes consumed, DFA state `s`. From `(i, s)`:
 //!
-//! * keep `text[i]` when `next(s, text[i])` is live: cost 0, to `(i + 1, next)`;
+//! * keep `text[i]` when `next(s, text[i])` is live: cost 0 (the intent model prices keeping
+//!   a quote-like `'`), to `(i + 1, next)`;
 //! * delete `text[i]`: `delete_cost`, to `(i + 1, s)`;
 //! * substitute `text[i]` by a byte `b != text[i]` with a live transition: `substitute_cost`,
 //!   to `(i + 1, next(s, b))`;
@@ -29,8 +33,9 @@
 //!
 //! One concept per file:
 //!
-//! * `cost`: edit prices, and the tie-breaking "damage" folded into the internal cost;
-//! * `groups`: each state's transitions collapsed to one representative byte per target;
+//! * `cost`: the cost models, and the tie-breaking "damage" folded into the internal cost;
+//! * `groups`: each state's transitions collapsed to one representative byte per target and
+//!   price class, and each state's class for the cost model;
 //! * `table`: the node table both directions record costs and parent links in;
 //! * `greedy`: completion without search (the first incumbent and the anytime answer);
 //! * `search`: the forward A*, its heuristic, and the driver alternating the two directions;
@@ -50,7 +55,8 @@ mod test_support;
 use std::time::{Duration, Instant};
 
 use crate::dfa::{Dfa, DEAD};
-use cost::Weights;
+use cost::{keep_costs, Weights};
+pub use cost::{CostModel, IntentWeights};
 use greedy::greedy_tail;
 use groups::Groups;
 use path::finish;
@@ -86,6 +92,9 @@ pub fn validate(dfa: &Dfa, text: &[u8]) -> Validation {
 /// Edit costs and search limits for [`repair`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RepairOptions {
+    /// How edits are priced. [`CostModel::Edit`] (the default here) uses the three costs below;
+    /// [`CostModel::Intent`] ignores them. (The Python API defaults to the intent model.)
+    pub model: CostModel,
     pub insert_cost: u32,
     pub delete_cost: u32,
     pub substitute_cost: u32,
@@ -100,6 +109,7 @@ pub struct RepairOptions {
 impl Default for RepairOptions {
     fn default() -> Self {
         RepairOptions {
+            model: CostModel::Edit,
             insert_cost: 1,
             delete_cost: 1,
             substitute_cost: 1,
@@ -193,19 +203,20 @@ fn repair_impl(dfa: &Dfa, text: &[u8], opts: &RepairOptions, tuning: Tuning) -> 
             expansions: 0,
         };
     }
-    let weights = Weights::new(opts);
-    let mut groups = Groups::new(dfa.num_states());
+    let weights = Weights::new(opts, text);
+    let mut groups = Groups::new(dfa);
+    let (keep, keep_rest) = keep_costs(text, &weights);
     if text.len() >= (u32::MAX - 1) as usize {
         // Positions would not fit the node keys: answer with the greedy repair alone.
         let mut edits = Vec::new();
-        greedy_tail(dfa, text, &mut groups, &weights, 0, dfa.start(), &mut edits);
-        return finish(dfa, text, opts, RepairStatus::Anytime, 0, edits, 0);
+        greedy_tail(dfa, text, &mut groups, &weights, &keep, 0, dfa.start(), &mut edits);
+        return finish(dfa, text, &mut groups, &weights, &keep, RepairStatus::Anytime, 0, edits, 0);
     }
     let entries = (text.len() + 1).saturating_mul(dfa.num_states());
     if !tuning.sparse && entries <= DENSE_MAX_ENTRIES {
-        Search::<DenseTable>::new(dfa, text, opts, weights, groups, started).run(tuning)
+        Search::<DenseTable>::new(dfa, text, opts, weights, groups, keep, keep_rest, started).run(tuning)
     } else {
-        Search::<SparseTable>::new(dfa, text, opts, weights, groups, started).run(tuning)
+        Search::<SparseTable>::new(dfa, text, opts, weights, groups, keep, keep_rest, started).run(tuning)
     }
 }
 

@@ -5,11 +5,12 @@
 //! complete it, so its edits are the forward path to the node, then either the greedy tail or
 //! the backward path to a goal. [`finish`] then applies the edits and prices them.
 
-use super::cost::edit_cost;
+use super::cost::Weights;
 use super::greedy::greedy_tail;
+use super::groups::Groups;
 use super::search::{Completion, Search};
 use super::table::{Table, OP_DELETE, OP_KEEP, OP_NONE, OP_SUBSTITUTE};
-use super::{Edit, EditKind, RepairOptions, RepairResult, RepairStatus};
+use super::{Edit, EditKind, RepairResult, RepairStatus};
 use crate::dfa::{Dfa, DEAD};
 
 /// The text with `edits` (in text order) applied.
@@ -32,17 +33,59 @@ fn apply(text: &[u8], edits: &[Edit]) -> Vec<u8> {
     out
 }
 
+/// The internal cost of the path `edits` describes: each move priced from the state it leaves,
+/// keeps included.
+pub(super) fn price(dfa: &Dfa, text: &[u8], groups: &mut Groups, w: &Weights, keep: &[u64], edits: &[Edit]) -> u64 {
+    let (mut total, mut s, mut pos) = (0u64, dfa.start(), 0usize);
+    let keep_to = |s: &mut u32, pos: &mut usize, end: usize, total: &mut u64| {
+        while *pos < end {
+            *total = total.saturating_add(keep[*pos]);
+            *s = dfa.next(*s, text[*pos]);
+            *pos += 1;
+        }
+    };
+    for e in edits {
+        keep_to(&mut s, &mut pos, e.offset, &mut total);
+        if s == DEAD {
+            return u64::MAX;
+        }
+        let class = groups.class(dfa, s);
+        match e.kind {
+            EditKind::Insert => {
+                let b = e.new.expect("insert has a byte");
+                total = total.saturating_add(w.insert(class, b));
+                s = dfa.next(s, b);
+            }
+            EditKind::Delete => {
+                total = total.saturating_add(w.delete(class, text[pos], pos));
+                pos += 1;
+            }
+            EditKind::Substitute => {
+                let b = e.new.expect("substitute has a byte");
+                total = total.saturating_add(w.substitute(class, text[pos], b));
+                s = dfa.next(s, b);
+                pos += 1;
+            }
+        }
+    }
+    keep_to(&mut s, &mut pos, text.len(), &mut total);
+    total
+}
+
 /// Builds the result for a solution given by its edits.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn finish(
     dfa: &Dfa,
     text: &[u8],
-    opts: &RepairOptions,
+    groups: &mut Groups,
+    w: &Weights,
+    keep: &[u64],
     status: RepairStatus,
     lower_bound: u32,
     edits: Vec<Edit>,
     expansions: usize,
 ) -> RepairResult {
-    let cost = edits.iter().fold(0u32, |acc, e| acc.saturating_add(edit_cost(e, opts)));
+    let cost = Weights::cost_bound(price(dfa, text, groups, w, keep, &edits));
     let out = apply(text, &edits);
     debug_assert!({
         let s = dfa.walk(dfa.start(), &out);
@@ -115,7 +158,7 @@ impl<T: Table> Search<'_, T> {
         let mut edits = self.path_edits(i, s);
         match how {
             Completion::Greedy => {
-                greedy_tail(self.dfa, self.text, &mut self.groups, &self.w, i as usize, s, &mut edits);
+                greedy_tail(self.dfa, self.text, &mut self.groups, &self.w, &self.keep, i as usize, s, &mut edits);
             }
             Completion::Backward => self.backward_edits(i, s, &mut edits),
         }

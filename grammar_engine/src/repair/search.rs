@@ -11,21 +11,24 @@
 //! `h(i, s) = max(h_ins, h_chain, h_back)`, each consistent (so their max is too, and a closed
 //! node is never reopened):
 //!
-//! * `h_ins = insert_cost * max(0, byte_distance(s) - (len - i))`. Reaching acceptance from `s`
+//! * `h_ins = min_insert * max(0, byte_distance(s) - (len - i))`, with `min_insert` the cheapest
+//!   insertion anywhere. Reaching acceptance from `s`
 //!   emits at least `byte_distance(s)` more bytes; keeps and substitutions emit one byte per
 //!   remaining text byte (at most `len - i` of them), deletions none, so the rest must be
 //!   insertions. Consistency, per move (`d` = byte distance, `r = len - i`): a keep or a
 //!   substitution lowers `r` by one and `d` by at most one, a deletion lowers `r` by one and
 //!   keeps `d`, so `d - r` never decreases and `h_ins` never drops; an insertion keeps `r` and
-//!   lowers `d` by at most one, so `h_ins` drops by at most `insert_cost`, the move's cost.
+//!   lowers `d` by at most one, so `h_ins` drops by at most `min_insert`, at most the move's cost.
 //!   At a goal `d = 0`, so `h_ins = 0`.
-//! * `h_chain = min(insert, delete, substitute cost)` when keeping the whole rest of the text
+//! * `h_chain = ` the cheapest single edit anywhere, when keeping the whole rest of the text
 //!   from `(i, s)` does not end in an accepting state (the "keep chain" dies or stops short),
 //!   else 0. If the chain fails, any completion makes at least one edit, so the bound holds.
 //!   Consistency: keep moves follow the same deterministic chain, so both ends have the same
 //!   value; every other move costs at least the minimum edit cost, which is all `h_chain` can
 //!   drop. Chain outcomes are memoized in the node table, so each `(i, s)` is walked at most
-//!   once per call.
+//!   once per call. (A successful chain is a complete solution of cost `g` plus the price of
+//!   keeping the rest, which is 0 except for the intent model's quote-like `'`s; only when it
+//!   is 0 is the node left unexpanded, since otherwise an edit might beat keeping.)
 //! * `h_back` comes from the backward phase (see `backward`).
 //!
 //! # Bounds and anytime behaviour
@@ -40,7 +43,7 @@ use std::collections::BinaryHeap;
 use std::time::Instant;
 
 use super::backward::Backward;
-use super::cost::{hi, Weights, INF};
+use super::cost::{hi, insert_class, special_target, Weights, INF};
 use super::greedy::greedy_tail;
 use super::groups::Groups;
 use super::path::finish;
@@ -91,6 +94,9 @@ pub(super) struct Search<'a, T: Table> {
     pub(super) len: u32,
     pub(super) opts: &'a RepairOptions,
     pub(super) w: Weights,
+    /// The internal price of keeping each text byte, and of keeping each suffix.
+    pub(super) keep: Vec<u64>,
+    keep_rest: Vec<u64>,
     pub(super) table: T,
     pub(super) groups: Groups,
     pub(super) heap: BinaryHeap<u128>,
@@ -114,12 +120,15 @@ pub(super) struct Search<'a, T: Table> {
 }
 
 impl<'a, T: Table> Search<'a, T> {
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         dfa: &'a Dfa,
         text: &'a [u8],
         opts: &'a RepairOptions,
         w: Weights,
         groups: Groups,
+        keep: Vec<u64>,
+        keep_rest: Vec<u64>,
         started: Instant,
     ) -> Self {
         let cost_cap = opts.max_cost.map_or(INF, |c| hi(c as u64 + 1));
@@ -129,6 +138,8 @@ impl<'a, T: Table> Search<'a, T> {
             len: text.len() as u32,
             opts,
             w,
+            keep,
+            keep_rest,
             table: T::with_size(dfa.num_states(), text.len() + 1),
             groups,
             heap: BinaryHeap::new(),
@@ -207,7 +218,7 @@ impl<'a, T: Table> Search<'a, T> {
     #[inline]
     fn h(&self, i: u32, s: u32, chain: u8) -> u64 {
         let missing = self.dfa.byte_distance(s).saturating_sub(self.len - i);
-        let h_ins = hi(self.opts.insert_cost as u64 * missing as u64);
+        let h_ins = hi(Weights::cost_bound(self.w.min_insert()) as u64 * missing as u64);
         let h_chain = if chain == CHAIN_FAIL { self.min_edit } else { 0 };
         let h = h_ins.max(h_chain);
         match &self.back {
@@ -236,9 +247,12 @@ impl<'a, T: Table> Search<'a, T> {
         node.byte = byte;
         self.table.set(i, s, node);
         if node.chain == CHAIN_OK {
-            // Keeping the rest is a full solution of cost `g`: no need to expand.
-            self.offer(g, i, s, Completion::Greedy);
-            return;
+            // Keeping the rest is a full solution; when it is free, no edit can beat it.
+            let rest = self.keep_rest[i as usize];
+            self.offer(g.saturating_add(rest), i, s, Completion::Greedy);
+            if rest == 0 {
+                return;
+            }
         }
         if let Some(b) = &self.back {
             let bn = b.table.get(i, s);
@@ -294,7 +308,7 @@ impl<'a, T: Table> Search<'a, T> {
         self.table.set(0, start, Node { g: 0, chain, ..UNSEEN });
         // The greedy completion of the start node is the first incumbent.
         let mut scratch = Vec::new();
-        let c0 = greedy_tail(self.dfa, self.text, &mut self.groups, &self.w, 0, start, &mut scratch);
+        let c0 = greedy_tail(self.dfa, self.text, &mut self.groups, &self.w, &self.keep, 0, start, &mut scratch);
         self.offer(c0, 0, start, Completion::Greedy);
         let f0 = self.h(0, start, chain);
         if f0 < self.bound {
@@ -329,17 +343,28 @@ impl<'a, T: Table> Search<'a, T> {
             }
             let w = self.w;
             let range = self.groups.range(self.dfa, s);
+            let class = self.groups.class(self.dfa, s);
             let (kept, b) = if i < self.len {
                 let b = self.text[i as usize];
                 let t = self.dfa.next(s, b);
                 if t != DEAD {
-                    self.relax(i + 1, t, g, s, OP_KEEP, b);
+                    self.relax(i + 1, t, g.saturating_add(self.keep[i as usize]), s, OP_KEEP, b);
                 }
-                self.relax(i + 1, s, g.saturating_add(w.delete(b)), s, OP_DELETE, 0);
+                self.relax(i + 1, s, g.saturating_add(w.delete(class, b, i as usize)), s, OP_DELETE, 0);
+                // Keeping is never dearer than a plain substitution (`Weights::new` caps the
+                // price of keeping), so none into the kept byte's target is needed; a cheap
+                // special one may be, below.
                 for k in range.clone() {
                     let (n, rep) = self.groups.pool[k];
                     if n != t {
-                        self.relax(i + 1, n, g.saturating_add(w.substitute(b, rep)), s, OP_SUBSTITUTE, rep);
+                        self.relax(i + 1, n, g.saturating_add(w.substitute(class, b, rep)), s, OP_SUBSTITUTE, rep);
+                    }
+                }
+                // The cheap replacement of this byte, when it differs from the representative.
+                if let Some(sb) = special_target(b) {
+                    let n = self.dfa.next(s, sb);
+                    if n != DEAD && (n != t || self.keep[i as usize] > 0) {
+                        self.relax(i + 1, n, g.saturating_add(w.substitute(class, b, sb)), s, OP_SUBSTITUTE, sb);
                     }
                 }
                 (t, b)
@@ -349,8 +374,8 @@ impl<'a, T: Table> Search<'a, T> {
             for k in range {
                 let (n, rep) = self.groups.pool[k];
                 if n != s {
-                    let byte = if n == kept { b } else { rep };
-                    self.relax(i, n, g.saturating_add(w.insert(byte)), s, OP_INSERT, byte);
+                    let byte = if n == kept && insert_class(b) == insert_class(rep) { b } else { rep };
+                    self.relax(i, n, g.saturating_add(w.insert(class, byte)), s, OP_INSERT, byte);
                 }
             }
         }
@@ -394,7 +419,18 @@ impl<'a, T: Table> Search<'a, T> {
             Stop::Exhausted | Stop::Phase => {
                 if self.best < self.cost_cap {
                     let edits = self.incumbent_edits();
-                    finish(self.dfa, self.text, self.opts, RepairStatus::Optimal, 0, edits, self.expansions())
+                    let n = self.expansions();
+                    finish(
+                        self.dfa,
+                        self.text,
+                        &mut self.groups,
+                        &self.w,
+                        &self.keep,
+                        RepairStatus::Optimal,
+                        0,
+                        edits,
+                        n,
+                    )
                 } else {
                     let lower_bound = Weights::cost_bound(self.cost_cap);
                     self.no_text(RepairStatus::NoRepairWithinMaxCost, lower_bound)
@@ -405,7 +441,9 @@ impl<'a, T: Table> Search<'a, T> {
                 let lower_bound = Weights::cost_bound(lb.min(self.best));
                 if self.best < self.cost_cap {
                     let edits = self.incumbent_edits();
-                    finish(self.dfa, self.text, self.opts, RepairStatus::Anytime, lower_bound, edits, self.expansions())
+                    let n = self.expansions();
+                    let status = RepairStatus::Anytime;
+                    finish(self.dfa, self.text, &mut self.groups, &self.w, &self.keep, status, lower_bound, edits, n)
                 } else {
                     self.no_text(RepairStatus::NotFound, lower_bound)
                 }

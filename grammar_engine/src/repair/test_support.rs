@@ -8,7 +8,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::cost::edit_cost;
-use super::{repair, repair_impl, Edit, EditKind, RepairOptions, RepairResult, RepairStatus, Tuning};
+use super::{
+    repair, repair_impl, CostModel, Edit, EditKind, IntentWeights, RepairOptions, RepairResult, RepairStatus, Tuning,
+};
 use crate::dfa::{Dfa, DfaConfig, DEAD};
 
 pub(super) fn dfa(p: &str) -> Dfa {
@@ -58,7 +60,10 @@ pub(super) fn check(d: &Dfa, text: &[u8], opts: &RepairOptions, r: &RepairResult
     let out = r.text.clone().expect("a text");
     assert!(full_match(d, &out), "repaired text does not match: {:?}", String::from_utf8_lossy(&out));
     assert_eq!(apply_edits(text, &r.edits), out);
-    let sum: u32 = r.edits.iter().map(|e| edit_cost(e, opts)).sum();
+    let sum: u32 = match opts.model {
+        CostModel::Edit => r.edits.iter().map(|e| edit_cost(e, opts)).sum(),
+        CostModel::Intent(w) => intent_price(d, text, &w, &r.edits),
+    };
     assert_eq!(r.cost, Some(sum));
     assert!(r.lower_bound <= sum);
     if r.status == RepairStatus::Optimal {
@@ -68,8 +73,199 @@ pub(super) fn check(d: &Dfa, text: &[u8], opts: &RepairOptions, r: &RepairResult
     out
 }
 
+/// The intent model's prices, written again from its documentation (no shared code with
+/// `cost` and `groups`): the class of a state by brute force over its 256 bytes.
+pub(super) struct IntentPrices {
+    w: IntentWeights,
+    classes: Vec<u8>,
+    tail: usize,
+    /// Per text byte, whether keeping it costs `keep_outside`.
+    outside: Vec<bool>,
+    /// Per text byte, whether it is a `'` standing where a JSON quote would.
+    quote_like: Vec<bool>,
+}
+
+const WS: &[u8] = b" \t\n\r";
+
+impl IntentPrices {
+    pub(super) fn new(d: &Dfa, text: &[u8], w: IntentWeights) -> Self {
+        let mut before = vec![d.start()];
+        let mut k = 0;
+        while k < before.len() {
+            for &b in WS {
+                let t = d.next(before[k], b);
+                if t != DEAD && !before.contains(&t) {
+                    before.push(t);
+                }
+            }
+            k += 1;
+        }
+        let quote_like = (0..text.len())
+            .map(|i| {
+                let prev = text[..i].iter().rev().find(|b| !WS.contains(b));
+                let next = text[i + 1..].iter().find(|b| !WS.contains(b));
+                text[i] == b'\''
+                    && (prev.is_none()
+                        || b"{[,:".contains(prev.unwrap())
+                        || next.is_none()
+                        || b"}],:".contains(next.unwrap()))
+            })
+            .collect();
+        // 0 before the value, 1 after it, 2 in a free string, 3 in structure.
+        let classes = (0..d.num_states() as u32)
+            .map(|s| {
+                let live: Vec<u8> = (0..=255u8).filter(|&b| d.next(s, b) != DEAD).collect();
+                if before.contains(&s) {
+                    0
+                } else if d.is_accepting(s) && live.iter().all(|b| WS.contains(b)) {
+                    1
+                } else if live.iter().filter(|&&b| (0x20..0x7f).contains(&b)).count() >= 80 {
+                    2
+                } else {
+                    3
+                }
+            })
+            .collect();
+        // Where the first bracketed value closes, counted again.
+        let mut tail = text.len();
+        let (mut depth, mut in_string, mut skip) = (0i32, false, false);
+        for (i, &b) in text.iter().enumerate() {
+            if skip {
+                skip = false;
+            } else if in_string {
+                skip = b == b'\\';
+                in_string = b != b'"';
+            } else if b == b'"' && depth > 0 {
+                in_string = true;
+            } else if b == b'{' || b == b'[' {
+                depth += 1;
+            } else if (b == b'}' || b == b']') && depth > 0 {
+                depth -= 1;
+                if depth == 0 {
+                    tail = i + 1;
+                    break;
+                }
+            }
+        }
+        // Top-level values: (start, end or None when the text ends inside).
+        let mut values: Vec<(usize, Option<usize>)> = Vec::new();
+        let (mut depth, mut in_string, mut skip) = (0i32, false, false);
+        for (i, &b) in text.iter().enumerate() {
+            if skip {
+                skip = false;
+            } else if in_string {
+                skip = b == b'\\';
+                in_string = b != b'"';
+            } else if b == b'"' && depth > 0 {
+                in_string = true;
+            } else if b == b'{' || b == b'[' {
+                if depth == 0 {
+                    values.push((i, None));
+                }
+                depth += 1;
+            } else if (b == b'}' || b == b']') && depth > 0 {
+                depth -= 1;
+                if depth == 0 {
+                    values.last_mut().unwrap().1 = Some(i + 1);
+                }
+            }
+        }
+        let head = values.first().map_or(0, |v| v.0);
+        let last_end = match values.last() {
+            Some(&(_, Some(e))) => e,
+            _ => text.len(),
+        };
+        let outside = (0..text.len()).map(|i| (i < head || i >= last_end) && !WS.contains(&text[i])).collect();
+        IntentPrices { w, classes, quote_like, tail, outside }
+    }
+
+    fn class(&self, s: u32) -> u8 {
+        self.classes[s as usize]
+    }
+
+    pub(super) fn keep(&self, i: usize) -> u32 {
+        let cap = self.w.substitute.min(self.w.substitute_string);
+        let outside = if self.outside[i] { self.w.keep_outside.min(cap) } else { 0 };
+        if self.quote_like[i] {
+            (outside + self.w.keep_quote).min(cap)
+        } else {
+            outside
+        }
+    }
+
+    pub(super) fn delete(&self, s: u32, old: u8, at: usize) -> u32 {
+        match self.class(s) {
+            0 => self.w.delete_before,
+            1 if at >= self.tail => self.w.delete_after,
+            1 => self.w.delete_structure,
+            2 => self.w.delete_string,
+            _ if WS.contains(&old) => self.w.delete_space,
+            _ => self.w.delete_structure,
+        }
+    }
+
+    pub(super) fn insert(&self, new: u8) -> u32 {
+        match new {
+            b'"' => self.w.insert_quote,
+            b'\\' => self.w.insert_escape,
+            b'{' | b'}' | b'[' | b']' | b',' | b':' => self.w.insert_punct,
+            _ => self.w.insert_other,
+        }
+    }
+
+    pub(super) fn substitute(&self, s: u32, old: u8, new: u8) -> u32 {
+        if new == b'"' && (old == b'\'' || old == b'`') {
+            self.w.substitute_quote
+        } else if (old.is_ascii_alphabetic() && new == old ^ 0x20)
+            || (self.class(s) != 2 && matches!((old, new), (b'\n', b'n') | (b'\t', b't') | (b'\r', b'r')))
+        {
+            self.w.substitute_near
+        } else if self.class(s) == 2 {
+            self.w.substitute_string
+        } else {
+            self.w.substitute
+        }
+    }
+}
+
+/// The intent model's price of a repair given by its edits.
+pub(super) fn intent_price(d: &Dfa, text: &[u8], w: &IntentWeights, edits: &[Edit]) -> u32 {
+    let p = IntentPrices::new(d, text, *w);
+    let (mut total, mut s, mut pos) = (0u32, d.start(), 0usize);
+    for e in edits {
+        while pos < e.offset {
+            total += p.keep(pos);
+            s = d.next(s, text[pos]);
+            pos += 1;
+        }
+        match e.kind {
+            EditKind::Insert => {
+                total += p.insert(e.new.unwrap());
+                s = d.next(s, e.new.unwrap());
+            }
+            EditKind::Delete => {
+                total += p.delete(s, text[pos], pos);
+                pos += 1;
+            }
+            EditKind::Substitute => {
+                total += p.substitute(s, text[pos], e.new.unwrap());
+                s = d.next(s, e.new.unwrap());
+                pos += 1;
+            }
+        }
+    }
+    while pos < text.len() {
+        total += p.keep(pos);
+        pos += 1;
+    }
+    total
+}
+
 /// Reference: Dijkstra over (i, s) trying all 256 bytes, no grouping, no heuristic.
 pub(super) fn reference_cost(d: &Dfa, text: &[u8], opts: &RepairOptions) -> u32 {
+    if let CostModel::Intent(w) = opts.model {
+        return reference_intent_cost(d, text, w);
+    }
     let n = d.num_states();
     let idx = |i: usize, s: u32| i * n + s as usize;
     let mut dist = vec![u32::MAX; (text.len() + 1) * n];
@@ -220,4 +416,52 @@ pub(super) fn long_json(n_items: usize, errors: bool) -> String {
         s.push('}');
     }
     s
+}
+
+/// Reference for the intent model: the same brute-force Dijkstra, priced by [`IntentPrices`].
+fn reference_intent_cost(d: &Dfa, text: &[u8], w: IntentWeights) -> u32 {
+    let p = IntentPrices::new(d, text, w);
+    let n = d.num_states();
+    let idx = |i: usize, s: u32| i * n + s as usize;
+    let mut dist = vec![u32::MAX; (text.len() + 1) * n];
+    let mut heap = BinaryHeap::new();
+    dist[idx(0, d.start())] = 0;
+    heap.push(Reverse((0u32, 0usize, d.start())));
+    while let Some(Reverse((g, i, s))) = heap.pop() {
+        if g > dist[idx(i, s)] {
+            continue;
+        }
+        if i == text.len() && d.is_accepting(s) {
+            return g;
+        }
+        let mut push = |g2: u32, i2: usize, s2: u32, heap: &mut BinaryHeap<Reverse<(u32, usize, u32)>>| {
+            if g2 < dist[idx(i2, s2)] {
+                dist[idx(i2, s2)] = g2;
+                heap.push(Reverse((g2, i2, s2)));
+            }
+        };
+        if i < text.len() {
+            let t = d.next(s, text[i]);
+            if t != DEAD {
+                push(g + p.keep(i), i + 1, t, &mut heap);
+            }
+            push(g + p.delete(s, text[i], i), i + 1, s, &mut heap);
+        }
+        for b in 0..=255u8 {
+            let t = d.next(s, b);
+            if t == DEAD {
+                continue;
+            }
+            if i < text.len() && b != text[i] {
+                push(g + p.substitute(s, text[i], b), i + 1, t, &mut heap);
+            }
+            push(g + p.insert(b), i, t, &mut heap);
+        }
+    }
+    unreachable!("every DFA state is live, so a repair always exists")
+}
+
+/// Options for the intent model with its default weights.
+pub(super) fn intent() -> RepairOptions {
+    RepairOptions { model: CostModel::Intent(IntentWeights::DEFAULT), ..RepairOptions::default() }
 }
