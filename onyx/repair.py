@@ -4,9 +4,11 @@
 model (the intent model, see the README). A tolerant parser first can read some mistakes more
 like a person would (keys out of order, a whole extra field, Python's `None`), and the second
 stage keeps the guarantee: whatever json_repair returns, or when it raises, Onyx's repair makes
-it valid. On the repair corpora (bench/repair_bench.py) the pipeline finds the intended value
-more often than the default alone; it is not the default of `Grammar.repair` because json_repair
-is an optional dependency (the `bench` extra) and the Rust core never calls Python.
+it valid. On the repair corpora (bench/repair_bench.py) the pipeline, with json_repair's salvage mode
+reading the schema, finds the intended value more often than either stage alone, so it is the
+default of `onyx repair --schema` and of the server's `/v1/repair` for a JSON Schema (json-repair
+is a dependency). `Grammar.repair` itself stays the one-stage exact search: the Rust core never
+calls Python.
 """
 
 from __future__ import annotations
@@ -43,6 +45,27 @@ def pre_parse(text: str, schema: dict | None = None) -> str:
 
 
 def repair_json(grammar: Grammar, text: str, *, schema: dict | None = None, **repair_args) -> RepairResult:
-    """`grammar.repair` of json_repair's reading of `text` (see `pre_parse`). The result's edits
-    and cost refer to the pre-parsed text, not to `text`."""
+    """`grammar.repair` of json_repair's reading of `text` (see `pre_parse`); a text the grammar
+    already accepts is left as it is (cost 0). Otherwise the result's edits and cost refer to the
+    pre-parsed text, not to `text`."""
+    if grammar.validate(text).valid:
+        return grammar.repair(text, **repair_args)
     return grammar.repair(pre_parse(text, schema), **repair_args)
+
+
+COSTS = ("insert_cost", "delete_cost", "substitute_cost")
+
+
+def repair_for_schema(grammar: Grammar, text: str, schema: dict, *, max_whitespace: int = 0,
+                      two_stage: bool = True, **repair_args) -> tuple[RepairResult, bool]:
+    """Onyx's default repair of a text meant to be JSON for `schema` (the CLI's and the server's):
+    json_repair's salvage reading, then the exact repair (`repair_json`), when the grammar allows
+    no whitespace between tokens (`max_whitespace` 0: re-dumping loses no layout), no edit cost is
+    given and the text is not valid already; otherwise the one-stage repair of the text itself.
+    Returns the result and whether the two stages ran (then the edits refer to json_repair's
+    reading)."""
+    given = any(repair_args.get(c) is not None for c in COSTS)
+    if two_stage and max_whitespace == 0 and not given and not grammar.validate(text).valid:
+        return grammar.repair(pre_parse(text, schema), **repair_args), True
+    return grammar.repair(text, **repair_args), False
+

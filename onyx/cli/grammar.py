@@ -43,7 +43,7 @@ def _load_vocab():
 
 
 def _compile(args):
-    """The grammar named by --regex / --schema."""
+    """The grammar named by --regex / --schema (and the schema, parsed, on `args.schema_value`)."""
     import onyx
 
     if args.regex is not None and args.max_whitespace is not None:
@@ -57,6 +57,7 @@ def _compile(args):
             schema = json.loads(schema_text)
         except json.JSONDecodeError as e:
             raise CliError(f"schema {args.schema} is not valid JSON: {e}") from None
+        args.schema_value = schema
     vocab = _load_vocab()
     try:
         if args.regex is not None:
@@ -176,9 +177,9 @@ def add_repair(sub) -> None:
     p.add_argument("--deadline-ms", type=non_negative_float, metavar="MS",
                    help="time budget: past it, the best repair found so far (status 'anytime')")
     p.add_argument("--max-expansions", type=non_negative_int, metavar="N", help="search budget in node expansions")
-    p.add_argument("--pre-parse", action="store_true",
-                   help="with --schema: read the text with json_repair first (needs the json-repair package), "
-                        "then repair its output; the edits and cost refer to that output")
+    p.add_argument("--no-pre-parse", dest="pre_parse", action="store_false",
+                   help="with --schema: repair the text itself; by default json_repair reads it first (salvage "
+                        "mode, with the schema) and Onyx repairs that reading, so the edits and cost refer to it")
     p.add_argument("--insert-cost", type=positive_int, metavar="C",
                    help="plain edit distance: cost of inserting a byte (1 when another cost is given)")
     p.add_argument("--delete-cost", type=positive_int, metavar="C",
@@ -201,18 +202,16 @@ def _edit_json(edit) -> dict:
 def cmd_repair(args) -> int:
     g = _compile(args)
     data = _read_text(args)
-    if args.pre_parse:
-        if args.schema is None:
-            raise CliError("--pre-parse needs --schema")
-        try:
-            from onyx.repair import pre_parse
+    kwargs = dict(insert_cost=args.insert_cost, delete_cost=args.delete_cost,
+                  substitute_cost=args.substitute_cost, max_expansions=args.max_expansions)
+    if args.schema is not None:
+        from onyx.repair import repair_for_schema
 
-            data = pre_parse(data.decode("utf-8", errors="replace")).encode()
-        except ImportError:
-            raise CliError("--pre-parse needs the json-repair package (pip install json-repair)") from None
-    r = g.repair(data, args.max_cost, args.deadline_ms, insert_cost=args.insert_cost,
-                 delete_cost=args.delete_cost, substitute_cost=args.substitute_cost,
-                 max_expansions=args.max_expansions)
+        r, _ = repair_for_schema(g, data.decode("utf-8", errors="replace"), args.schema_value,
+                                 max_whitespace=args.max_whitespace or 0, two_stage=args.pre_parse,
+                                 max_cost=args.max_cost, deadline_ms=args.deadline_ms, **kwargs)
+    else:
+        r = g.repair(data, args.max_cost, args.deadline_ms, **kwargs)
     if args.json:
         out = {
             "text": r.text,

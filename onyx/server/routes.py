@@ -24,6 +24,7 @@ KV blocks are freed.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
@@ -33,6 +34,7 @@ import uuid
 from fastapi import APIRouter, Request
 
 from onyx import errors as E
+from onyx.repair import repair_for_schema
 from onyx.server import errors, responses, translate
 from onyx.server.config import REPAIR_DEADLINE_MS, REPAIR_MAX_DEADLINE_MS
 from onyx.server.errors import APIError
@@ -147,8 +149,9 @@ async def repair(body: RepairRequest, request: Request):
     state = _state(request)
     if (body.regex is None) == (body.json_schema is None):
         raise APIError(400, "give exactly one of regex or json_schema", param="regex", code="invalid_parameter")
-    for name in ("insert_cost", "delete_cost", "substitute_cost"):
-        if not 1 <= getattr(body, name) <= 1000:
+    costs = {n: getattr(body, n) for n in ("insert_cost", "delete_cost", "substitute_cost")}
+    for name, cost in costs.items():
+        if cost is not None and not 1 <= cost <= 1000:
             raise APIError(400, f"{name} must be between 1 and 1000", param=name, code="invalid_parameter")
     if body.max_cost is not None and body.max_cost < 0:
         raise APIError(400, "max_cost must be >= 0", param="max_cost", code="invalid_parameter")
@@ -162,18 +165,24 @@ async def repair(body: RepairRequest, request: Request):
         grammar = state.engine.compile(regex=body.regex, json_schema=body.json_schema,
                                        max_whitespace=body.max_whitespace)
         check = grammar.validate(body.text)
-        r = grammar.repair(body.text, body.max_cost, deadline, insert_cost=body.insert_cost,
-                           delete_cost=body.delete_cost, substitute_cost=body.substitute_cost)
-        return check, r
+        if body.json_schema is None:
+            r, pre_parsed = grammar.repair(body.text, body.max_cost, deadline, **costs), False
+        else:
+            schema = json.loads(body.json_schema) if isinstance(body.json_schema, str) else body.json_schema
+            r, pre_parsed = repair_for_schema(grammar, body.text, schema, max_whitespace=body.max_whitespace,
+                                              two_stage=body.pre_parse, max_cost=body.max_cost,
+                                              deadline_ms=deadline, **costs)
+        return check, r, pre_parsed
 
     try:
-        check, r = await asyncio.get_running_loop().run_in_executor(state.prepare_pool, work)
+        check, r, pre_parsed = await asyncio.get_running_loop().run_in_executor(state.prepare_pool, work)
     except (E.GrammarError, E.RequestError) as e:
         raise errors.from_engine(e, constraint) from None
     return {
         "object": "onyx.repair",
         "valid_input": check.valid,
         "error_offset": check.error_offset,
+        "pre_parsed": pre_parsed,  # the edits and cost refer to json_repair's reading of the text
         "status": r.status,
         "text": r.text,
         "cost": r.cost,

@@ -119,6 +119,9 @@ class RepairRequest(BaseModel):
     max_whitespace: int = 0
     max_cost: Optional[int] = None
     deadline_ms: Optional[float] = None
-    insert_cost: int = 1
-    delete_cost: int = 1
-    substitute_cost: int = 1
+    # No cost given: the default cost model (and, for a JSON Schema, json_repair's reading first
+    # unless pre_parse is false). Any cost given: plain edit distance with those costs.
+    insert_cost: Optional[int] = None
+    delete_cost: Optional[int] = None
+    substitute_cost: Optional[int] = None
+    pre_parse: bool = True

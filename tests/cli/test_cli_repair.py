@@ -236,10 +236,11 @@ def test_repair_deadline_gives_anytime_answer(schema_file):
     assert p.returncode == 0
 
 
-def test_repair_pre_parse(schema_file):
-    pytest.importorskip("json_repair")
+def test_schema_repair_reads_the_text_with_json_repair_first(schema_file):
     text = "Here: {'name': 'Ada', 'age': 36,} thanks"
-    p = onyx_cli("repair", "--schema", schema_file, "--pre-parse", text)
+    p = onyx_cli("repair", "--schema", schema_file, text)
     assert p.returncode == 0 and json.loads(p.out) == {"name": "Ada", "age": 36}
-    p = onyx_cli("repair", "--regex", "a+", "--pre-parse", "b")
-    assert p.returncode == 2 and "--pre-parse needs --schema" in p.err
+    p = onyx_cli("repair", "--schema", schema_file, "--no-pre-parse", "--json", text)
+    assert p.returncode == 0 and json.loads(json.loads(p.out)["text"]).keys() == {"name", "age"}
+    p = onyx_cli("repair", "--schema", schema_file, "--json", '{"name":"Bo","age":7}')
+    assert p.returncode == 0 and json.loads(p.out)["cost"] == 0

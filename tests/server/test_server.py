@@ -573,18 +573,29 @@ def test_repair_endpoint(server):
     base, headers = server["base"] + "/v1", {"Authorization": f"Bearer {API_KEY}"}
     schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"enum": ["x", "y"]}},
               "required": ["a", "b"], "additionalProperties": False}
-    r = httpx.post(f"{base}/repair", json={"text": '{"a":1,"b":"z",}', "json_schema": schema}, headers=headers, timeout=60)
+    broken = '{"a":1,"b":"z",}'
+    # The default for a schema: json_repair reads the text, Onyx's repair makes that valid.
+    r = httpx.post(f"{base}/repair", json={"text": broken, "json_schema": schema}, headers=headers, timeout=60)
     assert r.status_code == 200, r.text
     body = r.json()
-    assert body["valid_input"] is False and body["status"] == "optimal"
+    assert body["valid_input"] is False and body["pre_parsed"] is True and body["status"] == "optimal"
     assert json.loads(body["text"]) in ({"a": 1, "b": "x"}, {"a": 1, "b": "y"})
+    # Any cost given: plain edit distance on the text itself.
+    r = httpx.post(f"{base}/repair", json={"text": broken, "json_schema": schema, "insert_cost": 1},
+                   headers=headers, timeout=60)
+    body = r.json()
+    assert body["pre_parsed"] is False and json.loads(body["text"]) in ({"a": 1, "b": "x"}, {"a": 1, "b": "y"})
     assert body["cost"] == len(body["edits"]) == body["lower_bound"]
+    # A valid text is left as it is.
+    r = httpx.post(f"{base}/repair", json={"text": '{"a":2,"b":"y"}', "json_schema": schema}, headers=headers, timeout=60)
+    assert r.json()["pre_parsed"] is False and r.json()["text"] == '{"a":2,"b":"y"}' and r.json()["cost"] == 0
     r = httpx.post(f"{base}/repair", json={"text": "12a4", "regex": "[0-9]{4}"}, headers=headers, timeout=60)
     assert r.status_code == 200 and r.json()["text"] in {"1204", "1214", "1224", "1234", "1244", "1254", "1264", "1274", "1284", "1294"}
     assert r.json()["error_offset"] == 2
     for bad, code in ((({"text": "x", "regex": "[a-"}), 400), (({"text": "x"}), 400),
                       (({"text": "x", "regex": "a", "json_schema": {"type": "string"}}), 400),
-                      (({"text": "x", "regex": "a", "max_cost": -1}), 400), (({"regex": "a"}), 422)):
+                      (({"text": "x", "regex": "a", "max_cost": -1}), 400), (({"regex": "a"}), 422),
+                      (({"text": "x", "regex": "a", "delete_cost": 0}), 400)):
         r = httpx.post(f"{base}/repair", json=bad, headers=headers, timeout=60)
         assert r.status_code == code, (bad, r.text)
         assert "message" in r.json()["error"]
