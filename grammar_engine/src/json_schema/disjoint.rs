@@ -25,11 +25,20 @@ pub(crate) struct Disjoint<'r, 'a> {
     /// The kinds of value the context already allows (the branches of a `oneOf` next to
     /// `type: object` only need to be disjoint on objects).
     context: u8,
+    /// Names the context requires of an object (the branches of a `oneOf` next to
+    /// `required: ["kind"]` are disjoint when their `kind` schemas are).
+    required: Vec<String>,
 }
 
 impl<'r, 'a> Disjoint<'r, 'a> {
     pub(crate) fn new(resolver: &'r Resolver<'a>, base: &'r str) -> Self {
-        Disjoint { resolver, base, steps: 0, context: K_ALL }
+        Disjoint { resolver, base, steps: 0, context: K_ALL, required: Vec::new() }
+    }
+
+    /// Objects of the context hold these names.
+    pub(crate) fn requiring(mut self, names: Vec<String>) -> Self {
+        self.required = names;
+        self
     }
 
     /// Only values of these kinds count (the context rules the others out).
@@ -101,7 +110,8 @@ impl<'r, 'a> Disjoint<'r, 'a> {
             // Every common value is an object, so `required` and `properties` apply on both
             // sides: a property one side requires must satisfy both sides' schemas for it.
             let (ra, rb) = (names(a.get("required")), names(b.get("required")));
-            for p in ra.iter().chain(&rb) {
+            let outer: Vec<String> = if depth == 0 { self.required.clone() } else { Vec::new() };
+            for p in ra.iter().copied().chain(rb.iter().copied()).chain(outer.iter().map(String::as_str)) {
                 if let (Some(pa), Some(pb)) = (property(a, p), property(b, p)) {
                     if self.schemas(pa, pb, depth + 1) {
                         return true;

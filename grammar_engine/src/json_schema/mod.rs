@@ -27,7 +27,7 @@
 
 use serde_json::Value;
 
-use crate::dfa::{Dfa, DfaConfig};
+use crate::dfa::{Deadline, Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 
 mod arrays;
@@ -67,7 +67,7 @@ pub struct JsonSchemaOptions {
 
 impl Default for JsonSchemaOptions {
     fn default() -> Self {
-        JsonSchemaOptions { max_whitespace: 0, max_any_depth: 3, max_recursion_depth: 3, max_compile_ms: 10_000 }
+        JsonSchemaOptions { max_whitespace: 0, max_any_depth: 3, max_recursion_depth: 3, max_compile_ms: 5_000 }
     }
 }
 
@@ -79,9 +79,21 @@ const COUNT_CAPS: [Option<u64>; 3] = [None, Some(16), Some(4)];
 
 /// Compiles `schema` into a DFA over UTF-8 bytes whose full matches are JSON texts valid under
 /// the schema.
+///
+/// The whole compilation, retries with count caps included, has `max_compile_ms`: the exact
+/// attempt may use half of it, the first capped one three quarters, the last one all of it.
 pub fn compile(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> Result<Dfa> {
     let mut last = None;
-    for cap in COUNT_CAPS {
+    let started = std::time::Instant::now();
+    for (attempt, cap) in COUNT_CAPS.into_iter().enumerate() {
+        let share = [2, 3, 4][attempt];
+        let config = &DfaConfig {
+            deadline: Some(Deadline {
+                at: started + std::time::Duration::from_millis(opts.max_compile_ms * share / 4),
+                limit_ms: opts.max_compile_ms,
+            }),
+            ..config.clone()
+        };
         let mut compiler = walk::Compiler::new(schema, opts, config);
         compiler.count_cap = cap;
         let root = compiler.root_item(schema);

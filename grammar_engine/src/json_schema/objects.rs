@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use super::policy::is_validation_keyword;
 use super::refs::pointer_token;
 use super::strings::{string_expr, string_literal, StringFacts};
-use super::values::{any_string, kind_superset, JsonType};
+use super::values::{any_string, kind_superset, JsonType, ANY_NUMBER};
 use super::walk::{count_keyword, Compiler, Conj, Item, DONE_DEPENDENCIES};
 use crate::algebra::Expr;
 use crate::dfa::{Dfa, DEAD};
@@ -627,6 +627,33 @@ pub(crate) fn over<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
                 keyed.push((name.to_string(), constant));
             }
         }
+    }
+    // A member with `additionalProperties: false` (and no `patternProperties`) closes the
+    // names: every member's name is a declared one, followed by some value.
+    for (m, _) in conj.maps() {
+        if !matches!(m.get("additionalProperties"), Some(Value::Bool(false))) || m.contains_key("patternProperties") {
+            continue;
+        }
+        let declared: Vec<String> = m
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().map(|k| regex_syntax::escape(&string_literal_text(k))).collect())
+            .unwrap_or_default();
+        let closed = if declared.is_empty() {
+            Expr::regex(format!(r"\{{{ws}\}}"))
+        } else {
+            let value = format!(
+                r"(?:null|true|false|{}|{}|{}|{})",
+                ANY_NUMBER,
+                any_string(),
+                kind_superset(JsonType::Object),
+                kind_superset(JsonType::Array)
+            );
+            let member = format!("(?:{}){ws}:{ws}{value}", declared.join("|"));
+            Expr::regex(format!(r"\{{{ws}(?:{member}(?:{ws},{ws}{member})*{ws})?\}}"))
+        };
+        lang = lang.and(&closed, c.config)?;
+        break;
     }
     keyed.sort_by_key(|(n, v)| (c.common_names.contains(n), v.is_none()));
     for (name, constant) in keyed.into_iter().take(3) {

@@ -178,3 +178,30 @@ fn errors_name_the_keyword_and_place() {
     assert!(matches!(error(json!({"$ref": "http://elsewhere.com/x.json"})), GrammarError::UnsupportedSchemaKeyword { .. }));
     assert!(matches!(error(json!({"type": 5})), GrammarError::InvalidSchema { .. }));
 }
+
+#[test]
+fn one_of_disjoint_through_a_name_the_context_requires() {
+    // The branches set `shape` to different constants and the context requires `shape`: no
+    // object satisfies two branches (JSONSchemaBench Glaiveai2K calculate_area_530837db).
+    let schema = json!({
+        "type": "object",
+        "required": ["shape"],
+        "properties": {"shape": {"enum": ["circle", "square"]}, "radius": {"type": "number"}, "side": {"type": "number"}},
+        "dependencies": {"shape": {"oneOf": [
+            {"properties": {"shape": {"const": "circle"}, "radius": {"type": "number"}}},
+            {"properties": {"shape": {"const": "square"}, "side": {"type": "number"}}}
+        ]}}
+    });
+    check(schema, &[r#"{"shape":"circle","radius":1}"#, r#"{"shape":"square"}"#], &[r#"{"shape":"triangle"}"#, "{}"]);
+}
+
+#[test]
+fn one_of_closed_objects_told_apart_by_their_names() {
+    // `{}` satisfies both branches; an object with one of the names satisfies only one
+    // (JSONSchemaBench Github_trivial o10020).
+    let schema = json!({"type": "object", "oneOf": [
+        {"additionalProperties": false, "properties": {"key": {"type": "string", "maxLength": 3}}},
+        {"additionalProperties": false, "properties": {"keys": {"type": "array", "items": {"type": "string"}, "maxItems": 2}}}
+    ]});
+    check(schema, &[r#"{"key":"ab"}"#, r#"{"keys":["a"]}"#, r#"{"keys":[]}"#], &["{}", r#"{"key":"a","keys":[]}"#]);
+}

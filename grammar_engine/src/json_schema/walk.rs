@@ -173,9 +173,13 @@ impl<'a> Compiler<'a> {
 
     fn check_time(&self, ctx: &Ctx) -> Result<()> {
         let ms = self.started.elapsed().as_millis() as u64;
-        if ms > self.opts.max_compile_ms {
+        let past = match self.config.deadline {
+            Some(d) => std::time::Instant::now() > d.at,
+            None => ms > self.opts.max_compile_ms,
+        };
+        if past {
             return Err(GrammarError::TooLarge {
-                what: "JSON Schema compile time (ms)",
+                what: "compile time (ms)",
                 limit: self.opts.max_compile_ms as usize,
                 detail: format!("still compiling at {} after {ms} ms", ctx.path),
             });
@@ -380,10 +384,12 @@ impl<'a> Compiler<'a> {
             kids.push(item.child(b, &format!("oneOf/{i}"), &self.resolver)?);
         }
         let context = self.kinds(&rest, false)? & !rest.excluded;
+        let mut context_required: Vec<String> = objects::required_by(&rest).into_iter().collect();
+        context_required.sort();
         let mut disjoint = true;
         'pairs: for (x, a) in kids.iter().enumerate() {
             for b in &kids[x + 1..] {
-                let mut check = Disjoint::new(&self.resolver, &a.base).within(context);
+                let mut check = Disjoint::new(&self.resolver, &a.base).within(context).requiring(context_required.clone());
                 if !check.schemas(a.schema, b.schema, 0) {
                     disjoint = false;
                     break 'pairs;
