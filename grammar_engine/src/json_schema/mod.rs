@@ -81,23 +81,28 @@ const COUNT_CAPS: [Option<u64>; 3] = [None, Some(16), Some(4)];
 /// the schema.
 ///
 /// The whole compilation, retries with count caps included, has `max_compile_ms`: the exact
-/// attempt may use half of it, the first capped one three quarters, the last one all of it.
+/// attempt may use half of it (a fifth for its final automaton when a cap could still make it
+/// smaller: an automaton that large is past the size limit more often than not, and the retry
+/// needs the time), the first capped one three quarters, the last one all of it.
 pub fn compile(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> Result<Dfa> {
     let mut last = None;
     let started = std::time::Instant::now();
+    let by = |twentieths: u64| DfaConfig {
+        deadline: Some(Deadline {
+            at: started + std::time::Duration::from_millis(opts.max_compile_ms * twentieths / 20),
+            limit_ms: opts.max_compile_ms,
+        }),
+        ..config.clone()
+    };
     for (attempt, cap) in COUNT_CAPS.into_iter().enumerate() {
-        let share = [2, 3, 4][attempt];
-        let config = &DfaConfig {
-            deadline: Some(Deadline {
-                at: started + std::time::Duration::from_millis(opts.max_compile_ms * share / 4),
-                limit_ms: opts.max_compile_ms,
-            }),
-            ..config.clone()
-        };
-        let mut compiler = walk::Compiler::new(schema, opts, config);
+        let walk_config = by([10, 15, 20][attempt]);
+        let mut compiler = walk::Compiler::new(schema, opts, &walk_config);
         compiler.count_cap = cap;
         let root = compiler.root_item(schema);
-        let attempt = compiler.compile_one(root).and_then(|expr| expr.to_dfa(config));
+        let attempt = compiler.compile_one(root).and_then(|expr| {
+            let final_config = if cap.is_none() && compiler.capped() { by(4) } else { walk_config.clone() };
+            expr.to_dfa(&final_config)
+        });
         match attempt {
             Ok(Some(dfa)) => return Ok(dfa),
             Ok(None) => {

@@ -38,7 +38,7 @@ use super::objects;
 use super::policy::{keyword_type, Reading};
 use super::refs::Resolver;
 use super::strings::{string_expr, StringFacts};
-use super::values::{any_value, json_equal, kind_superset, literal, value_kind, value_kind_name, JsonType, K_ALL,
+use super::values::{any_value_expr, json_equal, kind_superset, literal, value_kind, value_kind_name, JsonType, K_ALL,
                     K_ARRAY, K_BOOL, K_FRACTION, K_INTEGER, K_NULL, K_OBJECT, K_STRING};
 use super::JsonSchemaOptions;
 use crate::algebra::Expr;
@@ -189,7 +189,7 @@ impl<'a> Compiler<'a> {
 
     /// Any value, depth-bounded (the language of `true` / `{}`).
     pub(crate) fn any(&self, depth: usize) -> Expr {
-        Expr::regex(any_value(depth, &self.ws))
+        any_value_expr(depth, &self.ws, self.config)
     }
 
     // -- under -------------------------------------------------------------------------------
