@@ -28,11 +28,20 @@ pub(crate) struct Disjoint<'r, 'a> {
     /// Names the context requires of an object (the branches of a `oneOf` next to
     /// `required: ["kind"]` are disjoint when their `kind` schemas are).
     required: Vec<String>,
+    /// Whether `const` constrains values in the reading (not in draft 4, nor when no `$schema`
+    /// is given and draft 4's reading must hold too).
+    consts: bool,
 }
 
 impl<'r, 'a> Disjoint<'r, 'a> {
     pub(crate) fn new(resolver: &'r Resolver<'a>, base: &'r str) -> Self {
-        Disjoint { resolver, base, steps: 0, context: K_ALL, required: Vec::new() }
+        Disjoint { resolver, base, steps: 0, context: K_ALL, required: Vec::new(), consts: true }
+    }
+
+    /// Whether `const` counts (see the field).
+    pub(crate) fn with_consts(mut self, consts: bool) -> Self {
+        self.consts = consts;
+        self
     }
 
     /// Objects of the context hold these names.
@@ -97,11 +106,11 @@ impl<'r, 'a> Disjoint<'r, 'a> {
     /// Disjoint by the keywords of `a` and `b` themselves.
     fn direct(&mut self, a: &'a Map<String, Value>, b: &'a Map<String, Value>, depth: usize) -> bool {
         let context = if depth == 0 { self.context } else { K_ALL };
-        let common = schema_kinds(a) & schema_kinds(b) & context;
+        let common = schema_kinds(a, self.consts) & schema_kinds(b, self.consts) & context;
         if common == 0 {
             return true;
         }
-        if let Some(values) = value_set(a) {
+        if let Some(values) = value_set(a, self.consts) {
             if values.iter().all(|v| self.value_fails(v, SchemaRef::Map(b), depth + 1)) {
                 return true;
             }
@@ -153,10 +162,10 @@ impl<'r, 'a> Disjoint<'r, 'a> {
             SchemaRef::Value(Value::Object(m)) | SchemaRef::Map(m) => m,
             SchemaRef::Value(_) => return false,
         };
-        if value_kind(v) & schema_kinds(m) == 0 {
+        if value_kind(v) & schema_kinds(m, self.consts) == 0 {
             return true;
         }
-        if let Some(values) = value_set(m) {
+        if let Some(values) = value_set(m, self.consts) {
             if !values.iter().any(|w| json_equal(v, w)) {
                 return true;
             }
@@ -227,7 +236,7 @@ enum SchemaRef<'a> {
 
 /// The kinds of value a schema object can accept: its `type` (all if absent or malformed),
 /// narrowed by the kinds of its `enum`/`const` values.
-fn schema_kinds(m: &Map<String, Value>) -> u8 {
+fn schema_kinds(m: &Map<String, Value>, consts: bool) -> u8 {
     let declared = match m.get("type") {
         None => K_ALL,
         Some(t) => {
@@ -245,15 +254,15 @@ fn schema_kinds(m: &Map<String, Value>) -> u8 {
             kinds
         }
     };
-    match value_set(m) {
+    match value_set(m, consts) {
         Some(values) => declared & values.iter().fold(0, |k, v| k | value_kind(v)),
         None => declared,
     }
 }
 
 /// The only values a schema object accepts, if it has `const` or `enum`.
-fn value_set(m: &Map<String, Value>) -> Option<Vec<&Value>> {
-    if let Some(c) = m.get("const") {
+fn value_set(m: &Map<String, Value>, consts: bool) -> Option<Vec<&Value>> {
+    if let Some(c) = m.get("const").filter(|_| consts) {
         return Some(vec![c]);
     }
     match m.get("enum") {

@@ -682,7 +682,10 @@ fn constant_values<'a>(c: &Compiler<'a>, schema: &'a Value, base: &str) -> Optio
             s = c.resolver.resolve(r, base, "$ref", &super::context::Ctx::root()).ok()?.schema;
             continue;
         }
-        let v = m.get("const").or_else(|| m.get("enum").filter(|e| e.as_array().is_some_and(|a| a.len() <= 8)))?;
+        let v = m
+            .get("const")
+            .filter(|_| c.reading.knows_const())
+            .or_else(|| m.get("enum").filter(|e| e.as_array().is_some_and(|a| a.len() <= 8)))?;
         let scalar = |x: &Value| !x.is_object() && !x.is_array();
         return match v {
             Value::Array(a) if m.contains_key("enum") => a.iter().all(scalar).then_some(v),

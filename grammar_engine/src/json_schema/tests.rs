@@ -182,8 +182,10 @@ fn errors_name_the_keyword_and_place() {
 #[test]
 fn one_of_disjoint_through_a_name_the_context_requires() {
     // The branches set `shape` to different constants and the context requires `shape`: no
-    // object satisfies two branches (JSONSchemaBench Glaiveai2K calculate_area_530837db).
+    // object satisfies two branches (JSONSchemaBench Glaiveai2K calculate_area_530837db, with
+    // a draft that knows `const`).
     let schema = json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
         "type": "object",
         "required": ["shape"],
         "properties": {"shape": {"enum": ["circle", "square"]}, "radius": {"type": "number"}, "side": {"type": "number"}},
@@ -204,4 +206,28 @@ fn one_of_closed_objects_told_apart_by_their_names() {
         {"additionalProperties": false, "properties": {"keys": {"type": "array", "items": {"type": "string"}, "maxItems": 2}}}
     ]});
     check(schema, &[r#"{"key":"ab"}"#, r#"{"keys":["a"]}"#, r#"{"keys":[]}"#], &["{}", r#"{"key":"a","keys":[]}"#]);
+}
+
+#[test]
+fn untyped_schema_whose_object_keywords_admit_nothing_writes_other_types() {
+    // No `type`: `required` only applies to objects, and no object can hold the undeclared
+    // required name; every non-object is valid (JSONSchemaBench Github_hard o10346).
+    let schema = json!({"required": ["id"], "properties": {"name": {"type": "string"}}, "additionalProperties": false});
+    check(schema, &["null", "true", "\"x\"", "1", "[]"], &["{}", r#"{"id":"a"}"#]);
+}
+
+#[test]
+fn const_does_not_separate_one_of_branches_without_a_draft() {
+    // Draft 4 ignores `const`: without `$schema` the output must satisfy draft 4's reading
+    // too, where these branches overlap (JSONSchemaBench Glaiveai2K calculate_area_530837db).
+    let branches = json!([
+        {"properties": {"shape": {"const": "circle"}, "radius": {"type": "number"}}},
+        {"properties": {"shape": {"const": "square"}, "side": {"type": "number"}}}
+    ]);
+    // Without `$schema`, an object valid under exactly one branch in every reading would need
+    // `shape` and `radius`/`side` to differ in type too: nothing is left.
+    let untyped = json!({"type": "object", "required": ["shape"], "oneOf": branches.clone()});
+    assert!(matches!(error(untyped), GrammarError::EmptyLanguage { .. }));
+    let declared = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "required": ["shape"], "oneOf": branches});
+    check(declared, &[r#"{"shape":"circle"}"#, r#"{"shape":"square","side":2}"#], &[r#"{"shape":"circle","side":2}"#]);
 }

@@ -389,7 +389,10 @@ impl<'a> Compiler<'a> {
         let mut disjoint = true;
         'pairs: for (x, a) in kids.iter().enumerate() {
             for b in &kids[x + 1..] {
-                let mut check = Disjoint::new(&self.resolver, &a.base).within(context).requiring(context_required.clone());
+                let mut check = Disjoint::new(&self.resolver, &a.base)
+                    .within(context)
+                    .requiring(context_required.clone())
+                    .with_consts(self.reading.knows_const());
                 if !check.schemas(a.schema, b.schema, 0) {
                     disjoint = false;
                     break 'pairs;
@@ -469,12 +472,26 @@ impl<'a> Compiler<'a> {
     }
 
     /// The merged keywords of a split-free conjunction, per type.
+    ///
+    /// Without `type`, values are generated as the types the keywords constrain (see
+    /// `policy::keyword_type`); when those admit no value (`required` names that
+    /// `additionalProperties: false` forbids, say), values of the other types are generated
+    /// instead: the keywords do not apply to them, so they are valid.
     fn emit(&mut self, conj: Conj<'a>) -> Result<Expr> {
+        let all = self.kinds(&conj, false)? & !conj.excluded;
         let kinds = self.kinds(&conj, true)? & !conj.excluded;
+        let lang = self.emit_kinds(&conj, kinds)?;
+        if lang.is_empty() && all & !kinds != 0 {
+            return self.emit_kinds(&conj, all & !kinds);
+        }
+        Ok(lang)
+    }
+
+    fn emit_kinds(&mut self, conj: &Conj<'a>, kinds: u8) -> Result<Expr> {
         if kinds == 0 {
             return Ok(Expr::Empty);
         }
-        let values = enum_values(&conj)?;
+        let values = enum_values(conj, true)?;
         let constrained = conj.maps().any(|(m, _)| m.keys().any(|k| keyword_type(k).is_some()))
             || !conj.forbidden.is_empty()
             || !conj.required.is_empty();
@@ -487,10 +504,10 @@ impl<'a> Compiler<'a> {
             if !constrained || lits.is_empty() {
                 return Ok(lits);
             }
-            let typed = self.typed(&conj, kinds)?;
+            let typed = self.typed(conj, kinds)?;
             return lits.and(&typed, self.config);
         }
-        self.typed(&conj, kinds)
+        self.typed(conj, kinds)
     }
 
     /// The union over the allowed kinds of each type's language.
@@ -639,11 +656,14 @@ impl<'a> Compiler<'a> {
             }
         }
         let kinds = self.kinds(&conj, false)? & !conj.excluded;
-        let values = enum_values(&conj)?;
+        let values = enum_values(&conj, self.reading.knows_const())?;
         let mut parts = Vec::new();
         if let Some(values) = values {
             for v in values.iter().filter(|v| value_kind(v) & kinds != 0) {
                 parts.push(match v {
+                    // A literal spells objects in one member order; it covers every text of
+                    // the value only when no object inside has two members.
+                    v if one_order(v) => literal(v, &self.ws)?,
                     Value::Object(_) => Expr::regex(kind_superset(JsonType::Object)),
                     Value::Array(_) => Expr::regex(kind_superset(JsonType::Array)),
                     v => literal(v, &self.ws)?,
@@ -681,7 +701,9 @@ pub(crate) fn with_done<'a>(conj: &Conj<'a>, idx: usize, bit: u16) -> Conj<'a> {
 }
 
 /// The values `enum`/`const` allow across the conjunction (`None` when no member has either).
-fn enum_values<'a>(conj: &Conj<'a>) -> Result<Option<Vec<&'a Value>>> {
+/// `consts`: whether `const` counts (over-languages must hold under every reading, and draft 4
+/// does not know `const`).
+fn enum_values<'a>(conj: &Conj<'a>, consts: bool) -> Result<Option<Vec<&'a Value>>> {
     let mut values: Option<Vec<&'a Value>> = None;
     for (m, item) in conj.maps() {
         let mut mine: Option<Vec<&'a Value>> = None;
@@ -689,7 +711,7 @@ fn enum_values<'a>(conj: &Conj<'a>) -> Result<Option<Vec<&'a Value>>> {
             let list = e.as_array().ok_or_else(|| item.ctx.invalid("enum must be an array"))?;
             mine = Some(list.iter().collect());
         }
-        if let Some(c) = m.get("const") {
+        if let Some(c) = m.get("const").filter(|_| consts) {
             mine = Some(match mine {
                 Some(list) => list.into_iter().filter(|v| json_equal(v, c)).collect(),
                 None => vec![c],
@@ -713,6 +735,16 @@ fn enum_values<'a>(conj: &Conj<'a>) -> Result<Option<Vec<&'a Value>>> {
         });
         v
     }))
+}
+
+/// Whether a value has one canonical text up to number spelling: no object in it has two or
+/// more members (whose order could vary).
+fn one_order(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.len() <= 1 && m.values().all(one_order),
+        Value::Array(a) => a.iter().all(one_order),
+        _ => true,
+    }
 }
 
 /// The kinds a `type` keyword admits.
