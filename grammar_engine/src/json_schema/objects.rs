@@ -222,12 +222,13 @@ fn value_of<'a>(c: &mut Compiler<'a>, rules: &[Rule<'a>], name: &str) -> Result<
     let mut items = Vec::new();
     let mut evaluated = false;
     for r in rules {
+        // `properties` and every matching `patternProperties` apply together.
+        let mut matched = false;
         if let Some(sub) = r.properties.and_then(|p| p.get(name)) {
             items.push(r.item.child(sub, &format!("properties/{}", pointer_token(name)), &c.resolver)?);
             evaluated = true;
-            continue;
+            matched = true;
         }
-        let mut matched = false;
         for &(pattern, sub) in &r.patterns {
             if c.pattern_matches(pattern, name, &r.item.ctx) {
                 items.push(r.item.child(sub, &format!("patternProperties/{}", pointer_token(pattern)), &c.resolver)?);

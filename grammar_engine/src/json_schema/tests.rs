@@ -231,3 +231,42 @@ fn const_does_not_separate_one_of_branches_without_a_draft() {
     let declared = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "required": ["shape"], "oneOf": branches});
     check(declared, &[r#"{"shape":"circle"}"#, r#"{"shape":"square","side":2}"#], &[r#"{"shape":"circle","side":2}"#]);
 }
+
+#[test]
+fn too_deep_a_schema_drops_the_optional_part_below_the_limit() {
+    // 80 levels of optional nested objects: past the nesting limit the property is left out
+    // (as a recursion cut would), so the schema still compiles.
+    let mut schema = json!({"type": "string"});
+    for _ in 0..80 {
+        schema = json!({"type": "object", "properties": {"a": schema}, "additionalProperties": false});
+    }
+    check(schema.clone(), &["{}", r#"{"a":{}}"#, r#"{"a":{"a":{}}}"#], &[r#"{"b":1}"#]);
+    // Required all the way down, nothing is left.
+    let mut required = json!({"type": "string"});
+    for _ in 0..80 {
+        required = json!({"type": "object", "properties": {"a": required}, "required": ["a"]});
+    }
+    assert!(matches!(error(required), GrammarError::EmptyLanguage { .. }));
+}
+
+#[test]
+fn json_schema_test_suite_false_positives_stay_fixed() {
+    // properties and a matching patternProperties apply together (properties.json).
+    let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema",
+        "properties": {"foo": {"type": "array", "maxItems": 3}}, "patternProperties": {"f.o": {"minItems": 2}},
+        "additionalProperties": {"type": "integer"}});
+    check(schema, &[r#"{"foo":[1,2]}"#], &[r#"{"foo":[1]}"#]);
+    // uniqueItems beside a tuple: never two positions that could be equal (uniqueItems.json).
+    let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema",
+        "prefixItems": [{"type": "boolean"}, {"type": "boolean"}], "uniqueItems": true});
+    check(schema, &["[]", "[true]"], &["[false,false]", "[true,true]"]);
+    // unevaluatedProperties beside schemas that may evaluate members, and dynamic references,
+    // are refused (unevaluatedProperties.json, dynamicRef.json).
+    for schema in [
+        json!({"allOf": [{"properties": {"foo": true}}, {"unevaluatedProperties": false}]}),
+        json!({"$defs": {"A": {"unevaluatedProperties": false}}, "properties": {"p": {"type": "string"}}, "$ref": "#/$defs/A"}),
+        json!({"$defs": {"a": {"$dynamicAnchor": "x", "type": "string"}}, "$dynamicRef": "#x"}),
+    ] {
+        assert!(matches!(error(schema.clone()), GrammarError::UnsupportedSchemaKeyword { .. }), "{schema}");
+    }
+}

@@ -341,6 +341,33 @@ fn integer_value(n: &Number) -> Option<u64> {
     Some(base.saturating_mul(10u64.saturating_pow(zeros as u32)))
 }
 
+/// Whether a value has one canonical text up to number spelling: no object in it has two or
+/// more members (whose order could vary).
+pub(crate) fn one_order(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.len() <= 1 && m.values().all(one_order),
+        Value::Array(a) => a.iter().all(one_order),
+        _ => true,
+    }
+}
+
+/// The kinds a `type` keyword admits.
+pub(crate) fn type_kinds(t: &Value, ctx: &Ctx) -> Result<u8> {
+    let names: Vec<&Value> = match t {
+        Value::Array(a) => a.iter().collect(),
+        other => vec![other],
+    };
+    let mut kinds = 0;
+    for name in names {
+        let ty = name
+            .as_str()
+            .and_then(JsonType::from_name)
+            .ok_or_else(|| ctx.invalid(format!("unknown type {name}")))?;
+        kinds |= ty.kinds();
+    }
+    Ok(kinds)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

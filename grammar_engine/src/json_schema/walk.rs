@@ -38,7 +38,7 @@ use super::objects;
 use super::policy::{keyword_type, Reading};
 use super::refs::Resolver;
 use super::strings::{string_expr, StringFacts};
-use super::values::{any_value_expr, json_equal, kind_superset, literal, value_kind, value_kind_name, JsonType, K_ALL,
+use super::values::{any_value_expr, json_equal, kind_superset, literal, one_order, type_kinds, value_kind, value_kind_name, JsonType, K_ALL,
                     K_ARRAY, K_BOOL, K_FRACTION, K_INTEGER, K_NULL, K_OBJECT, K_STRING};
 use super::JsonSchemaOptions;
 use crate::algebra::Expr;
@@ -213,7 +213,15 @@ impl<'a> Compiler<'a> {
                 *n -= 1;
             }
         }
-        result
+        match result {
+            // Too deep (a recursive schema unrolled through many levels): no value from here,
+            // like a recursion cut; the enclosing optional property, array or branch drops.
+            Err(e) if too_deep(&e) => {
+                self.cuts += 1;
+                Ok(Expr::Empty)
+            }
+            other => other,
+        }
     }
 
     /// Follows `$ref`s and `allOf`s until every member is a plain schema object. `None` when
@@ -243,6 +251,11 @@ impl<'a> Compiler<'a> {
             if item.done & DONE_REF == 0 {
                 for keyword in ["$ref", "$recursiveRef", "$dynamicRef"] {
                     let Some(reference) = map.get(keyword) else { continue };
+                    if keyword != "$ref" {
+                        // Resolved by the dynamic scope (the path of references taken), not
+                        // by the document: reading it as `$ref` accepts invalid values.
+                        return Err(item.ctx.unsupported(keyword, "dynamic references are not supported"));
+                    }
                     let reference = reference
                         .as_str()
                         .ok_or_else(|| item.ctx.invalid(format!("{keyword} must be a string")))?;
@@ -473,11 +486,27 @@ impl<'a> Compiler<'a> {
 
     /// The merged keywords of a split-free conjunction, per type.
     ///
+    /// `unevaluatedProperties`/`unevaluatedItems` are read here as the rest of one schema's
+    /// own members; that is their meaning only when no other schema (an `allOf` member, a
+    /// `$ref` target, a branch) applies to the same value, so otherwise they are refused.
+    ///
     /// Without `type`, values are generated as the types the keywords constrain (see
     /// `policy::keyword_type`); when those admit no value (`required` names that
     /// `additionalProperties: false` forbids, say), values of the other types are generated
     /// instead: the keywords do not apply to them, so they are valid.
     fn emit(&mut self, conj: Conj<'a>) -> Result<Expr> {
+        if conj.items.len() > 1 {
+            for (m, item) in conj.maps() {
+                for keyword in ["unevaluatedProperties", "unevaluatedItems"] {
+                    if m.get(keyword).is_some_and(|v| v != &Value::Bool(true)) {
+                        return Err(item.ctx.unsupported(
+                            keyword,
+                            "beside other schemas that apply to the same value (allOf, $ref, anyOf/oneOf/if branches), which may evaluate members",
+                        ));
+                    }
+                }
+            }
+        }
         let all = self.kinds(&conj, false)? & !conj.excluded;
         let kinds = self.kinds(&conj, true)? & !conj.excluded;
         let lang = self.emit_kinds(&conj, kinds)?;
@@ -631,7 +660,11 @@ impl<'a> Compiler<'a> {
                 *n -= 1;
             }
         }
-        result
+        match result {
+            // Too deep to follow: every text is a superset.
+            Err(e) if too_deep(&e) => Ok(Expr::regex("(?s:.)*")),
+            other => other,
+        }
     }
 
     fn over_flat(&mut self, conj: Conj<'a>) -> Result<Expr> {
@@ -693,6 +726,11 @@ impl<'a> Compiler<'a> {
     }
 }
 
+/// Whether an error is the schema nesting limit (see `context::MAX_SCHEMA_DEPTH`).
+fn too_deep(e: &GrammarError) -> bool {
+    matches!(e, GrammarError::TooLarge { what, .. } if *what == super::context::NESTING_LIMIT)
+}
+
 /// The conjunction with member `idx` marked as having applied `bit`.
 pub(crate) fn with_done<'a>(conj: &Conj<'a>, idx: usize, bit: u16) -> Conj<'a> {
     let mut rest = conj.clone();
@@ -735,33 +773,6 @@ fn enum_values<'a>(conj: &Conj<'a>, consts: bool) -> Result<Option<Vec<&'a Value
         });
         v
     }))
-}
-
-/// Whether a value has one canonical text up to number spelling: no object in it has two or
-/// more members (whose order could vary).
-fn one_order(v: &Value) -> bool {
-    match v {
-        Value::Object(m) => m.len() <= 1 && m.values().all(one_order),
-        Value::Array(a) => a.iter().all(one_order),
-        _ => true,
-    }
-}
-
-/// The kinds a `type` keyword admits.
-fn type_kinds(t: &Value, ctx: &Ctx) -> Result<u8> {
-    let names: Vec<&Value> = match t {
-        Value::Array(a) => a.iter().collect(),
-        other => vec![other],
-    };
-    let mut kinds = 0;
-    for name in names {
-        let ty = name
-            .as_str()
-            .and_then(JsonType::from_name)
-            .ok_or_else(|| ctx.invalid(format!("unknown type {name}")))?;
-        kinds |= ty.kinds();
-    }
-    Ok(kinds)
 }
 
 /// A non-empty array of schemas.
