@@ -410,6 +410,9 @@ fn product(a: &Dfa, b: &Dfa, op: Op, config: &DfaConfig) -> Result<Option<Dfa>> 
     while i < order.len() {
         let (sa, sb) = order[i];
         i += 1;
+        if i % 1024 == 0 {
+            config.check_deadline("a product of two automata")?;
+        }
         for &(ca, cb) in &reps {
             let ta = a.row(sa)[ca];
             let tb = if sb == DEAD { DEAD } else { b.row(sb)[cb] };

@@ -8,10 +8,10 @@
 //! `regex-automata`'s match-delay conventions.
 
 use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
 
-use regex_automata::dfa::{dense, Automaton, StartKind};
+use regex_automata::hybrid::{self, LazyStateID};
 use regex_automata::nfa::thompson::{self, WhichCaptures};
-use regex_automata::util::primitives::StateID;
 use regex_automata::{Anchored, Input, MatchKind};
 use regex_syntax::ast::ErrorKind as AstErrorKind;
 
@@ -27,11 +27,45 @@ pub struct DfaConfig {
     pub max_states: usize,
     /// Heap limit, in bytes, for `regex-automata`'s NFA and DFA construction.
     pub build_size_limit: usize,
+    /// When set, determinization and products stop with a typed `TooLarge` error once it has
+    /// passed (a pattern such as `.*a.{20}b` grows exponentially and would otherwise spend
+    /// tens of seconds before the state limit triggers).
+    pub deadline: Option<Deadline>,
 }
 
 impl Default for DfaConfig {
     fn default() -> Self {
-        DfaConfig { max_states: 100_000, build_size_limit: 512 << 20 }
+        DfaConfig { max_states: 100_000, build_size_limit: 512 << 20, deadline: None }
+    }
+}
+
+/// A point in time past which a compilation gives up, with the limit it came from (for the
+/// error message).
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    pub at: Instant,
+    pub limit_ms: u64,
+}
+
+impl Deadline {
+    /// `limit_ms` milliseconds from now.
+    pub fn after_ms(limit_ms: u64) -> Deadline {
+        Deadline { at: Instant::now() + Duration::from_millis(limit_ms), limit_ms }
+    }
+}
+
+impl DfaConfig {
+    /// A typed error when the deadline (if any) has passed. Cheap enough to call every few
+    /// hundred states.
+    pub(crate) fn check_deadline(&self, what: &str) -> Result<()> {
+        match self.deadline {
+            Some(d) if Instant::now() > d.at => Err(GrammarError::TooLarge {
+                what: "compile time (ms)",
+                limit: d.limit_ms as usize,
+                detail: format!("gave up while building {what}"),
+            }),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -67,25 +101,90 @@ impl Dfa {
     }
 
     /// Determinizes an NFA (anchored, full-match semantics), prunes and minimizes the result.
+    ///
+    /// Determinization is `regex-automata`'s lazy DFA driven breadth-first from here, so the
+    /// state limit (twice `max_states`: pruning may drop some) and the deadline are checked as
+    /// states appear. The lazy DFA's cache holds every state (it is never cleared: a clear
+    /// would invalidate the ids held here, so it gives up instead, which is a size error).
     pub(crate) fn from_nfa(nfa: &thompson::NFA, config: &DfaConfig) -> Result<Dfa> {
-        // Bound determinization by the state limit: a raw DFA state is one row of
-        // `alphabet_len` 4-byte transitions, and pruning may drop some states, so allow twice
-        // the limit. Without this, a blow-up pattern would determinize for seconds before
-        // any limit triggered.
-        let row_bytes = (nfa.byte_classes().alphabet_len() + 1) * 4;
-        let dfa_limit = config.max_states.saturating_mul(2).saturating_add(64).saturating_mul(row_bytes);
-        let raw = dense::Builder::new()
+        let lazy = hybrid::dfa::DFA::builder()
             .configure(
-                dense::Config::new()
-                    .start_kind(StartKind::Anchored)
+                hybrid::dfa::Config::new()
                     .match_kind(MatchKind::All)
-                    .minimize(false)
-                    .dfa_size_limit(Some(dfa_limit.min(config.build_size_limit)))
-                    .determinize_size_limit(Some(config.build_size_limit)),
+                    .cache_capacity(config.build_size_limit)
+                    .minimum_cache_clear_count(Some(0)),
             )
-            .build_from_nfa(nfa)
+            .build_from_nfa(nfa.clone())
             .map_err(|e| build_error(&e.to_string(), config))?;
-        Self::from_dense(&raw, config)
+        let mut cache = lazy.create_cache();
+        let cache_err = |e: hybrid::CacheError| build_error(&format!("determinization exceeded its memory limit: {e}"), config);
+        let start = lazy
+            .start_state_forward(&mut cache, &Input::new("").anchored(Anchored::Yes))
+            .map_err(|e| GrammarError::UnsupportedRegex { construct: "start state".into(), reason: e.to_string() })?;
+        let ra_classes = lazy.byte_classes();
+        let mut classes = [0u8; 256];
+        let mut stride = 0usize;
+        for b in 0..=255u8 {
+            classes[b as usize] = ra_classes.get(b);
+            stride = stride.max(ra_classes.get(b) as usize + 1);
+        }
+        let (class_rep, _) = class_tables(&classes, stride);
+        let limit = config.max_states.saturating_mul(2).saturating_add(64);
+
+        // Breadth-first walk over the lazy DFA's non-dead states.
+        let mut ids: HashMap<LazyStateID, u32> = HashMap::new();
+        let mut order: Vec<LazyStateID> = Vec::new();
+        let mut raw_trans: Vec<u32> = Vec::new();
+        ids.insert(start, 0);
+        order.push(start);
+        let mut i = 0;
+        while i < order.len() {
+            let s = order[i];
+            i += 1;
+            if i % 256 == 0 {
+                config.check_deadline("a DFA")?;
+            }
+            for &rep in class_rep.iter().take(stride) {
+                let next = lazy.next_state(&mut cache, s, rep).map_err(cache_err)?;
+                if next.is_dead() || next.is_quit() {
+                    raw_trans.push(DEAD);
+                    continue;
+                }
+                let id = match ids.get(&next) {
+                    Some(&id) => id,
+                    None => {
+                        if order.len() >= limit {
+                            return Err(GrammarError::TooLarge {
+                                what: "regex DFA",
+                                limit: config.max_states,
+                                detail: format!("more than {} states while determinizing", order.len()),
+                            });
+                        }
+                        let id = order.len() as u32;
+                        ids.insert(next, id);
+                        order.push(next);
+                        id
+                    }
+                };
+                raw_trans.push(id);
+            }
+        }
+        let mut accepting = Vec::with_capacity(order.len());
+        for &s in &order {
+            accepting.push(lazy.next_eoi_state(&mut cache, s).map_err(cache_err)?.is_match());
+        }
+        config.check_deadline("a DFA")?;
+        let dfa = Dfa::prune(classes, stride, &raw_trans, &accepting)
+            .ok_or_else(|| GrammarError::EmptyLanguage { detail: "no string fully matches the pattern".into() })?
+            .minimize();
+        if dfa.num_states() > config.max_states {
+            return Err(GrammarError::TooLarge {
+                what: "regex DFA",
+                limit: config.max_states,
+                detail: format!("{} live states", dfa.num_states()),
+            });
+        }
+        Ok(dfa)
     }
 
     /// A pruned, minimized DFA from a raw transition table (state 0 = start, rows of `stride`
@@ -105,68 +204,6 @@ impl Dfa {
     #[inline]
     pub(crate) fn row(&self, state: u32) -> &[u32] {
         &self.trans[state as usize * self.stride..(state as usize + 1) * self.stride]
-    }
-
-    fn from_dense(raw: &dense::DFA<Vec<u32>>, config: &DfaConfig) -> Result<Dfa> {
-        let start = raw
-            .start_state_forward(&Input::new("").anchored(Anchored::Yes))
-            .map_err(|e| GrammarError::UnsupportedRegex { construct: "start state".into(), reason: e.to_string() })?;
-        let ra_classes = raw.byte_classes();
-        let mut classes = [0u8; 256];
-        let mut stride = 0usize;
-        for b in 0..=255u8 {
-            classes[b as usize] = ra_classes.get(b);
-            stride = stride.max(ra_classes.get(b) as usize + 1);
-        }
-        let (class_rep, _) = class_tables(&classes, stride);
-
-        // Breadth-first walk over the raw DFA's non-dead states.
-        let mut ids: HashMap<StateID, u32> = HashMap::new();
-        let mut order: Vec<StateID> = Vec::new();
-        let mut queue = VecDeque::new();
-        let mut raw_trans: Vec<u32> = Vec::new();
-        ids.insert(start, 0);
-        order.push(start);
-        queue.push_back(start);
-        while let Some(s) = queue.pop_front() {
-            for c in 0..stride {
-                let next = raw.next_state(s, class_rep[c]);
-                if raw.is_dead_state(next) || raw.is_quit_state(next) {
-                    raw_trans.push(DEAD);
-                    continue;
-                }
-                let id = match ids.get(&next) {
-                    Some(&id) => id,
-                    None => {
-                        if order.len() >= config.max_states.saturating_mul(2).saturating_add(64) {
-                            return Err(GrammarError::TooLarge {
-                                what: "regex DFA",
-                                limit: config.max_states,
-                                detail: format!("more than {} states while determinizing", order.len()),
-                            });
-                        }
-                        let id = order.len() as u32;
-                        ids.insert(next, id);
-                        order.push(next);
-                        queue.push_back(next);
-                        id
-                    }
-                };
-                raw_trans.push(id);
-            }
-        }
-        let accepting: Vec<bool> = order.iter().map(|&s| raw.is_match_state(raw.next_eoi_state(s))).collect();
-        let dfa = Dfa::prune(classes, stride, &raw_trans, &accepting)
-            .ok_or_else(|| GrammarError::EmptyLanguage { detail: "no string fully matches the pattern".into() })?
-            .minimize();
-        if dfa.num_states() > config.max_states {
-            return Err(GrammarError::TooLarge {
-                what: "regex DFA",
-                limit: config.max_states,
-                detail: format!("{} live states", dfa.num_states()),
-            });
-        }
-        Ok(dfa)
     }
 
     /// Keeps the states of a raw table (state 0 = start) from which an accepting state is
@@ -733,7 +770,7 @@ mod tests {
         assert!(matches!(Dfa::from_regex(r"[^\s\S]", &cfg), Err(GrammarError::EmptyLanguage { .. })));
         let small = DfaConfig { max_states: 10, ..DfaConfig::default() };
         assert!(matches!(Dfa::from_regex("[a-z]{40}", &small), Err(GrammarError::TooLarge { .. })));
-        let tiny = DfaConfig { max_states: 100_000, build_size_limit: 10_000 };
+        let tiny = DfaConfig { max_states: 100_000, build_size_limit: 10_000, deadline: None };
         assert!(matches!(Dfa::from_regex("[a-z]{500}", &tiny), Err(GrammarError::TooLarge { .. })));
     }
 }

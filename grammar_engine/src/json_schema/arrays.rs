@@ -222,7 +222,9 @@ fn unique_array<'a>(c: &mut Compiler<'a>, at: Vec<Expr>, rest: Expr, lo: u64, hi
     let ws = c.ws.clone();
     if !at.is_empty() {
         if lo <= 1 {
-            let one = elements(at, rest, lo, Some(1), &ws);
+            // At most one element in all (the first position's): two tuple positions could
+            // hold equal values.
+            let one = elements(at.into_iter().take(1).collect(), rest, lo, Some(0), &ws);
             return Ok(wrap(one, &ws));
         }
         return Err(ctx.unsupported("uniqueItems", "uniqueItems together with a tuple (prefixItems) is not supported"));

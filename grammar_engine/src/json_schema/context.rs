@@ -8,6 +8,9 @@ use crate::error::{GrammarError, Result};
 /// regex-syntax's nesting limit, JSON values by serde_json's).
 pub(crate) const MAX_SCHEMA_DEPTH: usize = 64;
 
+/// The `what` of the error past [`MAX_SCHEMA_DEPTH`] (the walk treats it as a recursion cut).
+pub(crate) const NESTING_LIMIT: &str = "JSON Schema nesting depth";
+
 /// The JSON Schema drafts whose validation keywords differ. Ordered by age, so
 /// `dialect >= Dialect::Draft2019` reads as "2019-09 or later".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -49,7 +52,7 @@ impl Ctx {
     pub(crate) fn at_path(&self, path: String) -> Result<Ctx> {
         if self.depth >= MAX_SCHEMA_DEPTH {
             return Err(GrammarError::TooLarge {
-                what: "JSON Schema nesting depth",
+                what: NESTING_LIMIT,
                 limit: MAX_SCHEMA_DEPTH,
                 detail: format!("the schema nests too deeply at {path}"),
             });

@@ -25,11 +25,29 @@ pub(crate) struct Disjoint<'r, 'a> {
     /// The kinds of value the context already allows (the branches of a `oneOf` next to
     /// `type: object` only need to be disjoint on objects).
     context: u8,
+    /// Names the context requires of an object (the branches of a `oneOf` next to
+    /// `required: ["kind"]` are disjoint when their `kind` schemas are).
+    required: Vec<String>,
+    /// Whether `const` constrains values in the reading (not in draft 4, nor when no `$schema`
+    /// is given and draft 4's reading must hold too).
+    consts: bool,
 }
 
 impl<'r, 'a> Disjoint<'r, 'a> {
     pub(crate) fn new(resolver: &'r Resolver<'a>, base: &'r str) -> Self {
-        Disjoint { resolver, base, steps: 0, context: K_ALL }
+        Disjoint { resolver, base, steps: 0, context: K_ALL, required: Vec::new(), consts: true }
+    }
+
+    /// Whether `const` counts (see the field).
+    pub(crate) fn with_consts(mut self, consts: bool) -> Self {
+        self.consts = consts;
+        self
+    }
+
+    /// Objects of the context hold these names.
+    pub(crate) fn requiring(mut self, names: Vec<String>) -> Self {
+        self.required = names;
+        self
     }
 
     /// Only values of these kinds count (the context rules the others out).
@@ -88,11 +106,11 @@ impl<'r, 'a> Disjoint<'r, 'a> {
     /// Disjoint by the keywords of `a` and `b` themselves.
     fn direct(&mut self, a: &'a Map<String, Value>, b: &'a Map<String, Value>, depth: usize) -> bool {
         let context = if depth == 0 { self.context } else { K_ALL };
-        let common = schema_kinds(a) & schema_kinds(b) & context;
+        let common = schema_kinds(a, self.consts) & schema_kinds(b, self.consts) & context;
         if common == 0 {
             return true;
         }
-        if let Some(values) = value_set(a) {
+        if let Some(values) = value_set(a, self.consts) {
             if values.iter().all(|v| self.value_fails(v, SchemaRef::Map(b), depth + 1)) {
                 return true;
             }
@@ -101,7 +119,8 @@ impl<'r, 'a> Disjoint<'r, 'a> {
             // Every common value is an object, so `required` and `properties` apply on both
             // sides: a property one side requires must satisfy both sides' schemas for it.
             let (ra, rb) = (names(a.get("required")), names(b.get("required")));
-            for p in ra.iter().chain(&rb) {
+            let outer: Vec<String> = if depth == 0 { self.required.clone() } else { Vec::new() };
+            for p in ra.iter().copied().chain(rb.iter().copied()).chain(outer.iter().map(String::as_str)) {
                 if let (Some(pa), Some(pb)) = (property(a, p), property(b, p)) {
                     if self.schemas(pa, pb, depth + 1) {
                         return true;
@@ -143,10 +162,10 @@ impl<'r, 'a> Disjoint<'r, 'a> {
             SchemaRef::Value(Value::Object(m)) | SchemaRef::Map(m) => m,
             SchemaRef::Value(_) => return false,
         };
-        if value_kind(v) & schema_kinds(m) == 0 {
+        if value_kind(v) & schema_kinds(m, self.consts) == 0 {
             return true;
         }
-        if let Some(values) = value_set(m) {
+        if let Some(values) = value_set(m, self.consts) {
             if !values.iter().any(|w| json_equal(v, w)) {
                 return true;
             }
@@ -217,7 +236,7 @@ enum SchemaRef<'a> {
 
 /// The kinds of value a schema object can accept: its `type` (all if absent or malformed),
 /// narrowed by the kinds of its `enum`/`const` values.
-fn schema_kinds(m: &Map<String, Value>) -> u8 {
+fn schema_kinds(m: &Map<String, Value>, consts: bool) -> u8 {
     let declared = match m.get("type") {
         None => K_ALL,
         Some(t) => {
@@ -235,15 +254,15 @@ fn schema_kinds(m: &Map<String, Value>) -> u8 {
             kinds
         }
     };
-    match value_set(m) {
+    match value_set(m, consts) {
         Some(values) => declared & values.iter().fold(0, |k, v| k | value_kind(v)),
         None => declared,
     }
 }
 
 /// The only values a schema object accepts, if it has `const` or `enum`.
-fn value_set(m: &Map<String, Value>) -> Option<Vec<&Value>> {
-    if let Some(c) = m.get("const") {
+fn value_set(m: &Map<String, Value>, consts: bool) -> Option<Vec<&Value>> {
+    if let Some(c) = m.get("const").filter(|_| consts) {
         return Some(vec![c]);
     }
     match m.get("enum") {

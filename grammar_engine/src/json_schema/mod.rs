@@ -27,7 +27,7 @@
 
 use serde_json::Value;
 
-use crate::dfa::{Dfa, DfaConfig};
+use crate::dfa::{Deadline, Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 
 mod arrays;
@@ -67,7 +67,7 @@ pub struct JsonSchemaOptions {
 
 impl Default for JsonSchemaOptions {
     fn default() -> Self {
-        JsonSchemaOptions { max_whitespace: 0, max_any_depth: 3, max_recursion_depth: 3, max_compile_ms: 10_000 }
+        JsonSchemaOptions { max_whitespace: 0, max_any_depth: 3, max_recursion_depth: 3, max_compile_ms: 5_000 }
     }
 }
 
@@ -79,13 +79,30 @@ const COUNT_CAPS: [Option<u64>; 3] = [None, Some(16), Some(4)];
 
 /// Compiles `schema` into a DFA over UTF-8 bytes whose full matches are JSON texts valid under
 /// the schema.
+///
+/// The whole compilation, retries with count caps included, has `max_compile_ms`: the exact
+/// attempt may use half of it (a fifth for its final automaton when a cap could still make it
+/// smaller: an automaton that large is past the size limit more often than not, and the retry
+/// needs the time), the first capped one three quarters, the last one all of it.
 pub fn compile(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> Result<Dfa> {
     let mut last = None;
-    for cap in COUNT_CAPS {
-        let mut compiler = walk::Compiler::new(schema, opts, config);
+    let started = std::time::Instant::now();
+    let by = |twentieths: u64| DfaConfig {
+        deadline: Some(Deadline {
+            at: started + std::time::Duration::from_millis(opts.max_compile_ms * twentieths / 20),
+            limit_ms: opts.max_compile_ms,
+        }),
+        ..config.clone()
+    };
+    for (attempt, cap) in COUNT_CAPS.into_iter().enumerate() {
+        let walk_config = by([10, 15, 20][attempt]);
+        let mut compiler = walk::Compiler::new(schema, opts, &walk_config);
         compiler.count_cap = cap;
         let root = compiler.root_item(schema);
-        let attempt = compiler.compile_one(root).and_then(|expr| expr.to_dfa(config));
+        let attempt = compiler.compile_one(root).and_then(|expr| {
+            let final_config = if cap.is_none() && compiler.capped() { by(4) } else { walk_config.clone() };
+            expr.to_dfa(&final_config)
+        });
         match attempt {
             Ok(Some(dfa)) => return Ok(dfa),
             Ok(None) => {

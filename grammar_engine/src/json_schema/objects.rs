@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use super::policy::is_validation_keyword;
 use super::refs::pointer_token;
 use super::strings::{string_expr, string_literal, StringFacts};
-use super::values::{any_string, kind_superset, JsonType};
+use super::values::{any_string, kind_superset, JsonType, ANY_NUMBER};
 use super::walk::{count_keyword, Compiler, Conj, Item, DONE_DEPENDENCIES};
 use crate::algebra::Expr;
 use crate::dfa::{Dfa, DEAD};
@@ -222,12 +222,13 @@ fn value_of<'a>(c: &mut Compiler<'a>, rules: &[Rule<'a>], name: &str) -> Result<
     let mut items = Vec::new();
     let mut evaluated = false;
     for r in rules {
+        // `properties` and every matching `patternProperties` apply together.
+        let mut matched = false;
         if let Some(sub) = r.properties.and_then(|p| p.get(name)) {
             items.push(r.item.child(sub, &format!("properties/{}", pointer_token(name)), &c.resolver)?);
             evaluated = true;
-            continue;
+            matched = true;
         }
-        let mut matched = false;
         for &(pattern, sub) in &r.patterns {
             if c.pattern_matches(pattern, name, &r.item.ctx) {
                 items.push(r.item.child(sub, &format!("patternProperties/{}", pointer_token(pattern)), &c.resolver)?);
@@ -628,6 +629,33 @@ pub(crate) fn over<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
             }
         }
     }
+    // A member with `additionalProperties: false` (and no `patternProperties`) closes the
+    // names: every member's name is a declared one, followed by some value.
+    for (m, _) in conj.maps() {
+        if !matches!(m.get("additionalProperties"), Some(Value::Bool(false))) || m.contains_key("patternProperties") {
+            continue;
+        }
+        let declared: Vec<String> = m
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().map(|k| regex_syntax::escape(&string_literal_text(k))).collect())
+            .unwrap_or_default();
+        let closed = if declared.is_empty() {
+            Expr::regex(format!(r"\{{{ws}\}}"))
+        } else {
+            let value = format!(
+                r"(?:null|true|false|{}|{}|{}|{})",
+                ANY_NUMBER,
+                any_string(),
+                kind_superset(JsonType::Object),
+                kind_superset(JsonType::Array)
+            );
+            let member = format!("(?:{}){ws}:{ws}{value}", declared.join("|"));
+            Expr::regex(format!(r"\{{{ws}(?:{member}(?:{ws},{ws}{member})*{ws})?\}}"))
+        };
+        lang = lang.and(&closed, c.config)?;
+        break;
+    }
     keyed.sort_by_key(|(n, v)| (c.common_names.contains(n), v.is_none()));
     for (name, constant) in keyed.into_iter().take(3) {
         let key = regex_syntax::escape(&string_literal_text(&name));
@@ -655,7 +683,10 @@ fn constant_values<'a>(c: &Compiler<'a>, schema: &'a Value, base: &str) -> Optio
             s = c.resolver.resolve(r, base, "$ref", &super::context::Ctx::root()).ok()?.schema;
             continue;
         }
-        let v = m.get("const").or_else(|| m.get("enum").filter(|e| e.as_array().is_some_and(|a| a.len() <= 8)))?;
+        let v = m
+            .get("const")
+            .filter(|_| c.reading.knows_const())
+            .or_else(|| m.get("enum").filter(|e| e.as_array().is_some_and(|a| a.len() <= 8)))?;
         let scalar = |x: &Value| !x.is_object() && !x.is_array();
         return match v {
             Value::Array(a) if m.contains_key("enum") => a.iter().all(scalar).then_some(v),

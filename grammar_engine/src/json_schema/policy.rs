@@ -47,6 +47,13 @@ impl Reading {
         }
     }
 
+    /// Whether `const` constrains values under every reading: draft 4 does not know it, so
+    /// where a larger language must be assumed (over-languages, `oneOf` disjointness) it counts
+    /// only under an explicit draft 6 or later.
+    pub(crate) fn knows_const(self) -> bool {
+        matches!(self, Reading::Draft(d) if d >= Dialect::Draft6)
+    }
+
     /// Whether `$ref` replaces its siblings (drafts 4 to 7) rather than being applied beside
     /// them. Unspecified: applied beside them, which satisfies both readings.
     pub(crate) fn ref_overrides_siblings(self) -> bool {

@@ -86,6 +86,30 @@ pub(crate) fn string_literal(value: &str) -> Expr {
     Expr::literal(&format!("\"{}\"", canonical::spell(value)))
 }
 
+/// The quoted canonical strings of `min..=max` code points, as a DFA leaf kept per thread.
+/// Length bounds are the most common string facts (`maxLength: 1024` on every field of some
+/// schemas); compiling `c{0,1024}` from regex text each time, through a Unicode class
+/// expanded into UTF-8 automata a thousand times, dominated those schemas' compile time.
+fn length_bounded(min: u64, max: Option<u64>, config: &DfaConfig) -> Expr {
+    thread_local! {
+        static CACHE: std::cell::RefCell<std::collections::HashMap<(u64, Option<u64>), std::rc::Rc<Dfa>>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    let upper = max.map_or(String::new(), |m| m.to_string());
+    let lang = Expr::regex(format!("\"{CANONICAL_CHAR}{{{min},{upper}}}\""));
+    if let Some(d) = CACHE.with(|c| c.borrow().get(&(min, max)).cloned()) {
+        return Expr::Dfa(d);
+    }
+    match lang.to_dfa(config) {
+        Ok(Some(d)) => {
+            let d = std::rc::Rc::new(d);
+            CACHE.with(|c| c.borrow_mut().insert((min, max), d.clone()));
+            Expr::Dfa(d)
+        }
+        _ => lang,
+    }
+}
+
 /// The canonical JSON texts (quotes included) of the strings satisfying every fact.
 /// An unsatisfiable combination is [`Expr::Empty`], not an error.
 pub(crate) fn string_expr(facts: &StringFacts, config: &DfaConfig) -> Result<Expr> {
@@ -108,8 +132,7 @@ pub(crate) fn string_expr(facts: &StringFacts, config: &DfaConfig) -> Result<Exp
         0 if !bounded => Expr::regex(format!("{CANONICAL_CHAR}*")),
         0 => {
             let max = fitting_max(min, max, STATES_PER_CHAR, config)?;
-            let upper = max.map_or(String::new(), |m| m.to_string());
-            Expr::regex(format!("{CANONICAL_CHAR}{{{min},{upper}}}"))
+            return Ok(length_bounded(min, max, config));
         }
         _ => {
             let mut parts = parts.into_iter();

@@ -178,3 +178,95 @@ fn errors_name_the_keyword_and_place() {
     assert!(matches!(error(json!({"$ref": "http://elsewhere.com/x.json"})), GrammarError::UnsupportedSchemaKeyword { .. }));
     assert!(matches!(error(json!({"type": 5})), GrammarError::InvalidSchema { .. }));
 }
+
+#[test]
+fn one_of_disjoint_through_a_name_the_context_requires() {
+    // The branches set `shape` to different constants and the context requires `shape`: no
+    // object satisfies two branches (JSONSchemaBench Glaiveai2K calculate_area_530837db, with
+    // a draft that knows `const`).
+    let schema = json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "required": ["shape"],
+        "properties": {"shape": {"enum": ["circle", "square"]}, "radius": {"type": "number"}, "side": {"type": "number"}},
+        "dependencies": {"shape": {"oneOf": [
+            {"properties": {"shape": {"const": "circle"}, "radius": {"type": "number"}}},
+            {"properties": {"shape": {"const": "square"}, "side": {"type": "number"}}}
+        ]}}
+    });
+    check(schema, &[r#"{"shape":"circle","radius":1}"#, r#"{"shape":"square"}"#], &[r#"{"shape":"triangle"}"#, "{}"]);
+}
+
+#[test]
+fn one_of_closed_objects_told_apart_by_their_names() {
+    // `{}` satisfies both branches; an object with one of the names satisfies only one
+    // (JSONSchemaBench Github_trivial o10020).
+    let schema = json!({"type": "object", "oneOf": [
+        {"additionalProperties": false, "properties": {"key": {"type": "string", "maxLength": 3}}},
+        {"additionalProperties": false, "properties": {"keys": {"type": "array", "items": {"type": "string"}, "maxItems": 2}}}
+    ]});
+    check(schema, &[r#"{"key":"ab"}"#, r#"{"keys":["a"]}"#, r#"{"keys":[]}"#], &["{}", r#"{"key":"a","keys":[]}"#]);
+}
+
+#[test]
+fn untyped_schema_whose_object_keywords_admit_nothing_writes_other_types() {
+    // No `type`: `required` only applies to objects, and no object can hold the undeclared
+    // required name; every non-object is valid (JSONSchemaBench Github_hard o10346).
+    let schema = json!({"required": ["id"], "properties": {"name": {"type": "string"}}, "additionalProperties": false});
+    check(schema, &["null", "true", "\"x\"", "1", "[]"], &["{}", r#"{"id":"a"}"#]);
+}
+
+#[test]
+fn const_does_not_separate_one_of_branches_without_a_draft() {
+    // Draft 4 ignores `const`: without `$schema` the output must satisfy draft 4's reading
+    // too, where these branches overlap (JSONSchemaBench Glaiveai2K calculate_area_530837db).
+    let branches = json!([
+        {"properties": {"shape": {"const": "circle"}, "radius": {"type": "number"}}},
+        {"properties": {"shape": {"const": "square"}, "side": {"type": "number"}}}
+    ]);
+    // Without `$schema`, an object valid under exactly one branch in every reading would need
+    // `shape` and `radius`/`side` to differ in type too: nothing is left.
+    let untyped = json!({"type": "object", "required": ["shape"], "oneOf": branches.clone()});
+    assert!(matches!(error(untyped), GrammarError::EmptyLanguage { .. }));
+    let declared = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "required": ["shape"], "oneOf": branches});
+    check(declared, &[r#"{"shape":"circle"}"#, r#"{"shape":"square","side":2}"#], &[r#"{"shape":"circle","side":2}"#]);
+}
+
+#[test]
+fn too_deep_a_schema_drops_the_optional_part_below_the_limit() {
+    // 80 levels of optional nested objects: past the nesting limit the property is left out
+    // (as a recursion cut would), so the schema still compiles.
+    let mut schema = json!({"type": "string"});
+    for _ in 0..80 {
+        schema = json!({"type": "object", "properties": {"a": schema}, "additionalProperties": false});
+    }
+    check(schema.clone(), &["{}", r#"{"a":{}}"#, r#"{"a":{"a":{}}}"#], &[r#"{"b":1}"#]);
+    // Required all the way down, nothing is left.
+    let mut required = json!({"type": "string"});
+    for _ in 0..80 {
+        required = json!({"type": "object", "properties": {"a": required}, "required": ["a"]});
+    }
+    assert!(matches!(error(required), GrammarError::EmptyLanguage { .. }));
+}
+
+#[test]
+fn json_schema_test_suite_false_positives_stay_fixed() {
+    // properties and a matching patternProperties apply together (properties.json).
+    let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema",
+        "properties": {"foo": {"type": "array", "maxItems": 3}}, "patternProperties": {"f.o": {"minItems": 2}},
+        "additionalProperties": {"type": "integer"}});
+    check(schema, &[r#"{"foo":[1,2]}"#], &[r#"{"foo":[1]}"#]);
+    // uniqueItems beside a tuple: never two positions that could be equal (uniqueItems.json).
+    let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema",
+        "prefixItems": [{"type": "boolean"}, {"type": "boolean"}], "uniqueItems": true});
+    check(schema, &["[]", "[true]"], &["[false,false]", "[true,true]"]);
+    // unevaluatedProperties beside schemas that may evaluate members, and dynamic references,
+    // are refused (unevaluatedProperties.json, dynamicRef.json).
+    for schema in [
+        json!({"allOf": [{"properties": {"foo": true}}, {"unevaluatedProperties": false}]}),
+        json!({"$defs": {"A": {"unevaluatedProperties": false}}, "properties": {"p": {"type": "string"}}, "$ref": "#/$defs/A"}),
+        json!({"$defs": {"a": {"$dynamicAnchor": "x", "type": "string"}}, "$dynamicRef": "#x"}),
+    ] {
+        assert!(matches!(error(schema.clone()), GrammarError::UnsupportedSchemaKeyword { .. }), "{schema}");
+    }
+}

@@ -1,13 +1,17 @@
 //! JSON values as the compiler sees them: their types and kinds, equality as `jsonschema`
 //! decides `enum`/`const`, and the languages of one value (a literal) and of any value.
 
+use std::cell::RefCell;
 use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::rc::Rc;
 
 use serde_json::{Number, Value};
 
 use super::numbers::{number_literal, universe_regex};
 use super::strings::{string_literal, CANONICAL_CHAR};
 use crate::algebra::Expr;
+use crate::dfa::{Dfa, DfaConfig};
 use super::context::Ctx;
 use crate::error::Result;
 
@@ -242,6 +246,42 @@ pub(crate) fn any_value(depth: usize, ws: &str) -> String {
     format!("(?:{scalar}|{object}|{array})")
 }
 
+/// Any JSON value with at most `depth` levels of containers, as a DFA leaf: the same language
+/// as [`any_value`], built level by level (each level embeds the one below as a DFA, so the
+/// text is never expanded 4^depth times) and kept per thread. An unconstrained value is the
+/// most common leaf of real schemas; compiling its regex each time cost most of their compile
+/// time.
+pub(crate) fn any_value_expr(depth: usize, ws: &str, config: &DfaConfig) -> Expr {
+    thread_local! {
+        static CACHE: RefCell<HashMap<(usize, String), Rc<Dfa>>> = RefCell::new(HashMap::new());
+    }
+    if let Some(d) = CACHE.with(|c| c.borrow().get(&(depth, ws.to_string())).cloned()) {
+        return Expr::Dfa(d);
+    }
+    let scalar = Expr::regex(format!("(?:{}|{}|true|false|null)", any_string(), universe_regex()));
+    let lang = if depth == 0 {
+        scalar
+    } else {
+        let inner = any_value_expr(depth - 1, ws, config);
+        let sep = || Expr::regex(format!("{ws},{ws}"));
+        let member = Expr::concat(vec![Expr::regex(format!("{}{ws}:{ws}", any_string())), inner.clone()]);
+        let seq = |m: Expr| Expr::optional(Expr::concat(vec![m.clone(), Expr::repeat(Expr::concat(vec![sep(), m]), 0, None)]));
+        let object = Expr::concat(vec![Expr::regex(format!(r"\{{{ws}")), seq(member), Expr::regex(format!(r"{ws}\}}"))]);
+        let array = Expr::concat(vec![Expr::regex(format!(r"\[{ws}")), seq(inner), Expr::regex(format!(r"{ws}\]"))]);
+        Expr::union(vec![scalar, object, array])
+    };
+    // Built without the caller's deadline: the result is shared by every later compilation.
+    let unbounded = DfaConfig { deadline: None, ..config.clone() };
+    match lang.to_dfa(&unbounded) {
+        Ok(Some(d)) => {
+            let d = Rc::new(d);
+            CACHE.with(|c| c.borrow_mut().insert((depth, ws.to_string()), d.clone()));
+            Expr::Dfa(d)
+        }
+        _ => Expr::regex(any_value(depth, ws)),
+    }
+}
+
 /// Regex of every text that starts like a value of `kind` would: a superset of that kind's
 /// canonical texts, however deep (for over-approximations).
 pub(crate) fn kind_superset(kind: JsonType) -> String {
@@ -299,6 +339,33 @@ fn integer_value(n: &Number) -> Option<u64> {
     }
     let base: u64 = whole.parse().ok()?;
     Some(base.saturating_mul(10u64.saturating_pow(zeros as u32)))
+}
+
+/// Whether a value has one canonical text up to number spelling: no object in it has two or
+/// more members (whose order could vary).
+pub(crate) fn one_order(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.len() <= 1 && m.values().all(one_order),
+        Value::Array(a) => a.iter().all(one_order),
+        _ => true,
+    }
+}
+
+/// The kinds a `type` keyword admits.
+pub(crate) fn type_kinds(t: &Value, ctx: &Ctx) -> Result<u8> {
+    let names: Vec<&Value> = match t {
+        Value::Array(a) => a.iter().collect(),
+        other => vec![other],
+    };
+    let mut kinds = 0;
+    for name in names {
+        let ty = name
+            .as_str()
+            .and_then(JsonType::from_name)
+            .ok_or_else(|| ctx.invalid(format!("unknown type {name}")))?;
+        kinds |= ty.kinds();
+    }
+    Ok(kinds)
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ use super::objects;
 use super::policy::{keyword_type, Reading};
 use super::refs::Resolver;
 use super::strings::{string_expr, StringFacts};
-use super::values::{any_value, json_equal, kind_superset, literal, value_kind, value_kind_name, JsonType, K_ALL,
+use super::values::{any_value_expr, json_equal, kind_superset, literal, one_order, type_kinds, value_kind, value_kind_name, JsonType, K_ALL,
                     K_ARRAY, K_BOOL, K_FRACTION, K_INTEGER, K_NULL, K_OBJECT, K_STRING};
 use super::JsonSchemaOptions;
 use crate::algebra::Expr;
@@ -173,9 +173,13 @@ impl<'a> Compiler<'a> {
 
     fn check_time(&self, ctx: &Ctx) -> Result<()> {
         let ms = self.started.elapsed().as_millis() as u64;
-        if ms > self.opts.max_compile_ms {
+        let past = match self.config.deadline {
+            Some(d) => std::time::Instant::now() > d.at,
+            None => ms > self.opts.max_compile_ms,
+        };
+        if past {
             return Err(GrammarError::TooLarge {
-                what: "JSON Schema compile time (ms)",
+                what: "compile time (ms)",
                 limit: self.opts.max_compile_ms as usize,
                 detail: format!("still compiling at {} after {ms} ms", ctx.path),
             });
@@ -185,7 +189,7 @@ impl<'a> Compiler<'a> {
 
     /// Any value, depth-bounded (the language of `true` / `{}`).
     pub(crate) fn any(&self, depth: usize) -> Expr {
-        Expr::regex(any_value(depth, &self.ws))
+        any_value_expr(depth, &self.ws, self.config)
     }
 
     // -- under -------------------------------------------------------------------------------
@@ -209,7 +213,15 @@ impl<'a> Compiler<'a> {
                 *n -= 1;
             }
         }
-        result
+        match result {
+            // Too deep (a recursive schema unrolled through many levels): no value from here,
+            // like a recursion cut; the enclosing optional property, array or branch drops.
+            Err(e) if too_deep(&e) => {
+                self.cuts += 1;
+                Ok(Expr::Empty)
+            }
+            other => other,
+        }
     }
 
     /// Follows `$ref`s and `allOf`s until every member is a plain schema object. `None` when
@@ -239,6 +251,11 @@ impl<'a> Compiler<'a> {
             if item.done & DONE_REF == 0 {
                 for keyword in ["$ref", "$recursiveRef", "$dynamicRef"] {
                     let Some(reference) = map.get(keyword) else { continue };
+                    if keyword != "$ref" {
+                        // Resolved by the dynamic scope (the path of references taken), not
+                        // by the document: reading it as `$ref` accepts invalid values.
+                        return Err(item.ctx.unsupported(keyword, "dynamic references are not supported"));
+                    }
                     let reference = reference
                         .as_str()
                         .ok_or_else(|| item.ctx.invalid(format!("{keyword} must be a string")))?;
@@ -380,10 +397,15 @@ impl<'a> Compiler<'a> {
             kids.push(item.child(b, &format!("oneOf/{i}"), &self.resolver)?);
         }
         let context = self.kinds(&rest, false)? & !rest.excluded;
+        let mut context_required: Vec<String> = objects::required_by(&rest).into_iter().collect();
+        context_required.sort();
         let mut disjoint = true;
         'pairs: for (x, a) in kids.iter().enumerate() {
             for b in &kids[x + 1..] {
-                let mut check = Disjoint::new(&self.resolver, &a.base).within(context);
+                let mut check = Disjoint::new(&self.resolver, &a.base)
+                    .within(context)
+                    .requiring(context_required.clone())
+                    .with_consts(self.reading.knows_const());
                 if !check.schemas(a.schema, b.schema, 0) {
                     disjoint = false;
                     break 'pairs;
@@ -463,12 +485,42 @@ impl<'a> Compiler<'a> {
     }
 
     /// The merged keywords of a split-free conjunction, per type.
+    ///
+    /// `unevaluatedProperties`/`unevaluatedItems` are read here as the rest of one schema's
+    /// own members; that is their meaning only when no other schema (an `allOf` member, a
+    /// `$ref` target, a branch) applies to the same value, so otherwise they are refused.
+    ///
+    /// Without `type`, values are generated as the types the keywords constrain (see
+    /// `policy::keyword_type`); when those admit no value (`required` names that
+    /// `additionalProperties: false` forbids, say), values of the other types are generated
+    /// instead: the keywords do not apply to them, so they are valid.
     fn emit(&mut self, conj: Conj<'a>) -> Result<Expr> {
+        if conj.items.len() > 1 {
+            for (m, item) in conj.maps() {
+                for keyword in ["unevaluatedProperties", "unevaluatedItems"] {
+                    if m.get(keyword).is_some_and(|v| v != &Value::Bool(true)) {
+                        return Err(item.ctx.unsupported(
+                            keyword,
+                            "beside other schemas that apply to the same value (allOf, $ref, anyOf/oneOf/if branches), which may evaluate members",
+                        ));
+                    }
+                }
+            }
+        }
+        let all = self.kinds(&conj, false)? & !conj.excluded;
         let kinds = self.kinds(&conj, true)? & !conj.excluded;
+        let lang = self.emit_kinds(&conj, kinds)?;
+        if lang.is_empty() && all & !kinds != 0 {
+            return self.emit_kinds(&conj, all & !kinds);
+        }
+        Ok(lang)
+    }
+
+    fn emit_kinds(&mut self, conj: &Conj<'a>, kinds: u8) -> Result<Expr> {
         if kinds == 0 {
             return Ok(Expr::Empty);
         }
-        let values = enum_values(&conj)?;
+        let values = enum_values(conj, true)?;
         let constrained = conj.maps().any(|(m, _)| m.keys().any(|k| keyword_type(k).is_some()))
             || !conj.forbidden.is_empty()
             || !conj.required.is_empty();
@@ -481,10 +533,10 @@ impl<'a> Compiler<'a> {
             if !constrained || lits.is_empty() {
                 return Ok(lits);
             }
-            let typed = self.typed(&conj, kinds)?;
+            let typed = self.typed(conj, kinds)?;
             return lits.and(&typed, self.config);
         }
-        self.typed(&conj, kinds)
+        self.typed(conj, kinds)
     }
 
     /// The union over the allowed kinds of each type's language.
@@ -608,7 +660,11 @@ impl<'a> Compiler<'a> {
                 *n -= 1;
             }
         }
-        result
+        match result {
+            // Too deep to follow: every text is a superset.
+            Err(e) if too_deep(&e) => Ok(Expr::regex("(?s:.)*")),
+            other => other,
+        }
     }
 
     fn over_flat(&mut self, conj: Conj<'a>) -> Result<Expr> {
@@ -633,11 +689,14 @@ impl<'a> Compiler<'a> {
             }
         }
         let kinds = self.kinds(&conj, false)? & !conj.excluded;
-        let values = enum_values(&conj)?;
+        let values = enum_values(&conj, self.reading.knows_const())?;
         let mut parts = Vec::new();
         if let Some(values) = values {
             for v in values.iter().filter(|v| value_kind(v) & kinds != 0) {
                 parts.push(match v {
+                    // A literal spells objects in one member order; it covers every text of
+                    // the value only when no object inside has two members.
+                    v if one_order(v) => literal(v, &self.ws)?,
                     Value::Object(_) => Expr::regex(kind_superset(JsonType::Object)),
                     Value::Array(_) => Expr::regex(kind_superset(JsonType::Array)),
                     v => literal(v, &self.ws)?,
@@ -667,6 +726,11 @@ impl<'a> Compiler<'a> {
     }
 }
 
+/// Whether an error is the schema nesting limit (see `context::MAX_SCHEMA_DEPTH`).
+fn too_deep(e: &GrammarError) -> bool {
+    matches!(e, GrammarError::TooLarge { what, .. } if *what == super::context::NESTING_LIMIT)
+}
+
 /// The conjunction with member `idx` marked as having applied `bit`.
 pub(crate) fn with_done<'a>(conj: &Conj<'a>, idx: usize, bit: u16) -> Conj<'a> {
     let mut rest = conj.clone();
@@ -675,7 +739,9 @@ pub(crate) fn with_done<'a>(conj: &Conj<'a>, idx: usize, bit: u16) -> Conj<'a> {
 }
 
 /// The values `enum`/`const` allow across the conjunction (`None` when no member has either).
-fn enum_values<'a>(conj: &Conj<'a>) -> Result<Option<Vec<&'a Value>>> {
+/// `consts`: whether `const` counts (over-languages must hold under every reading, and draft 4
+/// does not know `const`).
+fn enum_values<'a>(conj: &Conj<'a>, consts: bool) -> Result<Option<Vec<&'a Value>>> {
     let mut values: Option<Vec<&'a Value>> = None;
     for (m, item) in conj.maps() {
         let mut mine: Option<Vec<&'a Value>> = None;
@@ -683,7 +749,7 @@ fn enum_values<'a>(conj: &Conj<'a>) -> Result<Option<Vec<&'a Value>>> {
             let list = e.as_array().ok_or_else(|| item.ctx.invalid("enum must be an array"))?;
             mine = Some(list.iter().collect());
         }
-        if let Some(c) = m.get("const") {
+        if let Some(c) = m.get("const").filter(|_| consts) {
             mine = Some(match mine {
                 Some(list) => list.into_iter().filter(|v| json_equal(v, c)).collect(),
                 None => vec![c],
@@ -707,23 +773,6 @@ fn enum_values<'a>(conj: &Conj<'a>) -> Result<Option<Vec<&'a Value>>> {
         });
         v
     }))
-}
-
-/// The kinds a `type` keyword admits.
-fn type_kinds(t: &Value, ctx: &Ctx) -> Result<u8> {
-    let names: Vec<&Value> = match t {
-        Value::Array(a) => a.iter().collect(),
-        other => vec![other],
-    };
-    let mut kinds = 0;
-    for name in names {
-        let ty = name
-            .as_str()
-            .and_then(JsonType::from_name)
-            .ok_or_else(|| ctx.invalid(format!("unknown type {name}")))?;
-        kinds |= ty.kinds();
-    }
-    Ok(kinds)
 }
 
 /// A non-empty array of schemas.
