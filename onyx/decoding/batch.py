@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import mlx.core as mx
 
-from onyx.decoding.gamma import batch_row_cost
+from onyx.decoding.gamma import batch_row_cost, fit_rows, row_limit
 from onyx.decoding.generation import Generation
 from onyx.decoding.runner import PREFILL_CHUNK
 from onyx.decoding.verify import verify_many
@@ -130,6 +130,7 @@ class Batch:
         if not entries:
             self._collect(touched)
             return touched
+        self._fit(entries)
 
         info.sequences = len(entries)
         info.rows = sum(len(e[1]) for e in entries)
@@ -168,6 +169,21 @@ class Batch:
         except Exception as e:  # noqa: BLE001 - reported to that generation's caller
             g.fail(e)
             return None
+
+    def _fit(self, entries: list) -> None:
+        """Keeps a decode-only step within the device's row limit (`gamma.row_limit`): past it a
+        row costs several times more (on the CPU the products leave the few-row kernel), so the
+        drafts least likely to be accepted are dropped. A step with prompt rows is wide anyway."""
+        limit = row_limit(self.runner.loaded.device)
+        if limit is None or any(fed for _, _, _, fed, _ in entries):
+            return
+        if sum(len(tokens) for _, tokens, _, _, _ in entries) <= limit:
+            return
+        keep = fit_rows([g.gamma.odds(g.proposal.sources) for g, *_ in entries], len(entries), limit)
+        for i, ((g, tokens, k, fed, length), n) in enumerate(zip(entries, keep)):
+            if n < len(tokens) - 1:
+                tokens = g.keep_drafts(n)
+                entries[i] = (g, tokens, len(tokens), fed, length)
 
     @staticmethod
     def _begin(g: Generation, row_cost: float) -> list[int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onyx.decoding.gamma import GammaController
+from onyx.decoding.gamma import GammaController, fit_rows, row_limit, step_cost
 
 
 def test_adaptive_gamma_prices_drafts():
@@ -41,3 +41,21 @@ def test_adaptive_gamma_prices_drafts():
     for _ in range(40):
         head.update(0, 0, 4, 1)
     assert head.forced_limit() == 1
+
+
+def test_a_wide_step_keeps_the_drafts_most_likely_taken():
+    g = GammaController("auto")
+    for _ in range(30):
+        g.update(3, 1, 2, 2)  # forced spans always taken, lookups a third of the time
+    odds = g.odds(["forced", "forced", "lookup", "lookup"])
+    assert odds == sorted(odds, reverse=True) and odds[1] > 0.9 > odds[2]
+    # three rounds (pending token + drafts): 1 + 4, 1 + 2, 1 + 0 rows, at most 6 rows in all
+    keep = fit_rows([odds, g.odds(["forced", "forced"]), []], extra=3, limit=6)
+    assert keep == [2, 1, 0] or keep == [1, 2, 0]
+    assert sum(keep) + 3 == 6
+    assert fit_rows([odds, odds], extra=2, limit=16) == [4, 4]  # fits: nothing dropped
+    assert fit_rows([odds], extra=8, limit=6) == [0]  # never below the pending tokens
+    limit = row_limit("cpu")
+    assert limit == 16 and row_limit("gpu") is None
+    # past the few-row kernel a row costs several times more: pricing sees the cliff
+    assert step_cost(limit + 1) - step_cost(limit) > 5 * (step_cost(limit) - step_cost(limit - 1))
