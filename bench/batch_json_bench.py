@@ -15,10 +15,16 @@ bench/corpus.py for `json`, a long story for `free`):
   forward + verification, commit) from timers around `Generation` methods; with `--profile`,
   the cProfile top functions of the JSON batch.
 
+With `--rows`, instead: the cost of one ragged forward against its rows (1 sequence of 1, 8, 16
+rows; 8 sequences of 8 to 32 rows), in single-token forwards, cases interleaved: the table
+`onyx.decoding.gamma.STEP_COST` comes from it.
+
     python bench/batch_json_bench.py --base 217e64f --reps 6
+    python bench/batch_json_bench.py --rows
     python bench/batch_json_bench.py --no-base --batch 8 --profile
 
-Prints the numbers and writes batch_json_bench.json to --out (default bench/results).
+Prints the numbers and writes batch_json_bench.json (batch_rows_bench.json with `--rows`) to
+--out (default bench/results).
 """
 
 from __future__ import annotations
@@ -182,16 +188,65 @@ def run_batch(engine, kind: str, size: int, profile: bool = False) -> dict:
     return out
 
 
+ROW_CASES = [(1, 1), (1, 8), (1, 16), (8, 8), (8, 9), (8, 10), (8, 12), (8, 14), (8, 16), (8, 17), (8, 24),
+             (8, 32)]
+
+
+def forward_costs(engine, reps: int) -> dict:
+    """Milliseconds per ragged forward, (sequences, rows) cases round-robin, each sequence's KV
+    rolled back after each forward; and each case against one sequence's one-row forward."""
+    import mlx.core as mx
+
+    runner = engine.runner
+    ids = engine.chat_ids(JSON_MESSAGES)
+    seqs = []
+    for _ in range(max(s for s, _ in ROW_CASES)):
+        seq = runner.pool.sequence()
+        runner.forward([(seq, ids[:-1], 0)])
+        seqs.append(seq)
+
+    def once(nseq: int, rows: int) -> float:
+        per = [rows // nseq + (1 if i < rows % nseq else 0) for i in range(nseq)]
+        t0 = time.perf_counter()
+        mx.eval(runner.forward([(seqs[i], [ids[-1]] * per[i], per[i]) for i in range(nseq)]))
+        dt = time.perf_counter() - t0
+        for i in range(nseq):
+            seqs[i].rollback(per[i])
+        return dt
+
+    for case in ROW_CASES:
+        once(*case)
+    times = {case: [] for case in ROW_CASES}
+    for rep in range(reps):
+        for case in (ROW_CASES if rep % 2 == 0 else ROW_CASES[::-1]):
+            times[case].append(once(*case))
+    for seq in seqs:
+        seq.free()
+    one = statistics.median(times[(1, 1)])
+    return {f"{s}x{r}": {"ms": round(1e3 * statistics.median(t), 1), "vs_one_row": round(statistics.median(t) / one, 2)}
+            for (s, r), t in times.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", default="217e64f", help="revision for the paired one-sequence run")
     ap.add_argument("--no-base", action="store_true")
     ap.add_argument("--batch", default="1,8", help="comma-separated batch sizes")
     ap.add_argument("--reps", type=int, default=4)
+    ap.add_argument("--rows", action="store_true", help="measure forward cost against rows instead")
     ap.add_argument("--profile", action="store_true", help="print cProfile's top functions (JSON batches)")
     ap.add_argument("--out", type=Path, default=harness.RESULTS)
     args = ap.parse_args()
     result = {"machine": harness.machine_meta(), "loadavg": harness.loadavg()}
+    if args.rows:
+        from onyx import Engine
+
+        result["forward_costs"] = costs = forward_costs(Engine(), max(args.reps, 5))
+        for case, c in costs.items():
+            print(f"{case:>6} sequences x rows: {c['ms']:8.1f} ms  {c['vs_one_row']:5.2f}x")
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "batch_rows_bench.json").write_text(json.dumps(result, indent=1) + "\n")
+        return 0
     if not args.no_base:
         from bench.serve_bench import base_checkout
 

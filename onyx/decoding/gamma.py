@@ -158,18 +158,23 @@ def row_limit(device: str = "cpu") -> int | None:
     return MAX_ROWS.get(device, MAX_ROWS["cpu"])
 
 
-def fit_rows(drafts: list[list[float]], extra: int, limit: int) -> list[int]:
-    """How many drafts each sequence keeps so that `extra` rows (the pending tokens, prompt
-    chunks) plus the kept drafts fit in `limit` rows: `drafts[i]` holds sequence i's drafts'
-    odds of being accepted (the probability that the round gets that far), non-increasing along
-    a round, so a round keeps a prefix of its drafts. The least likely last drafts go first.
-    Returns the count each sequence keeps."""
-    keep = [len(d) for d in drafts]
-    over = extra + sum(keep) - limit
-    while over > 0:
-        i = min((j for j in range(len(keep)) if keep[j]), key=lambda j: drafts[j][keep[j] - 1], default=None)
-        if i is None:
-            break
-        keep[i] -= 1
-        over -= 1
+def fit_rows(drafts: list[list[float]], extra: int, device: str = "cpu", limit: int | None = None) -> list[int]:
+    """Which drafts a batched step runs: `drafts[i]` holds sequence i's drafts' odds of being
+    accepted (the probability that its round gets that far; non-increasing along a round, so a
+    round keeps a prefix), `extra` the step's other rows (the pending tokens). Keeps the drafts
+    with the best odds, as many as maximise the expected tokens per unit of step cost,
+    (extra + the kept odds) / step_cost(extra + kept), within `limit` rows (default: the
+    device's `row_limit`). Returns the count each sequence keeps."""
+    limit = row_limit(device) if limit is None else limit
+    ranked = sorted((-p, j, i) for i, odds in enumerate(drafts) for j, p in enumerate(odds))  # ties: spread
+    room = len(ranked) if limit is None else max(0, min(len(ranked), limit - extra))
+    best_n, best_rate, tokens = 0, extra / step_cost(extra, device), float(extra)
+    for n in range(1, room + 1):
+        tokens -= ranked[n - 1][0]
+        rate = tokens / step_cost(extra + n, device)
+        if rate > best_rate:
+            best_n, best_rate = n, rate
+    keep = [0] * len(drafts)
+    for _, _, i in ranked[:best_n]:
+        keep[i] += 1
     return keep
