@@ -1,7 +1,9 @@
 """How many tokens to draft per round: a fixed γ, or adaptive γ priced per device.
 
 The decoding loop asks `next()` for the model / lookup drafts of a round and `forced_limit()`
-for the grammar-forced ones on top, then reports what was accepted with `update()`.
+for the grammar-forced ones on top, then reports what was accepted with `update()`. A batched
+step of several sequences then keeps, of all their drafts, the ones that pay at the step's
+width (`fit_rows`, from the measured step cost against rows, `STEP_COST`).
 """
 
 from __future__ import annotations
