@@ -6,7 +6,10 @@ One step:
    for a sibling's prompt fork its KV when it is in.
 2. Every decoding generation proposes its round: the pending token plus its drafts
    (`Generation.propose`: grammar-forced spans, prompt lookup or a draft model, γ priced
-   against the batch's marginal row cost, `gamma.batch_row_cost`).
+   against the batch's marginal row cost, `gamma.batch_row_cost`). When no prompt rows come
+   along, the step keeps the drafts most likely to be accepted, as many as pay for the width
+   they add to the step (`gamma.fit_rows`: the measured step cost against rows, which on the
+   CPU jumps past 16 rows).
 3. Prefilling generations take up to `prefill_chunk` prompt tokens in all, first come first
    served: a long prompt delays the rows already decoding by at most one chunk per step. A
    generation whose prompt ends within the chunk also brings its first round in the same rows.
@@ -30,7 +33,7 @@ from dataclasses import dataclass, field
 
 import mlx.core as mx
 
-from onyx.decoding.gamma import batch_row_cost
+from onyx.decoding.gamma import batch_row_cost, fit_rows, row_limit
 from onyx.decoding.generation import Generation
 from onyx.decoding.runner import PREFILL_CHUNK
 from onyx.decoding.verify import verify_many
@@ -59,7 +62,6 @@ class Batch:
         self.gens: list[Generation] = []
         self.steps = 0
         self.log: collections.deque[StepInfo] = collections.deque(maxlen=log_size)
-        self._last_rows = 1
 
     def __len__(self) -> int:
         return len(self.gens)
@@ -101,8 +103,10 @@ class Batch:
         live = [g for g in self.gens if not g.done]
         decoding = [g for g in live if g.phase == "decode"]
         prefilling = [g for g in live if g.phase == "prefill"]
-        row_cost = batch_row_cost(len(decoding) + sum(1 for g in prefilling if g.prompt_rest <= self.prefill_chunk),
-                                  self._last_rows, self.runner.loaded.device)
+        # Drafts are priced at the first extra row of a step (its cheapest); `_fit` then keeps
+        # the ones that pay at the step's actual width.
+        sequences = len(decoding) + sum(1 for g in prefilling if g.prompt_rest <= self.prefill_chunk)
+        row_cost = batch_row_cost(sequences, sequences, self.runner.loaded.device)
 
         # Rows: (generation, tokens, logit rows, prompt tokens fed, length before the step)
         entries: list[tuple[Generation, list[int], int, int, int]] = []
@@ -130,13 +134,13 @@ class Batch:
         if not entries:
             self._collect(touched)
             return touched
+        self._fit(entries)
 
         info.sequences = len(entries)
         info.rows = sum(len(e[1]) for e in entries)
         info.logit_rows = sum(e[2] for e in entries)
         info.prefill_tokens = sum(e[3] for e in entries)
         info.prefill_segments = sum(1 for e in entries if e[3])
-        self._last_rows = max(1, info.rows - info.prefill_tokens)
 
         results = self._run(entries)
         for (g, tokens, k, fed, _), res in zip(entries, results):
@@ -168,6 +172,27 @@ class Batch:
         except Exception as e:  # noqa: BLE001 - reported to that generation's caller
             g.fail(e)
             return None
+
+    def _fit(self, entries: list) -> None:
+        """Chooses the drafts a decode-only step of several sequences runs (`gamma.fit_rows`):
+        the ones most likely to be accepted, as many as pay for the rows they add to everyone's
+        step, within the device's row limit (on the CPU, past 16 rows the products leave the
+        few-row kernel and a row costs several times more). A lone sequence keeps its own
+        pricing (`GammaController`) under the row limit; a step with prompt rows is wide
+        anyway."""
+        device = self.runner.loaded.device
+        if any(fed for _, _, _, fed, _ in entries):
+            return
+        odds = [g.gamma.odds(g.proposal.sources) for g, *_ in entries]
+        if len(entries) > 1:
+            keep = fit_rows(odds, len(entries), device)
+        else:
+            limit = row_limit(device)
+            keep = [len(odds[0]) if limit is None else min(len(odds[0]), limit - 1)]
+        for i, ((g, tokens, k, fed, length), n) in enumerate(zip(entries, keep)):
+            if n < len(tokens) - 1:
+                tokens = g.keep_drafts(n)
+                entries[i] = (g, tokens, len(tokens), fed, length)
 
     @staticmethod
     def _begin(g: Generation, row_cost: float) -> list[int]:

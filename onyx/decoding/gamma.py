@@ -1,7 +1,9 @@
 """How many tokens to draft per round: a fixed γ, or adaptive γ priced per device.
 
 The decoding loop asks `next()` for the model / lookup drafts of a round and `forced_limit()`
-for the grammar-forced ones on top, then reports what was accepted with `update()`.
+for the grammar-forced ones on top, then reports what was accepted with `update()`. A batched
+step of several sequences then keeps, of all their drafts, the ones that pay at the step's
+width (`fit_rows`, from the measured step cost against rows, `STEP_COST`).
 """
 
 from __future__ import annotations
@@ -86,6 +88,19 @@ class GammaController:
                 best, best_rate = g, tokens / cost
         return best
 
+    def odds(self, sources: list[str]) -> list[float]:
+        """For each draft of a round (its sources in order: forced ones first), the estimated
+        probability that it is accepted, i.e. that it and every draft before it are taken."""
+        out, p, forced = [], 1.0, 0
+        for source in sources:
+            if source == "forced":
+                p *= self.forced_first if forced == 0 else self.forced_rest
+                forced += 1
+            else:
+                p *= self.acceptance
+            out.append(p)
+        return out
+
     def update(self, drafted: int, accepted: int, forced_drafted: int = 0, forced_accepted: int = 0) -> None:
         """Counts of one round. Model / lookup drafts after a rejected forced one were never
         tested: call with drafted <= 0 then (nothing is learnt about them)."""
@@ -99,12 +114,21 @@ class GammaController:
 
 
 # The cost of a forward against the rows it runs, in single-token forwards, per device: piecewise
-# linear between the points. CPU: float32 with OpenBLAS and the few-row shim, SmolLM2-135M,
-# measured with bench/batch_attention_bench.py (ragged rows of several sequences; see the README).
+# linear between the points. CPU: float32 with OpenBLAS and the few-row shim, SmolLM2-135M, ragged
+# rows of eight sequences, measured with `bench/batch_json_bench.py --rows` (see the
+# README): 8 rows 1.8-2.0x, 16 rows 3.5-3.7x (rows past a sequence's first pay per-sequence
+# attention), and past 16 rows the products leave the few-row kernel for OpenBLAS's sgemm, which
+# repacks every weight matrix: 17 rows cost 6.2-6.7x.
 STEP_COST = {
-    "cpu": ((1, 1.0), (2, 1.1), (4, 1.3), (8, 2.0), (16, 2.4), (32, 3.2), (64, 5.0)),
+    "cpu": ((1, 1.0), (2, 1.1), (4, 1.3), (8, 1.9), (12, 2.8), (16, 3.6), (17, 6.4), (24, 7.6), (32, 8.6),
+            (64, 14.0)),
     "gpu": ((1, 1.0), (8, 1.2), (16, 1.4), (64, 2.5)),
 }
+
+# The most decode rows one batched step takes, per device (None: no limit): on the CPU, the
+# widest product the few-row kernel runs (onyx/platform.py). A step whose rounds ask for more
+# keeps the drafts most likely to be accepted (`fit_rows`).
+MAX_ROWS = {"cpu": 16, "gpu": None}
 
 
 def step_cost(rows: int, device: str = "cpu") -> float:
@@ -129,3 +153,30 @@ def batch_row_cost(sequences: int, rows: int, device: str = "cpu") -> float | No
         return None
     t = step_cost(rows, device)
     return sequences * (step_cost(rows + 1, device) - t) / t
+
+
+def row_limit(device: str = "cpu") -> int | None:
+    """The most decode rows (pending tokens plus drafts) one batched step should run."""
+    return MAX_ROWS.get(device, MAX_ROWS["cpu"])
+
+
+def fit_rows(drafts: list[list[float]], extra: int, device: str = "cpu", limit: int | None = None) -> list[int]:
+    """Which drafts a batched step runs: `drafts[i]` holds sequence i's drafts' odds of being
+    accepted (the probability that its round gets that far; non-increasing along a round, so a
+    round keeps a prefix), `extra` the step's other rows (the pending tokens). Keeps the drafts
+    with the best odds, as many as maximise the expected tokens per unit of step cost,
+    (extra + the kept odds) / step_cost(extra + kept), within `limit` rows (default: the
+    device's `row_limit`). Returns the count each sequence keeps."""
+    limit = row_limit(device) if limit is None else limit
+    ranked = sorted((-p, j, i) for i, odds in enumerate(drafts) for j, p in enumerate(odds))  # ties: spread
+    room = len(ranked) if limit is None else max(0, min(len(ranked), limit - extra))
+    best_n, best_rate, tokens = 0, extra / step_cost(extra, device), float(extra)
+    for n in range(1, room + 1):
+        tokens -= ranked[n - 1][0]
+        rate = tokens / step_cost(extra + n, device)
+        if rate > best_rate:
+            best_n, best_rate = n, rate
+    keep = [0] * len(drafts)
+    for _, _, i in ranked[:best_n]:
+        keep[i] += 1
+    return keep

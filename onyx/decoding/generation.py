@@ -176,6 +176,13 @@ class Generation:
         self.proposal = proposal
         return [self.context[-1]] + proposal.tokens
 
+    def keep_drafts(self, n: int) -> list[int]:
+        """Drops this round's drafts past the first `n` (a batched step with more rows than it
+        takes); returns the round's rows."""
+        p = self.proposal
+        del p.tokens[n:], p.probs[n:], p.sources[n:]
+        return [self.context[-1]] + p.tokens
+
     def check(self, offset: int) -> Check:
         """The verification of this round's drafts, its rows starting at `offset`."""
         s = self.sampling

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onyx.decoding.gamma import GammaController
+from onyx.decoding.gamma import GammaController, fit_rows, row_limit, step_cost
 
 
 def test_adaptive_gamma_prices_drafts():
@@ -41,3 +41,25 @@ def test_adaptive_gamma_prices_drafts():
     for _ in range(40):
         head.update(0, 0, 4, 1)
     assert head.forced_limit() == 1
+
+
+def test_a_wide_step_keeps_the_drafts_that_pay():
+    g = GammaController("auto")
+    for _ in range(30):
+        g.update(3, 1, 2, 2)  # forced spans always taken, lookups a third of the time
+    odds = g.odds(["forced", "forced", "lookup", "lookup"])
+    assert odds == sorted(odds, reverse=True) and odds[1] > 0.9 > odds[2]
+    sure = g.odds(["forced"] * 7)
+    # two sequences: a few rows cost little, so the likely drafts are kept and the unlikely not
+    keep = fit_rows([odds, sure], extra=2)
+    assert keep[0] == 2 and keep[1] >= 4
+    # never past the row limit, and whole prefixes of each round
+    limit = row_limit("cpu")
+    assert limit == 16 and row_limit("gpu") is None
+    keep = fit_rows([sure] * 4, extra=4)
+    assert 4 + sum(keep) <= limit and max(keep) - min(keep) <= 1
+    assert fit_rows([odds] * 3, extra=3, limit=3) == [0, 0, 0]
+    # eight sequences: a row costs about what a pending token does, unlikely drafts never pay
+    assert fit_rows([odds[2:]] * 8, extra=8) == [0] * 8
+    # past the few-row kernel a row costs several times more: pricing sees the cliff
+    assert step_cost(limit + 1) - step_cost(limit) > 5 * (step_cost(limit) - step_cost(limit - 1))

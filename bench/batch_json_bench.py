@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""Where JSON-constrained rows spend a batched step: one sequence against a base revision, and
+a batch of constrained rows against a batch of free ones.
+
+Two measurements, greedy, 64 tokens, the prompts of `bench/serve_bench.py` (the order schema of
+bench/corpus.py for `json`, a long story for `free`):
+
+- **one sequence, paired with a base revision**: two worker processes, this checkout's engine
+  and `--base`'s (extracted as `serve_bench.py` does), each keeps its engine loaded and runs one
+  `Engine.chat` per turn; turns alternate, so both see the same machine load. Reports decode
+  tok/s per side (median) and the median of the paired ratios.
+- **a batch of B sequences** (B from `--batch`, default 1 and 8), driven in this process on a
+  `Batch` (no scheduler thread, no HTTP): JSON rows and free rows alternate per repetition.
+  Reports aggregate tok/s, steps, rows per step, and seconds per phase of the step (propose,
+  forward + verification, commit) from timers around `Generation` methods; with `--profile`,
+  the cProfile top functions of the JSON batch.
+
+With `--rows`, instead: the cost of one ragged forward against its rows (1 sequence of 1, 8, 16
+rows; 8 sequences of 8 to 32 rows), in single-token forwards, cases interleaved: the table
+`onyx.decoding.gamma.STEP_COST` comes from it.
+
+    python bench/batch_json_bench.py --base 217e64f --reps 6
+    python bench/batch_json_bench.py --rows
+    python bench/batch_json_bench.py --no-base --batch 8 --profile
+
+Prints the numbers and writes batch_json_bench.json (batch_rows_bench.json with `--rows`) to
+--out (default bench/results).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import harness  # noqa: E402, I001  (first: sets up onyx)
+
+import argparse  # noqa: E402
+import cProfile  # noqa: E402
+import io  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import pstats  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+
+from bench.corpus import ORDER_SCHEMA_FREE, STORY  # noqa: E402
+
+MAX_TOKENS = 64
+JSON_MESSAGES = [{"role": "user", "content": "Write an order as JSON: order ID ORD-1042 for customer Jane Doe "
+                                             "(jane@shop.com), who bought 2 notebooks (SKU NB-01) at 3.50 each and "
+                                             "1 pen (SKU PN-07) at 1.25."}]
+FREE_MESSAGES = [{"role": "user", "content": STORY}]
+
+WORKER = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import onyx
+from onyx import Engine
+eng = Engine()
+msgs, schema = json.loads(sys.argv[2]), json.loads(sys.argv[3])
+def once():
+    t0 = time.perf_counter()
+    r = eng.chat(msgs, json_schema=schema, max_tokens=int(sys.argv[4]), temperature=0.0)
+    wall = time.perf_counter() - t0
+    s = r.stats
+    return {"tokens": len(r.token_ids), "decode_s": s.get("decode_s"), "wall_s": wall, "text": r.text,
+            "forwards": s.get("target_forwards")}
+once()
+print("ready", flush=True)
+for line in sys.stdin:
+    print(json.dumps(once()), flush=True)
+"""
+
+
+def paired_single(base_root: Path, reps: int) -> dict:
+    """This checkout's engine against the base revision's, one JSON request per turn, alternating."""
+    args = [json.dumps(JSON_MESSAGES), json.dumps(ORDER_SCHEMA_FREE), str(MAX_TOKENS)]
+    env = dict(os.environ)
+    procs = {}
+    for name, root in (("onyx", harness.ROOT), ("base", base_root)):
+        procs[name] = subprocess.Popen([sys.executable, "-c", WORKER, str(root), *args], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, text=True, env=env, cwd=str(root))
+    for p in procs.values():
+        assert p.stdout.readline().strip() == "ready"
+    runs = {name: [] for name in procs}
+    order = list(procs)
+    for i in range(reps):
+        for name in (order if i % 2 == 0 else order[::-1]):
+            p = procs[name]
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            runs[name].append(json.loads(p.stdout.readline()))
+    for p in procs.values():
+        p.stdin.close()
+        p.wait()
+
+    def rate(r):
+        return r["tokens"] / r["decode_s"]
+
+    out = {name: {"decode_tok_s": round(statistics.median(rate(r) for r in rs), 2),
+                  "wall_tok_s": round(statistics.median(r["tokens"] / r["wall_s"] for r in rs), 2),
+                  "tokens": rs[0]["tokens"], "forwards": rs[0]["forwards"], "same_text": len({r["text"] for r in rs}) == 1}
+           for name, rs in runs.items()}
+    out["ratio_decode"] = round(statistics.median(rate(a) / rate(b) for a, b in zip(runs["onyx"], runs["base"])), 3)
+    out["ratio_wall"] = round(statistics.median(b["wall_s"] / a["wall_s"] for a, b in zip(runs["onyx"], runs["base"])), 3)
+    out["same_output"] = runs["onyx"][0]["text"] == runs["base"][0]["text"]
+    return out
+
+
+class Phases:
+    """Timers around the per-generation phases of a batched step."""
+
+    def __init__(self) -> None:
+        from onyx.decoding.generation import Generation
+
+        self.totals = {"propose": 0.0, "check": 0.0, "commit": 0.0}
+        self._orig = {}
+        for name in self.totals:
+            fn = getattr(Generation, name)
+            self._orig[name] = fn
+
+            def timed(gen, *a, _fn=fn, _name=name):
+                t0 = time.perf_counter()
+                try:
+                    return _fn(gen, *a)
+                finally:
+                    self.totals[_name] += time.perf_counter() - t0
+
+            setattr(Generation, name, timed)
+
+    def restore(self) -> None:
+        from onyx.decoding.generation import Generation
+
+        for name, fn in self._orig.items():
+            setattr(Generation, name, fn)
+
+
+def run_batch(engine, kind: str, size: int, profile: bool = False) -> dict:
+    """`size` sequences of one load on a `Batch` in this thread, until all end."""
+    from onyx.decoding.batch import Batch
+    from onyx.decoding.generation import Generation
+    from onyx.options import GenerateOptions
+
+    if kind == "json":
+        options = GenerateOptions.parse(json_schema=ORDER_SCHEMA_FREE, max_tokens=MAX_TOKENS, temperature=0.0)
+        ids = engine.chat_ids(JSON_MESSAGES)
+    else:
+        options = GenerateOptions.parse(max_tokens=MAX_TOKENS, temperature=0.0)
+        ids = engine.chat_ids(FREE_MESSAGES)
+    batch = Batch(engine.runner)
+    gens = []
+    for _ in range(size):
+        constraint = engine.grammars.constraint(options.constraint) if options.constraint is not None else None
+        g = Generation(engine.runner, ids, options, constraint=constraint)
+        batch.add(g)
+        gens.append(g)
+    while any(g.phase != "decode" and not g.done for g in gens):  # prompts in (not timed)
+        batch.step()
+    phases = Phases()
+    prof = cProfile.Profile() if profile else None
+    steps0, rows0 = batch.steps, sum(len(g.context) for g in gens)
+    t0 = time.perf_counter()
+    if prof:
+        prof.enable()
+    try:
+        while batch.gens:
+            batch.step()
+    finally:
+        if prof:
+            prof.disable()
+        phases.restore()
+    wall = time.perf_counter() - t0
+    engine.runner.pool.materialize()
+    tokens = sum(len(g.context) for g in gens) - rows0
+    log = [i for i in batch.log if i.index >= steps0]
+    out = {"kind": kind, "batch": size, "tokens": tokens, "wall_s": round(wall, 4),
+           "agg_tok_s": round(tokens / wall, 2), "steps": len(log),
+           "rows_per_step": round(sum(i.rows for i in log) / max(1, len(log)), 2),
+           "phases_s": {k: round(v, 4) for k, v in phases.totals.items()},
+           "token_ids": [g.context[len(ids):] for g in gens[:1]]}
+    out["phases_s"]["other"] = round(wall - sum(phases.totals.values()), 4)
+    if prof:
+        s = io.StringIO()
+        pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(25)
+        out["profile"] = s.getvalue()
+    return out
+
+
+ROW_CASES = [(1, 1), (1, 8), (1, 16), (8, 8), (8, 9), (8, 10), (8, 12), (8, 14), (8, 16), (8, 17), (8, 24),
+             (8, 32)]
+
+
+def forward_costs(engine, reps: int) -> dict:
+    """Milliseconds per ragged forward, (sequences, rows) cases round-robin, each sequence's KV
+    rolled back after each forward; and each case against one sequence's one-row forward."""
+    import mlx.core as mx
+
+    runner = engine.runner
+    ids = engine.chat_ids(JSON_MESSAGES)
+    seqs = []
+    for _ in range(max(s for s, _ in ROW_CASES)):
+        seq = runner.pool.sequence()
+        runner.forward([(seq, ids[:-1], 0)])
+        seqs.append(seq)
+
+    def once(nseq: int, rows: int) -> float:
+        per = [rows // nseq + (1 if i < rows % nseq else 0) for i in range(nseq)]
+        t0 = time.perf_counter()
+        mx.eval(runner.forward([(seqs[i], [ids[-1]] * per[i], per[i]) for i in range(nseq)]))
+        dt = time.perf_counter() - t0
+        for i in range(nseq):
+            seqs[i].rollback(per[i])
+        return dt
+
+    for case in ROW_CASES:
+        once(*case)
+    times = {case: [] for case in ROW_CASES}
+    for rep in range(reps):
+        for case in (ROW_CASES if rep % 2 == 0 else ROW_CASES[::-1]):
+            times[case].append(once(*case))
+    for seq in seqs:
+        seq.free()
+    one = statistics.median(times[(1, 1)])
+    return {f"{s}x{r}": {"ms": round(1e3 * statistics.median(t), 1), "vs_one_row": round(statistics.median(t) / one, 2)}
+            for (s, r), t in times.items()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--base", default="217e64f", help="revision for the paired one-sequence run")
+    ap.add_argument("--no-base", action="store_true")
+    ap.add_argument("--batch", default="1,8", help="comma-separated batch sizes")
+    ap.add_argument("--reps", type=int, default=4)
+    ap.add_argument("--rows", action="store_true", help="measure forward cost against rows instead")
+    ap.add_argument("--profile", action="store_true", help="print cProfile's top functions (JSON batches)")
+    ap.add_argument("--out", type=Path, default=harness.RESULTS)
+    args = ap.parse_args()
+    result = {"machine": harness.machine_meta(), "loadavg": harness.loadavg()}
+    if args.rows:
+        from onyx import Engine
+
+        result["forward_costs"] = costs = forward_costs(Engine(), max(args.reps, 5))
+        for case, c in costs.items():
+            print(f"{case:>6} sequences x rows: {c['ms']:8.1f} ms  {c['vs_one_row']:5.2f}x")
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "batch_rows_bench.json").write_text(json.dumps(result, indent=1) + "\n")
+        return 0
+    if not args.no_base:
+        from bench.serve_bench import base_checkout
+
+        result["single_json"] = single = paired_single(base_checkout(args.base), args.reps)
+        print("one sequence, JSON:", json.dumps(single))
+    from onyx import Engine
+
+    engine = Engine()
+    runs = []
+    for size in (int(x) for x in args.batch.split(",")):
+        for kind in ("json", "free"):  # warm-up
+            run_batch(engine, kind, size)
+        per = {"json": [], "free": []}
+        for i in range(args.reps):
+            for kind in (("json", "free") if i % 2 == 0 else ("free", "json")):
+                per[kind].append(run_batch(engine, kind, size, profile=args.profile and kind == "json" and i == 0))
+        for kind, rs in per.items():
+            best = sorted(rs, key=lambda r: r["agg_tok_s"])[len(rs) // 2]
+            if best.get("profile") is None and rs[0].get("profile"):
+                best["profile"] = rs[0]["profile"]
+            runs.append(best)
+            prof = best.pop("profile", None)
+            print(json.dumps(best))
+            if prof:
+                print(prof)
+        ratio = statistics.median(a["agg_tok_s"] / b["agg_tok_s"] for a, b in zip(per["json"], per["free"]))
+        print(f"batch {size}: json / free aggregate tok/s = {ratio:.3f}")
+        runs.append({"batch": size, "json_over_free": round(ratio, 3)})
+    result["batches"] = runs
+    result["loadavg_end"] = harness.loadavg()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "batch_json_bench.json").write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
