@@ -116,3 +116,45 @@ def test_adjuster_adds_bias_and_counts_penalties_per_row():
         for t, n in c.items():
             expect[i, t] -= 0.5 + 0.25 * n
     np.testing.assert_allclose(rows, expect)
+
+
+def test_thinking_streams_apart_from_the_answer(thinking_engine):
+    chunks = list(thinking_engine.chat([{"role": "user", "content": "Pick a number."}], regex="[0-9]{3}",
+                                       max_tokens=40, temperature=0.8, seed=5, stream=True))
+    result = chunks[-1].result
+    deltas = [d for c in chunks for d in c.deltas]
+    assert "".join(d.get("reasoning_content", "") for d in deltas) == result.reasoning_content
+    assert "".join(d.get("content", "") for d in deltas) == result.content
+    assert re.fullmatch("[0-9]{3}", result.content)
+
+
+def test_deepseek_r1_template_composes_tools_after_the_opened_block(vocabs):
+    """The Qwen2 / DeepSeek-R1-Distill tokenizer and template from the GGUF header (no model):
+    the template's own tool format, the thinking block the prompt opens, and one structure for
+    both that the grammar core compiles."""
+    from conftest import gguf_path
+    from test_reasoning import opened_template
+
+    vocab = vocabs["qwen2"]
+    template = opened_template(ChatTemplate.from_gguf_metadata(onyx.read_gguf_metadata(str(gguf_path("qwen2-tokenizer")))))
+    fmt = ChatFormat(template, vocab)
+    setup = fmt.setup(ASK, onyx.GenerateOptions.parse(tools=WEATHER, tool_choice="required", max_tokens=64))
+    assert setup.thinking is not None and setup.thinking.opened_by_prompt
+    assert setup.plan.native and setup.tool_format is not None
+    assert setup.prompt.endswith("<think>\n") and "get_weather" in setup.prompt
+    spec = setup.options.constraint
+    assert spec.source == "tools" and "</think>" in spec.structure
+    g = vocab.compile_structure(json.loads(spec.structure))
+    assert not g.is_accepting(g.initial_state)  # a call must follow the block
+    parser = setup.output_parser()
+    assert parser is not None
+    with pytest.raises(onyx.RequestError) as e:
+        ChatFormat(ChatTemplate(engine_free_template()), vocab).setup(
+            ASK, onyx.GenerateOptions.parse(max_reasoning_tokens=8))
+    assert e.value.param == "max_reasoning_tokens"
+
+
+def engine_free_template() -> str:
+    """A ChatML template without a thinking block."""
+    return ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
