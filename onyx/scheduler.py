@@ -57,7 +57,7 @@ class Result:
     content: str | None = None
     tool_calls: list[dict] = field(default_factory=list)
     reasoning_content: str | None = None
-    logprobs: list[dict] | None = None  # one entry per token of `token_ids` (`onyx.decoding.logprobs`)
+    logprobs: list[dict] | None = None  # one entry per token of `token_ids` (`onyx.decoding.row_logits`)
 
     def message(self) -> dict:
         """As an OpenAI assistant message."""
