@@ -1,7 +1,7 @@
 """A request's constraint: a compiled grammar, its masks as MLX arrays, and the request's state.
 
-- `GrammarCache` compiles a `ConstraintSpec` against the model's vocabulary once per pattern
-  (LRU) and counts compiles and hits.
+- `GrammarCache` compiles a `ConstraintSpec` (regex, JSON Schema or structure) against the
+  model's vocabulary once per pattern (LRU) and counts compiles and hits.
 - `MaskCache` turns the grammar's per-state bitmasks into bool vectors of the logits' width,
   once per state, so constraining a step costs one dictionary lookup and one `where`. It is
   shared by every request with the same pattern.
@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -115,6 +116,8 @@ class GrammarCache:
                 return hit
         if spec.regex is not None:
             grammar = self.vocab.compile_regex(spec.regex)
+        elif spec.structure is not None:
+            grammar = self.vocab.compile_structure(json.loads(spec.structure))
         else:
             grammar = self.vocab.compile_json_schema(spec.json_schema, max_whitespace=spec.max_whitespace)
         entry = (grammar, MaskCache(grammar, self.width))

@@ -6,12 +6,15 @@
     for chunk in engine.chat(messages, regex="...", stream=True): print(chunk.text, end="")
     rs = engine.generate_many(["a", "b", "c"], max_tokens=32)            # decoded together
     rs = engine.chat(messages, n=4, temperature=0.9)                     # four samples, one prefill
+    r = engine.chat(messages, tools=[...], tool_choice="required")      # r.tool_calls, parsed
 
 A request flows: prompt → options (`onyx.options.GenerateOptions`, parsed once) → grammar
 compile (`onyx.constraint.GrammarCache`, cached by pattern, in the caller's thread so a bad
-pattern raises at once) → the engine's scheduler (`onyx.scheduler`), whose one worker thread
+pattern raises at once; a chat request's tools and thinking block are composed into one
+structure first, `onyx.chat_setup`) → the engine's scheduler (`onyx.scheduler`), whose one worker thread
 decodes every active request in one batched step (`onyx.decoding.batch`) → token ids → text
-(`onyx.text.TextBuilder`: stop strings, UTF-8). Calls from several threads, and the prompts of
+(`onyx.text.TextBuilder`: stop strings, UTF-8) → for chat, the output parser
+(`onyx.assistant_output`: reasoning, content, tool calls). Calls from several threads, and the prompts of
 `generate_many`, decode side by side; each keeps its own options, constraint and random stream.
 """
 
@@ -21,6 +24,7 @@ import queue
 import threading
 from typing import Any, Iterator
 
+from onyx.chat_setup import ChatFormat, ChatSetup
 from onyx.constraint import GrammarCache
 from onyx.decoding import ModelRunner
 from onyx.decoding.runner import PREFILL_CHUNK
@@ -51,6 +55,7 @@ class Engine:
             _check_same_vocabulary(self.loaded, draft)
             self.draft_runner = ModelRunner(draft)
         self.grammars = GrammarCache(self.vocab, self.loaded.vocab_size, grammar_cache_size)
+        self.chat_format = ChatFormat.from_tokenizer(self.loaded.tokenizer, self.vocab)
         self.scheduler = Scheduler(self.runner, self.draft_runner, vocab=self.vocab, max_batch=max_batch,
                                    max_queue=max_queue, prefill_chunk=prefill_chunk)
 
@@ -85,7 +90,15 @@ class Engine:
 
     def chat_ids(self, messages: list[dict]) -> list[int]:
         """Token ids of a conversation, formatted with the model's own chat template."""
-        return self.loaded.chat_ids(messages)
+        return self.prepare_chat(messages, GenerateOptions())[0]
+
+    def prepare_chat(self, messages: list[dict], options: GenerateOptions) -> tuple[list[int], ChatSetup]:
+        """The prompt's token ids and the request's setup (`onyx.chat_setup.ChatSetup`: the
+        options with the composed constraint, the output's reading). Raises `RequestError`."""
+        setup = self.chat_format.setup(messages, options)
+        if self.chat_format.template.source is None:
+            return self.loaded.encode(setup.prompt), setup
+        return list(self.loaded.tokenizer.encode(setup.prompt, add_special_tokens=False)), setup
 
     # -- generation --------------------------------------------------------------------------
 
@@ -94,15 +107,21 @@ class Engine:
         """Continues a plain-text prompt (or a list of token ids). Options, as keyword arguments
         or a `GenerateOptions`: regex, json_schema, max_tokens (default 256), temperature
         (0 = greedy), top_p, top_k, min_p, seed, stop, speculative, num_draft_tokens,
-        jump_forward, phi, max_whitespace, n. `cancel`, when set, stops the generation. With
+        jump_forward, phi, max_whitespace, n, structure, logprobs, top_logprobs, logit_bias,
+        presence_penalty, frequency_penalty. `cancel`, when set, stops the generation. With
         n > 1 the answer is a list of n results (streamed chunks carry their sample's `index`)."""
-        return self.start(self.prompt_ids(prompt), _options(options, kwargs), stream=stream, cancel=cancel)
+        return self.start(self.prompt_ids(prompt), _plain(_options(options, kwargs)), stream=stream, cancel=cancel)
 
     def chat(self, messages: list[dict], *, stream: bool = False, cancel: threading.Event | None = None,
              options: GenerateOptions | None = None, **kwargs: Any) -> Result | list[Result] | Iterator[Chunk]:
-        """Answers a conversation, formatted with the model's own chat template. Same options as
-        `generate`."""
-        return self.start(self.chat_ids(messages), _options(options, kwargs), stream=stream, cancel=cancel)
+        """Answers a conversation, formatted with the model's own chat template. The options of
+        `generate`, and tools (OpenAI function tools), tool_choice (`"none"`, `"auto"`,
+        `"required"` or a named function), parallel_tool_calls and max_reasoning_tokens. Messages
+        may hold assistant `tool_calls` and `role: "tool"` results. The `Result` has the calls
+        parsed (`tool_calls`, `finish_reason="tool_calls"`), the answer's `content` and the
+        thinking's `reasoning_content`; streamed chunks carry the same as `deltas`."""
+        ids, setup = self.prepare_chat(messages, _options(options, kwargs))
+        return self.start(ids, setup.options, stream=stream, cancel=cancel, setup=setup)
 
     def generate_many(self, prompts: list[str | list[int]], options: GenerateOptions | list | None = None,
                       **kwargs: Any) -> list:
@@ -114,32 +133,43 @@ class Engine:
 
     def chat_many(self, conversations: list[list[dict]], options: GenerateOptions | list | None = None,
                   **kwargs: Any) -> list:
-        """`generate_many` for conversations."""
-        return self._many([self.chat_ids(m) for m in conversations], options, kwargs)
+        """`generate_many` for conversations (with `chat`'s options)."""
+        return self._many(conversations, options, kwargs, chat=True)
 
     def start(self, ids: list[int], options: GenerateOptions, *, stream: bool = False,
-              cancel: threading.Event | None = None) -> Result | list[Result] | Iterator[Chunk]:
+              cancel: threading.Event | None = None,
+              setup: ChatSetup | None = None) -> Result | list[Result] | Iterator[Chunk]:
         """Generates from prompt token ids. The constraint is compiled here, so a bad pattern
         raises before anything runs; with `stream`, the returned iterator has not started (it
         joins the batch on its first `next`, and closing it stops the generation and frees its
-        KV blocks before `close` returns)."""
+        KV blocks before `close` returns). `setup` (from `prepare_chat`) reads a chat answer."""
         constraints = self._constraints(ids, options)
         if stream:
-            return self._stream(ids, options, constraints, cancel)
-        results = self._wait([self._submit_collect(ids, options, constraints, cancel)])[0]
+            return self._stream(self._request(ids, options, constraints, setup, cancel=cancel or threading.Event(),
+                                              on_event=None))
+        results = self._wait([self._submit_collect(ids, options, constraints, cancel, setup)])[0]
         return results if options.n > 1 else results[0]
 
     def submit(self, ids: list[int], options: GenerateOptions, *, on_event, on_end=None,
-               cancel: threading.Event | None = None) -> Request:
+               cancel: threading.Event | None = None, setup: ChatSetup | None = None) -> Request:
         """Queues a generation and returns at once (the server's way in): `on_event(index, item)`
         gets each sample's `Chunk`s (the last one carries its `Result`) or the exception that
         ended it, and `on_end()` runs when all samples have ended; both from the scheduler's
         thread. Raises `QueueFullError` when the queue is full, or a `RequestError` / grammar
         error for a bad request."""
-        request = Request(ids, options, self._constraints(ids, options), cancel=cancel, on_event=on_event,
-                          on_end=on_end)
+        request = self._request(ids, options, self._constraints(ids, options), setup, cancel=cancel,
+                                on_event=on_event, on_end=on_end)
         self.scheduler.submit(request)
         return request
+
+    def _request(self, ids, options, constraints, setup: ChatSetup | None, **kwargs) -> Request:
+        if setup is None:
+            options = _plain(options)
+            _check_bias(options, self.loaded.vocab_size)
+            return Request(ids, options, constraints, **kwargs)
+        _check_bias(options, self.loaded.vocab_size)
+        return Request(ids, options, constraints, output=setup.output_parser if setup.parses_output else None,
+                       budget=setup.budget, **kwargs)
 
     def close(self) -> None:
         """Stops the scheduler (cancelling what is queued or running)."""
@@ -150,10 +180,10 @@ class Engine:
             raise RequestError("the prompt is empty", param="prompt")
         return [self.grammars.constraint(options.constraint) for _ in range(options.n)]
 
-    def _stream(self, ids, options, constraints, cancel) -> Iterator[Chunk]:
+    def _stream(self, request: Request) -> Iterator[Chunk]:
         events: queue.SimpleQueue = queue.SimpleQueue()
-        request = Request(ids, options, constraints, cancel=cancel or threading.Event(),
-                          on_event=lambda i, item: events.put(item), on_end=lambda: events.put(None))
+        request.on_event = lambda i, item: events.put(item)
+        request.on_end = lambda: events.put(None)
         self.scheduler.submit(request)
         try:
             while True:
@@ -167,7 +197,7 @@ class Engine:
             if not request.ended.is_set():
                 self.scheduler.cancel(request, wait=True)
 
-    def _submit_collect(self, ids, options, constraints, cancel) -> tuple[Request, list]:
+    def _submit_collect(self, ids, options, constraints, cancel, setup=None) -> tuple[Request, list]:
         results: list = [None] * options.n
 
         def on_event(i: int, item) -> None:
@@ -176,7 +206,7 @@ class Engine:
             elif item.result is not None:
                 results[i] = item.result
 
-        request = Request(ids, options, constraints, cancel=cancel, on_event=on_event)
+        request = self._request(ids, options, constraints, setup, cancel=cancel, on_event=on_event)
         self.scheduler.submit(request)
         return request, results
 
@@ -194,19 +224,28 @@ class Engine:
                     raise item
         return [results for _, results in pending]
 
-    def _many(self, ids_list: list[list[int]], options, kwargs: dict) -> list:
+    def _many(self, inputs: list, options, kwargs: dict, chat: bool = False) -> list:
         if isinstance(options, (list, tuple)):
-            if len(options) != len(ids_list):
-                raise RequestError(f"{len(options)} options for {len(ids_list)} prompts", param="options")
+            if len(options) != len(inputs):
+                raise RequestError(f"{len(options)} options for {len(inputs)} prompts", param="options")
             opts = [o if isinstance(o, GenerateOptions) else GenerateOptions.parse(**{**kwargs, **o})
                     for o in options]
         else:
-            opts = [_options(options, kwargs)] * len(ids_list)
-        prepared = [(ids, o, self._constraints(ids, o)) for ids, o in zip(ids_list, opts)]
+            opts = [_options(options, kwargs)] * len(inputs)
+        setups: list = [None] * len(inputs)
+        if chat:
+            ids_list = []
+            for i, (m, o) in enumerate(zip(inputs, opts)):
+                ids, setups[i] = self.prepare_chat(m, o)
+                ids_list.append(ids)
+                opts[i] = setups[i].options
+        else:
+            ids_list = inputs
+        prepared = [(ids, o, self._constraints(ids, o), st) for ids, o, st in zip(ids_list, opts, setups)]
         pending = []
         try:
-            for ids, o, constraints in prepared:
-                pending.append(self._submit_collect(ids, o, constraints, None))
+            for ids, o, constraints, st in prepared:
+                pending.append(self._submit_collect(ids, o, constraints, None, st))
         except BaseException:
             for request, _ in pending:
                 self.scheduler.cancel(request)
@@ -230,6 +269,21 @@ def _options(options: GenerateOptions | None, kwargs: dict) -> GenerateOptions:
         raise RequestError("give options either as a GenerateOptions or as keyword arguments, not both",
                            param=sorted(kwargs)[0])
     return options
+
+
+def _plain(options: GenerateOptions) -> GenerateOptions:
+    """Options of a request without a conversation: chat-only options are refused."""
+    if options.tools is not None:
+        raise RequestError("tools need a conversation (chat)", param="tools")
+    if options.max_reasoning_tokens is not None:
+        raise RequestError("max_reasoning_tokens needs a conversation (chat)", param="max_reasoning_tokens")
+    return options
+
+
+def _check_bias(options: GenerateOptions, width: int) -> None:
+    for t, _ in options.adjust.logit_bias:
+        if t >= width:
+            raise RequestError(f"logit_bias names token {t}, outside the vocabulary of {width}", param="logit_bias")
 
 
 def _check_same_vocabulary(target: LoadedModel, draft: LoadedModel) -> None:

@@ -9,10 +9,13 @@ raises `RequestError` whose `param` is the field's name, as the API spells it.
                                     json_schema={"type": "object"}, speculative="aware")
     options.sampling.temperature, options.constraint.json_schema, options.speculation.num_draft_tokens
 
-Groups: `SamplingParams` (temperature, top-k/p, min-p, seed), `ConstraintSpec` (regex or JSON
-Schema, whitespace), `Speculation` (draft mode, draft count, jump-forward), and on the top level
-`max_tokens`, `stop`, `phi` and `n` (samples of the same prompt, decoded side by side in the
-batch from one prefill; with a seed, sample i uses seed + i).
+Groups: `SamplingParams` (temperature, top-k/p, min-p, seed), `ConstraintSpec` (regex, JSON
+Schema or a structure spec, whitespace), `Speculation` (draft mode, draft count, jump-forward),
+`LogitAdjustments` (logit_bias, presence and frequency penalties, applied before the mask),
+`ToolOptions` (tools, tool_choice, parallel_tool_calls: chat only), and on the top level
+`max_tokens`, `stop`, `phi`, `n` (samples of the same prompt, decoded side by side in the batch
+from one prefill; with a seed, sample i uses seed + i), `logprobs` (None, or how many
+alternatives each token's entry lists) and `max_reasoning_tokens`.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from onyx import tools as _tools
 from onyx.errors import InvalidSchemaError, RequestError
 
 DEFAULT_MAX_TOKENS = 256
 MAX_SAMPLES = 16  # n: samples of one prompt
 MAX_DRAFT_TOKENS = 32
+MAX_TOP_LOGPROBS = 20
 SPECULATIVE_MODES = ("baseline", "blind", "aware")
 PHI_KINDS = ("none", "onestep", "exact")
 
@@ -94,19 +99,28 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class ConstraintSpec:
-    """What the output must match: a regex, or a JSON Schema (kept as its JSON text, so that equal
-    schemas given as a dict or as a string are one cache key), with up to `max_whitespace`
-    whitespace characters wherever JSON allows them (0: compact)."""
+    """What the output must match: a regex, a JSON Schema, or a structure spec
+    (`onyx.structure`; schemas and structures are kept as their JSON text, so that equal ones
+    given as a dict or as a string are one cache key), with up to `max_whitespace` whitespace
+    characters wherever JSON allows them (0: compact). `source` names the request field a
+    structure was built from (`tools`, ...), for errors."""
 
     regex: str | None = None
     json_schema: str | None = None
     max_whitespace: int = 0
+    structure: str | None = None
+    source: str | None = None
 
     @classmethod
-    def parse(cls, regex: Any = None, json_schema: Any = None, max_whitespace: Any = None) -> "ConstraintSpec | None":
-        """The spec for these arguments, or None when neither regex nor json_schema is given."""
-        if regex is not None and json_schema is not None:
-            raise RequestError("give either regex or json_schema, not both", param="regex")
+    def parse(cls, regex: Any = None, json_schema: Any = None, max_whitespace: Any = None,
+              structure: Any = None) -> "ConstraintSpec | None":
+        """The spec for these arguments, or None when none of regex, json_schema and structure
+        is given."""
+        if sum(x is not None for x in (regex, json_schema, structure)) > 1:
+            param = "regex" if regex is not None else "json_schema"
+            raise RequestError("give either regex or json_schema (or a structure), not several", param=param)
+        if structure is not None:
+            return cls.of_structure(structure)
         ws = 0 if max_whitespace is None else _integer("max_whitespace", max_whitespace)
         if not 0 <= ws <= 64:
             raise RequestError(f"max_whitespace must be from 0 to 64, got {ws}", param="max_whitespace")
@@ -125,16 +139,34 @@ class ConstraintSpec:
                 raise InvalidSchemaError(f"invalid JSON Schema at #: not JSON-serialisable: {e}") from None
         return cls(json_schema=text, max_whitespace=ws)
 
+    @classmethod
+    def of_structure(cls, spec: Any, source: str | None = None) -> "ConstraintSpec":
+        """A structure spec (JSON-able data, or its JSON text)."""
+        if isinstance(spec, str) and source is None:
+            text = spec
+        else:
+            try:
+                text = json.dumps(spec, allow_nan=False, ensure_ascii=False)
+            except (TypeError, ValueError) as e:
+                raise RequestError(f"structure is not JSON-serialisable: {e}", param=source or "structure") from None
+        return cls(structure=text, source=source)
+
     @property
     def key(self) -> tuple:
         """The compile cache's key: equal keys compile to the same grammar."""
         if self.regex is not None:
             return ("regex", self.regex)
+        if self.structure is not None:
+            return ("structure", self.structure)
         return ("schema", self.json_schema, self.max_whitespace)
 
     @property
     def param(self) -> str:
         """The request field a grammar error points at."""
+        if self.source is not None:
+            return self.source
+        if self.structure is not None:
+            return "structure"
         return "regex" if self.regex is not None else "json_schema"
 
 
@@ -162,6 +194,73 @@ class Speculation:
 
 
 @dataclass(frozen=True)
+class LogitAdjustments:
+    """Changes to the logits before the grammar mask: `logit_bias` (token id -> bias from -100 to
+    100, added), `presence_penalty` (subtracted once from every token already generated) and
+    `frequency_penalty` (subtracted once per time it was generated), both from -2 to 2."""
+
+    logit_bias: tuple[tuple[int, float], ...] = ()
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+
+    @classmethod
+    def parse(cls, logit_bias: Any = None, presence_penalty: Any = None,
+              frequency_penalty: Any = None) -> "LogitAdjustments":
+        bias: dict[int, float] = {}
+        if logit_bias is not None:
+            if not isinstance(logit_bias, dict):
+                raise RequestError("logit_bias must map token ids to numbers", param="logit_bias")
+            for k, v in logit_bias.items():
+                try:
+                    t = int(k)
+                except (TypeError, ValueError):
+                    raise RequestError(f"logit_bias keys are token ids, got {k!r}", param="logit_bias") from None
+                if isinstance(k, bool) or t < 0:
+                    raise RequestError(f"logit_bias keys are token ids, got {k!r}", param="logit_bias")
+                b = _number("logit_bias", v)
+                if not -100.0 <= b <= 100.0:
+                    raise RequestError(f"logit_bias values must be from -100 to 100, got {v!r}", param="logit_bias")
+                bias[t] = b
+        out = {}
+        for name, value in (("presence_penalty", presence_penalty), ("frequency_penalty", frequency_penalty)):
+            x = 0.0 if value is None else _number(name, value)
+            if not -2.0 <= x <= 2.0:
+                raise RequestError(f"{name} must be from -2 to 2, got {value!r}", param=name)
+            out[name] = x
+        return cls(tuple(sorted(bias.items())), **out)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.logit_bias) or self.presence_penalty != 0.0 or self.frequency_penalty != 0.0
+
+
+@dataclass(frozen=True)
+class ToolOptions:
+    """A chat request's tools (`onyx.tools.Function`s), its `tool_choice` and whether several
+    calls may come in one answer."""
+
+    functions: tuple[_tools.Function, ...] = ()
+    choice: _tools.ToolChoice = _tools.ToolChoice("none")
+    parallel: bool = True
+
+    @classmethod
+    def parse(cls, tools: Any = None, tool_choice: Any = None,
+              parallel_tool_calls: Any = None) -> "ToolOptions | None":
+        """None when the request has no tools and no tool_choice."""
+        if tools is None and tool_choice is None and parallel_tool_calls is None:
+            return None
+        functions = _tools.parse_tools(tools)
+        choice = _tools.parse_tool_choice(tool_choice, functions)
+        parallel = True if parallel_tool_calls is None else _boolean("parallel_tool_calls", parallel_tool_calls)
+        return cls(tuple(functions), choice, parallel)
+
+    @property
+    def calling(self) -> bool:
+        """The model may (or must) call a tool."""
+        return bool(self.functions) and self.choice.mode != "none"
+
+
+@dataclass(frozen=True)
 class GenerateOptions:
     """Every option of one generation (see the module docstring)."""
 
@@ -172,10 +271,16 @@ class GenerateOptions:
     speculation: Speculation = field(default_factory=Speculation)
     phi: str = "none"
     n: int = 1
+    adjust: LogitAdjustments = field(default_factory=LogitAdjustments)
+    tools: ToolOptions | None = None
+    logprobs: int | None = None  # None: no logprobs; k: each token's entry lists k alternatives
+    max_reasoning_tokens: int | None = None
 
     # The keyword arguments `parse` takes (the Python API's and the server's names).
     FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "regex", "json_schema",
-              "max_whitespace", "stop", "speculative", "num_draft_tokens", "jump_forward", "phi", "n")
+              "structure", "max_whitespace", "stop", "speculative", "num_draft_tokens", "jump_forward", "phi",
+              "n", "logit_bias", "presence_penalty", "frequency_penalty", "tools", "tool_choice",
+              "parallel_tool_calls", "logprobs", "top_logprobs", "max_reasoning_tokens")
 
     def __post_init__(self) -> None:
         if _integer("max_tokens", self.max_tokens) < 1:
@@ -187,6 +292,12 @@ class GenerateOptions:
         _choice("phi", self.phi, PHI_KINDS)
         if self.phi != "none" and self.constraint is None:
             raise RequestError("phi reweighting needs a regex or json_schema constraint", param="phi")
+        if self.logprobs is not None and not 0 <= _integer("top_logprobs", self.logprobs) <= MAX_TOP_LOGPROBS:
+            raise RequestError(f"top_logprobs must be from 0 to {MAX_TOP_LOGPROBS}, got {self.logprobs!r}",
+                               param="top_logprobs")
+        if self.max_reasoning_tokens is not None and _integer("max_reasoning_tokens", self.max_reasoning_tokens) < 1:
+            raise RequestError(f"max_reasoning_tokens must be a positive integer, got {self.max_reasoning_tokens!r}",
+                               param="max_reasoning_tokens")
 
     @classmethod
     def parse(cls, **kwargs: Any) -> "GenerateOptions":
@@ -203,13 +314,31 @@ class GenerateOptions:
                                      if k in given})
         return cls(max_tokens=given.get("max_tokens", DEFAULT_MAX_TOKENS), sampling=sampling,
                    constraint=ConstraintSpec.parse(given.get("regex"), given.get("json_schema"),
-                                                   given.get("max_whitespace")),
+                                                   given.get("max_whitespace"), given.get("structure")),
                    stop=_stop_strings(given.get("stop", ())), speculation=speculation,
-                   phi=given.get("phi", "none"), n=given.get("n", 1))
+                   phi=given.get("phi", "none"), n=given.get("n", 1),
+                   adjust=LogitAdjustments.parse(given.get("logit_bias"), given.get("presence_penalty"),
+                                                 given.get("frequency_penalty")),
+                   tools=ToolOptions.parse(given.get("tools"), given.get("tool_choice"),
+                                           given.get("parallel_tool_calls")),
+                   logprobs=_logprobs(given.get("logprobs"), given.get("top_logprobs")),
+                   max_reasoning_tokens=given.get("max_reasoning_tokens"))
 
     def updated(self, **kwargs: Any) -> "GenerateOptions":
         """A copy with some top-level fields replaced (validated again)."""
         return replace(self, **kwargs)
+
+
+def _logprobs(logprobs: Any, top_logprobs: Any) -> int | None:
+    """`logprobs` (true/false) and `top_logprobs` (how many alternatives) as one value: None
+    when off, else the number of alternatives."""
+    on = False if logprobs is None else _boolean("logprobs", logprobs)
+    if top_logprobs is not None:
+        k = _integer("top_logprobs", top_logprobs)
+        if not on:
+            raise RequestError("top_logprobs needs logprobs=true", param="top_logprobs")
+        return k
+    return 0 if on else None
 
 
 def _stop_strings(stop: Any) -> tuple[str, ...]:

@@ -45,25 +45,45 @@ DEFAULT_MAX_BATCH = 8
 
 @dataclass
 class Result:
-    """A finished generation."""
+    """A finished generation. `text` is the whole output (a tool call's or a thinking block's
+    markup included); a chat answer read by an output parser also has it apart: `content`,
+    `tool_calls` (OpenAI's shape) and `reasoning_content`."""
 
     text: str
     token_ids: list[int]
-    finish_reason: str  # "stop" or "length" ("cancelled" when the caller stopped it)
+    finish_reason: str  # "stop", "length" or "tool_calls" ("cancelled" when the caller stopped it)
     valid: bool | None  # does the text match the constraint? None when unconstrained
     stats: dict = field(default_factory=dict)
+    content: str | None = None
+    tool_calls: list[dict] = field(default_factory=list)
+    reasoning_content: str | None = None
+    logprobs: list[dict] | None = None  # one entry per token of `token_ids` (`onyx.decoding.row_logits`)
+
+    def message(self) -> dict:
+        """As an OpenAI assistant message."""
+        msg: dict = {"role": "assistant", "content": self.content if self.content or not self.tool_calls else None}
+        if self.reasoning_content is not None:
+            msg["reasoning_content"] = self.reasoning_content
+        if self.tool_calls:
+            msg["tool_calls"] = self.tool_calls
+        return msg
 
 
 @dataclass
 class Chunk:
     """A piece of a streamed generation. The last chunk of a sample has `finish_reason` and
-    `result` set; `index` is the sample's (0 unless the request asked for n > 1)."""
+    `result` set; `index` is the sample's (0 unless the request asked for n > 1). `deltas` are
+    the piece read by the output parser, shaped like OpenAI's `choices[].delta`
+    (`{"content": …}`, `{"reasoning_content": …}`, `{"tool_calls": [...]}`); without a parser,
+    one content delta of `text`. `logprobs` has an entry per token of the piece."""
 
     text: str
     token_ids: list[int]
     finish_reason: str | None = None
     result: Result | None = None
     index: int = 0
+    deltas: list[dict] = field(default_factory=list)
+    logprobs: list[dict] | None = None
 
 
 class Request:
@@ -75,7 +95,8 @@ class Request:
     _ids = itertools.count(1)
 
     def __init__(self, prompt_ids: list[int], options: GenerateOptions, constraints: list, *,
-                 cancel: threading.Event | None = None, on_event: Callable, on_end: Callable | None = None) -> None:
+                 cancel: threading.Event | None = None, on_event: Callable, on_end: Callable | None = None,
+                 output: Callable | None = None, budget=None) -> None:
         self.id = next(self._ids)
         self.prompt_ids = prompt_ids
         self.options = options
@@ -84,6 +105,8 @@ class Request:
         self.cancel = cancel if cancel is not None else threading.Event()
         self.on_event = on_event
         self.on_end = on_end
+        self.output = output  # makes each sample's output parser (None: all content)
+        self.budget = budget  # `onyx.reasoning.ReasoningBudget` (None: thinking unbounded)
         self.submitted = time.perf_counter()
         self.started: float | None = None
         self.ended = threading.Event()
@@ -91,6 +114,9 @@ class Request:
         self.gens: list[Generation] = []
         self._texts: list[TextBuilder] = []
         self._tokens: list[list[int]] = []
+        self._parsers: list = []
+        self._logprobs: list[list[dict]] = []
+        self._pending: list[list[dict]] = []  # logprob entries of tokens not posted yet
         self._open = 0
 
     @property
@@ -262,12 +288,15 @@ class Scheduler:
         leader = None
         for i, constraint in enumerate(r.constraints):
             g = Generation(self.runner, r.prompt_ids, r.options, constraint=constraint, draft_runner=self.draft_runner,
-                           cancel=r.cancel, sample_index=i, fork_of=leader)
+                           cancel=r.cancel, sample_index=i, fork_of=leader, budget=r.budget)
             g.request, g.index = r, i
             leader = leader or g
             r.gens.append(g)
             r._texts.append(TextBuilder(self.vocab, r.options.stop))
             r._tokens.append([])
+            r._parsers.append(r.output() if r.output is not None else None)
+            r._logprobs.append([])
+            r._pending.append([])
             self.batch.add(g)
 
     def _drop(self, r: Request) -> None:
@@ -281,14 +310,19 @@ class Scheduler:
         for g in touched:
             r, i = g.request, g.index
             text = r._texts[i]
-            for token in g.emitted:
+            entries = g.emitted_logprobs
+            for k, token in enumerate(g.emitted):
                 r._tokens[i].append(token)
+                if entries is not None:
+                    r._logprobs[i].append(entries[k])
+                    r._pending[i].append(entries[k])
                 delta = text.push(token)
                 if text.stopped:
                     self.batch.end(g, "stop")
                     break
                 if delta:
-                    self._post(r, i, Chunk(delta, [token], index=i))
+                    self._post(r, i, Chunk(delta, [token], index=i, deltas=self._read(r, i, delta),
+                                           logprobs=self._take_logprobs(r, i)))
             if g.done:
                 self._finished(r, i, g)
 
@@ -299,6 +333,7 @@ class Scheduler:
         else:
             text = r._texts[i]
             tail = text.flush()
+            deltas = self._read(r, i, tail, final=True)
             constraint = g.constraint
             if constraint is None:
                 valid = None
@@ -318,11 +353,35 @@ class Scheduler:
                 self.cancelled += 1
             else:
                 self.served += 1
-            self._post(r, i, Chunk(tail, [], g.finish, Result(text.text, r._tokens[i], g.finish, valid, stats), i))
+            result = Result(text.text, r._tokens[i], g.finish, valid, stats, content=text.text,
+                            logprobs=r._logprobs[i] if g.emitted_logprobs is not None else None)
+            parser = r._parsers[i]
+            if parser is not None:
+                parsed = parser.result
+                result.content, result.tool_calls = parsed.content, parsed.tool_calls
+                result.reasoning_content = parsed.reasoning_content
+                if parsed.finish_reason == "tool_calls" and g.finish == "stop":
+                    result.finish_reason = "tool_calls"
+            self._post(r, i, Chunk(tail, [], result.finish_reason, result, i, deltas,
+                                   self._take_logprobs(r, i) if result.logprobs is not None else None))
         r._open -= 1
         if r._open == 0:
             self._release(r)
             self._end(r)
+
+    @staticmethod
+    def _read(r: Request, i: int, text: str, final: bool = False) -> list[dict]:
+        """The output parser's deltas for a piece of text (one content delta without a parser)."""
+        parser = r._parsers[i]
+        if parser is None:
+            return [{"content": text}] if text else []
+        out = parser.feed(text) if text else []
+        return out + parser.finish() if final else out
+
+    @staticmethod
+    def _take_logprobs(r: Request, i: int) -> list[dict] | None:
+        out, r._pending[i] = r._pending[i], []
+        return out or None
 
     def _release(self, r: Request) -> None:
         with self._cv:

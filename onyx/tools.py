@@ -98,7 +98,8 @@ def parse_tool_choice(choice, functions: list[Function]) -> ToolChoice:
             raise RequestError("tool_choice 'required' needs tools", param="tool_choice")
         return ToolChoice(choice)
     if isinstance(choice, dict) and choice.get("type", "function") == "function":
-        name = (choice.get("function") or {}).get("name")
+        fn = choice.get("function")
+        name = fn.get("name") if isinstance(fn, dict) else None
         if not any(f.name == name for f in functions):
             raise RequestError(f"tool_choice names {name!r}, which is not in tools", param="tool_choice")
         return ToolChoice("function", name)

@@ -1,10 +1,14 @@
 """`onyx chat`: an interactive chat in the terminal that streams each reply and keeps the
-conversation; commands change the constraint on the fly."""
+conversation; commands change the constraint on the fly, and `/tools FILE` arms OpenAI function
+tools: the model may then call them, and each call is printed (name and JSON arguments) and kept
+in the conversation. Thinking (`reasoning_content`) is printed apart from the answer."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 from onyx.cli.common import CliError, constraint_from, engine_or_error, non_negative_float, non_negative_int, positive_int
 
@@ -13,6 +17,7 @@ CHAT_HELP = """commands:
   /regex PATTERN   constrain the replies to a regex (full match)
   /schema S        constrain the replies to a JSON Schema (a file, or the schema as JSON)
   /clear           remove the constraint
+  /tools FILE      arm the tools in FILE (a JSON list of OpenAI function tools); /tools off disarms
   /reset           forget the conversation
   /stats           speed (tok/s) and speculative acceptance of the last reply and the session
   /help            this text
@@ -38,6 +43,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
         history.append({"role": "system", "content": args.system})
     session = {"replies": 0, "tokens": 0, "decode_s": 0.0, "drafted": 0, "accepted": 0}
     last: dict | None = None
+    tools: dict = {}
+    if args.tools:
+        try:
+            tools = load_tools(args.tools)
+        except ValueError as e:
+            raise CliError(str(e)) from None
 
     def describe(c: dict) -> str:
         if "regex" in c:
@@ -82,6 +93,16 @@ def cmd_chat(args: argparse.Namespace) -> int:
                     print("constraint: JSON Schema" + ("" if rest.lstrip().startswith("{") else f" from {rest}"))
                 except ValueError as e:
                     print(f"error: {e}")
+            elif command == "/tools":
+                if not rest:
+                    print("usage: /tools FILE, or /tools off")
+                    continue
+                try:
+                    tools = {} if rest == "off" else load_tools(rest)
+                    names = [t["function"]["name"] for t in tools.get("tools", [])]
+                    print(f"tools: {', '.join(names)}" if names else "tools: off")
+                except ValueError as e:
+                    print(f"error: {e}")
             elif command == "/clear":
                 constraint = {}
                 print("constraint: none")
@@ -96,7 +117,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
         history.append({"role": "user", "content": text})
         try:
-            chunks = engine.chat(history, stream=True, **options, **constraint)
+            chunks = engine.chat(history, stream=True, **options, **constraint, **tools)
         except ValueError as e:  # RequestError / GrammarError
             history.pop()
             print(f"error: {e}")
@@ -106,9 +127,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         result = None
         try:
             for chunk in chunks:
-                if chunk.text:
-                    sys.stdout.write(chunk.text)
-                    sys.stdout.flush()
+                for delta in chunk.deltas:
+                    _show(delta)
                 if chunk.result is not None:
                     result = chunk.result
         except KeyboardInterrupt:
@@ -124,7 +144,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
         if result is None:
             history.pop()
             continue
-        history.append({"role": "assistant", "content": result.text})
+        for call in result.tool_calls:
+            print(f"call {call['function']['name']}({call['function']['arguments']})  [id {call['id']}]")
+        history.append(result.message())
         last = dict(result.stats, valid=result.valid, finish_reason=result.finish_reason)
         session["replies"] += 1
         session["tokens"] += int(last.get("completion_tokens", 0))
@@ -133,6 +155,34 @@ def cmd_chat(args: argparse.Namespace) -> int:
         session["accepted"] += int(last.get("accepted", 0) or 0)
         if result.valid is False:
             print("(the reply was cut at --max-tokens before the constraint was complete)", file=sys.stderr)
+
+
+def load_tools(path: str) -> dict:
+    """`tools` and `tool_choice` from a JSON file: a list of OpenAI function tools (choice
+    "auto"), or an object with a `tools` list and optionally a `tool_choice`. Raises ValueError."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot read tools from {path}: {e}") from None
+    choice = "auto"
+    if isinstance(data, dict):
+        data, choice = data.get("tools"), data.get("tool_choice", "auto")
+    if not isinstance(data, list) or not data:
+        raise ValueError(f"{path} must hold a non-empty JSON list of tools")
+    from onyx.tools import parse_tool_choice, parse_tools
+
+    parse_tool_choice(choice, parse_tools(data))  # RequestError (a ValueError) names what is wrong
+    return {"tools": data, "tool_choice": choice}
+
+
+def _show(delta: dict) -> None:
+    """Writes one streamed delta: thinking dimmed in brackets, content as it comes; tool calls
+    are printed whole once the reply ends."""
+    if delta.get("reasoning_content"):
+        sys.stdout.write(f"[{delta['reasoning_content']}]")
+    elif delta.get("content"):
+        sys.stdout.write(delta["content"])
+    sys.stdout.flush()
 
 
 def _chat_stats(last: dict | None, session: dict) -> str:
@@ -164,6 +214,7 @@ def add_chat(sub) -> None:
     g.add_argument("--regex", default=None, metavar="R", help="constrain replies to this regex")
     g.add_argument("--schema", default=None, metavar="S", help="constrain replies to this JSON Schema (a file, or the schema as JSON)")
     p.add_argument("--system", default=None, help="a system message")
+    p.add_argument("--tools", default=None, metavar="FILE", help="arm the tools in FILE (as /tools FILE)")
     p.add_argument("--max-tokens", type=positive_int, default=256, metavar="N", help="per reply (default 256)")
     p.add_argument("--temperature", type=non_negative_float, default=0.7, metavar="T",
                    help="0 = greedy (default 0.7)")

@@ -90,7 +90,7 @@ class Batch:
         self.steps += 1
         touched = []
         for g in list(self.gens):
-            g.emitted = []
+            g.clear_emitted()
             if g.done:
                 touched.append(g)
             elif g.cancel is not None and g.cancel.is_set():

@@ -3,7 +3,9 @@
 Three sources, tried in this order each round:
 - **forced** (jump-forward): the bytes every valid continuation starts with
   (`grammar.forced_bytes`), tokenized by the model's own tokenizer, minus a last token that
-  could merge with what follows. Free to propose; still verified by the target.
+  could merge with what follows. A structure's forced bytes may hold marker bytes that stand
+  for special tokens (`onyx.structure.pieces`): those become the special token's id, and only
+  the text between them is tokenized. Free to propose; still verified by the target.
 - **model**: a small draft model sharing the target's tokenizer, sampling with the same
   settings (masked by the grammar in `aware` mode, unmasked in `blind` mode).
 - **lookup**: prompt lookup, the continuation of the latest n-gram's previous occurrence in the
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 import mlx.core as mx
 
 import onyx._grammar as _g
+from onyx import structure as st
 from onyx.constraint import MaskCache
 from onyx.decoding.sampling import Sampler, apply_mask, distribution
 from onyx.options import SamplingParams
@@ -80,8 +83,7 @@ class ForcedTokens:
         if hit is not None:
             return hit
         hit, s = [], state
-        text = self.grammar.forced_bytes(state).decode("utf-8", errors="ignore")
-        for t in self.tokenizer.encode(text, add_special_tokens=False) if text else ():
+        for t in self._tokens(self.grammar.forced_bytes(state)):
             try:
                 s = self.grammar.advance(s, t)
             except _g.GrammarError:
@@ -89,6 +91,18 @@ class ForcedTokens:
             hit.append(t)
         self._spelling[state] = hit
         return hit
+
+    def _tokens(self, data: bytes) -> list[int]:
+        """The tokenizer's tokens for forced bytes, a special token's id for its marker byte."""
+        out: list[int] = []
+        for piece in st.pieces(self.grammar, data) if data else ():
+            if isinstance(piece, int):
+                out.append(piece)
+                continue
+            text = piece.decode("utf-8", errors="ignore")
+            if text:
+                out.extend(self.tokenizer.encode(text, add_special_tokens=False))
+        return out
 
     def _compute(self, state: int) -> list[int]:
         tokens, s = [], state

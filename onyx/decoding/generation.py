@@ -23,6 +23,7 @@ from onyx.constraint import Constraint
 from onyx.decoding.drafts import DraftModel, ForcedTokens, Proposal, propose
 from onyx.decoding.gamma import GammaController
 from onyx.decoding.phi import make_phi
+from onyx.decoding.row_logits import Adjuster, ReasoningGate
 from onyx.decoding.sampling import RowSampling, Sampler
 from onyx.decoding.stats import DecodeStats, DraftCounts
 from onyx.decoding.verify import Check, prepare
@@ -35,7 +36,7 @@ class Generation:
 
     def __init__(self, runner, prompt_ids: list[int], options: GenerateOptions = GenerateOptions(), *,
                  constraint: Constraint | None = None, draft_runner=None, cancel: threading.Event | None = None,
-                 sample_index: int = 0, fork_of: "Generation | None" = None) -> None:
+                 sample_index: int = 0, fork_of: "Generation | None" = None, budget=None) -> None:
         self.runner = runner
         self.prompt_ids = list(prompt_ids)
         self.options = options
@@ -52,8 +53,13 @@ class Generation:
         loaded = runner.loaded
         self.eos = set(loaded.eos_token_ids)
         grammar = constraint.grammar if constraint is not None else None
-        self.sampling = RowSampling(params, Sampler(params), constraint,
-                                    make_phi(options.phi) if grammar is not None else None)
+        width = loaded.vocab_size
+        self.sampling = RowSampling(
+            params, Sampler(params), constraint, make_phi(options.phi) if grammar is not None else None,
+            adjuster=Adjuster(options.adjust, width, len(prompt_ids)) if options.adjust.active else None,
+            gate=ReasoningGate(budget, grammar, width) if budget is not None and grammar is not None else None,
+            logprobs=options.logprobs)
+        self.token_bytes = loaded.vocabulary.token_bytes
         self.drafting = spec.drafting
         self.forced = ForcedTokens(grammar, loaded.tokenizer, loaded.vocabulary) if (
             grammar is not None and spec.mode == "aware" and spec.jump_forward) else None
@@ -70,7 +76,9 @@ class Generation:
         self.finish: str | None = None  # "stop", "length", "cancelled" or "error"
         self.error: BaseException | None = None
         self.emitted: list[int] = []  # tokens committed by the last step
+        self.emitted_logprobs: list[dict] | None = [] if options.logprobs is not None else None
         self.proposal: Proposal | None = None
+        self._check: Check | None = None
         self.t_admit = self.t_first = None
         self.t_decode = None
         self.steps = 0  # batched steps this generation took part in
@@ -183,13 +191,21 @@ class Generation:
         del p.tokens[n:], p.probs[n:], p.sources[n:]
         return [self.context[-1]] + p.tokens
 
+    def clear_emitted(self) -> None:
+        """Forgets the tokens (and logprob entries) the last step committed."""
+        self.emitted = []
+        if self.emitted_logprobs is not None:
+            self.emitted_logprobs = []
+
     def check(self, offset: int) -> Check:
         """The verification of this round's drafts, its rows starting at `offset`."""
         s = self.sampling
         c = self.constraint
-        return prepare(self.proposal, c.grammar if c is not None else None, c.masks if c is not None else None,
-                       c.state if c is not None else None, s.params, s.sampler, self.max_tokens - self.produced,
-                       offset=offset, phi=s.phi, context=self.context)
+        self._check = prepare(self.proposal, c.grammar if c is not None else None, c.masks if c is not None else None,
+                              c.state if c is not None else None, s.params, s.sampler, self.max_tokens - self.produced,
+                              offset=offset, phi=s.phi, context=self.context, adjuster=s.adjuster, gate=s.gate,
+                              logprobs=s.logprobs, token_bytes=self.token_bytes)
+        return self._check
 
     def commit(self, accepted: int, new_token: int, states: list) -> None:
         """Emits the accepted drafts and the target's token, stopping at EOS, a complete output or
@@ -201,10 +217,16 @@ class Generation:
         self.gamma.update(len(drafts) - n_forced, accepted - n_forced, n_forced, min(accepted, n_forced))
         constraint = self.constraint
         emitted = self.emitted
+        entries = self._check.logprob_out if self._check is not None else None
+        gate = self.sampling.gate
         for i, token in enumerate(drafts[:accepted] + [new_token]):
             if token in self.eos:
                 self.finish = "stop"
                 break
+            if gate is not None:
+                gate.advance(token)
+            if self.emitted_logprobs is not None and entries is not None:
+                self.emitted_logprobs.append(entries[i])
             if constraint is not None:
                 if self.forced is not None:
                     self.forced.observe(constraint.state, token)
@@ -226,3 +248,4 @@ class Generation:
         if emitted and self.t_first is None:
             self.t_first = time.perf_counter()
         self.proposal = None
+        self._check = None

@@ -82,10 +82,15 @@ class Sampler:
 @dataclass
 class RowSampling:
     """What turns one sequence's logits into its tokens: the sampling parameters, the sequence's
-    own random stream, its constraint (grammar state and masks; None when unconstrained) and its
-    Φ provider (None without reweighting). Per-row logit processing belongs here."""
+    own random stream, its constraint (grammar state and masks; None when unconstrained), its
+    Φ provider (None without reweighting), its logit_bias and penalties (`adjuster`), its
+    reasoning budget (`gate`) and how many alternatives its logprob entries list (`logprobs`,
+    None: no logprobs). Per-row logit processing belongs here (`onyx.decoding.row_logits`)."""
 
     params: SamplingParams
     sampler: Sampler
     constraint: Any = None
     phi: Any = None
+    adjuster: Any = None
+    gate: Any = None
+    logprobs: int | None = None

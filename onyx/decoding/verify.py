@@ -20,6 +20,11 @@ the first rejection is used, so the committed tokens follow the same law as draw
 after the rejection. Each sequence consumes two keys of its own random stream per round,
 whatever the other sequences do.
 
+Before the mask, a sequence's rows get its logit_bias and penalties; its reasoning budget
+restricts its row masks; and when it asks for logprobs, the log-softmax of its masked rows is
+read back with the rest (`onyx.decoding.row_logits`), kept on the `Check` for the committed
+tokens.
+
 `prepare` (the grammar walk and the row masks: CPU work) is separate from `verify_many` so that
 a batched step runs it while the forward computes.
 """
@@ -32,6 +37,7 @@ import mlx.core as mx
 
 import onyx._grammar as _g
 from onyx.decoding.drafts import Proposal
+from onyx.decoding.row_logits import logprob_arrays, logprob_entries
 from onyx.decoding.sampling import Sampler, apply_mask, distribution
 from onyx.options import SamplingParams
 
@@ -52,6 +58,10 @@ class Check:
     row_masks: list = field(default_factory=list)
     phi: object = None
     context: list[int] | None = None
+    adjuster: object = None  # `row_logits.Adjuster`: logit_bias and penalties
+    logprobs: int | None = None  # None: none; k: entries with k alternatives
+    token_bytes: object = None  # token id -> bytes (for logprob entries)
+    logprob_out: list[dict] | None = None  # entries of the committed tokens, after `verify_many`
 
     @property
     def rows(self) -> int:
@@ -59,8 +69,10 @@ class Check:
 
 
 def prepare(proposal: Proposal, grammar, masks, state, params: SamplingParams, sampler: Sampler,
-            remaining: int, *, offset: int = 0, phi=None, context: list[int] | None = None) -> Check:
-    """The grammar states along the drafts and each verified row's budget-aware mask."""
+            remaining: int, *, offset: int = 0, phi=None, context: list[int] | None = None, adjuster=None,
+            gate=None, logprobs: int | None = None, token_bytes=None) -> Check:
+    """The grammar states along the drafts and each verified row's budget-aware mask (restricted
+    by `gate`, a reasoning budget, while its block is open)."""
     drafts = proposal.tokens
     states = [state]
     usable = len(drafts)
@@ -71,15 +83,22 @@ def prepare(proposal: Proposal, grammar, masks, state, params: SamplingParams, s
             except _g.GrammarError:
                 usable = i
                 break
-    check = Check(proposal, params, sampler, offset, grammar, masks, states, usable, phi=phi, context=context)
+    check = Check(proposal, params, sampler, offset, grammar, masks, states, usable, phi=phi, context=context,
+                  adjuster=adjuster, logprobs=logprobs, token_bytes=token_bytes)
     if grammar is not None:
-        check.row_masks = [masks.within(states[i], remaining - i - 1) for i in range(usable + 1)]
+        if gate is not None:
+            check.row_masks = gate.row_masks(states[:usable + 1], drafts, remaining, masks)
+            check.usable = usable = len(check.row_masks) - 1
+        else:
+            check.row_masks = [masks.within(states[i], remaining - i - 1) for i in range(usable + 1)]
     return check
 
 
 def _target_logits(logits: mx.array, c: Check) -> mx.array:
     """The rows the target's law is read from: masked, then Φ-reweighted."""
     rows = logits[c.offset:c.offset + c.rows]
+    if c.adjuster is not None:
+        rows = c.adjuster.rows(rows, c.context, c.proposal.tokens)
     if c.grammar is None:
         return rows
     raw = rows
@@ -127,32 +146,41 @@ def verify_many(logits: mx.array, checks: list[Check]) -> list[tuple[int, int, l
     once). Returns, per check, how many drafts were accepted, the target's own next token, and
     the grammar states along the drafts."""
     pending: list[list[mx.array]] = []
+    read: list[list[mx.array] | None] = []
     for c in checks:
         target = _target_logits(logits, c)
         if c.params.greedy:
             pending.append([mx.argmax(target, axis=-1)])
         else:
             pending.append(_sampled(target, c))
-    mx.eval([a for arrs in pending for a in arrs])
+        read.append(logprob_arrays(target, c.logprobs) if c.logprobs is not None else None)
+    mx.eval([a for arrs in pending + [r for r in read if r is not None] for a in arrs])
     out = []
-    for c, arrs in zip(checks, pending):
-        drafts = c.proposal.tokens
-        if c.params.greedy:
-            target = arrs[0].tolist()
-            m = 0
-            while m < len(drafts) and m < c.rows - 1 and target[m] == drafts[m]:
-                m += 1
-            out.append((m, target[m], c.states))
-            continue
-        pd, qd, uniforms, candidates = (a.tolist() for a in arrs)
-        m = 0
-        while m < len(drafts) and m < c.rows:
-            if m < c.rows - 1 and qd[m] > 0 and uniforms[m] < min(1.0, pd[m] / qd[m]):
-                m += 1
-                continue
-            break
-        out.append((m, int(candidates[min(m, c.rows - 1)]), c.states))
+    for c, arrs, lps in zip(checks, pending, read):
+        out.append(_walk(c, arrs))
+        if lps is not None:
+            m, token, _ = out[-1]
+            c.logprob_out = logprob_entries(lps, c.proposal.tokens[:m] + [token], c.token_bytes)
     return out
+
+
+def _walk(c: Check, arrs: list[mx.array]) -> tuple[int, int, list]:
+    """The accept/reject walk of one sequence's drafts over its evaluated arrays."""
+    drafts = c.proposal.tokens
+    if c.params.greedy:
+        target = arrs[0].tolist()
+        m = 0
+        while m < len(drafts) and m < c.rows - 1 and target[m] == drafts[m]:
+            m += 1
+        return m, target[m], c.states
+    pd, qd, uniforms, candidates = (a.tolist() for a in arrs)
+    m = 0
+    while m < len(drafts) and m < c.rows:
+        if m < c.rows - 1 and qd[m] > 0 and uniforms[m] < min(1.0, pd[m] / qd[m]):
+            m += 1
+            continue
+        break
+    return m, int(candidates[min(m, c.rows - 1)]), c.states
 
 
 def verify(logits: mx.array, proposal: Proposal, grammar, masks, state, params: SamplingParams,

@@ -1,8 +1,9 @@
 """Answers in OpenAI's shapes: one JSON body, or server-sent events ending with `data: [DONE]`.
 
 Both read the same job events, so streamed and whole answers carry the same text for the same
-seed. Every answer carries Onyx's statistics under `onyx` (validity, tokens/s, drafting, the
-time spent queued).
+seed; a choice's shape (message, tool calls, reasoning, logprobs) is `choices.py`'s. Every
+answer carries Onyx's statistics under `onyx` (validity, tokens/s, drafting, the time spent
+queued).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, AsyncIterator
 from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from onyx.server import errors
+from onyx.server import choices, errors
 from onyx.server.jobs import Job
 from onyx.server.state import ServerState
 
@@ -38,24 +39,14 @@ def onyx_stats(job: Job, result) -> dict:
     return out
 
 
-def finish_reason(reason: str) -> str:
-    return "length" if reason == "length" else "stop"
-
-
 def final_body(job: Job, results: list, meta: dict, chat: bool) -> dict:
-    choices = []
-    for i, result in enumerate(results):
-        reason = finish_reason(result.finish_reason)
-        if chat:
-            choices.append({"index": i, "message": {"role": "assistant", "content": result.text, "refusal": None},
-                            "logprobs": None, "finish_reason": reason})
-        else:
-            choices.append({"index": i, "text": result.text, "logprobs": None, "finish_reason": reason})
+    shape = choices.chat_choice if chat else choices.completion_choice
+    body_choices = [shape(i, result) for i, result in enumerate(results)]
     stats = onyx_stats(job, results[0])
     if len(results) > 1:
         stats["samples"] = [onyx_stats(job, r) for r in results]
     return {"id": meta["id"], "object": "chat.completion" if chat else "text_completion",
-            "created": meta["created"], "model": meta["model"], "system_fingerprint": None, "choices": choices,
+            "created": meta["created"], "model": meta["model"], "system_fingerprint": None, "choices": body_choices,
             "usage": usage(results), "onyx": stats}
 
 
@@ -111,34 +102,33 @@ async def sse(state: ServerState, job: Job, meta: dict, chat: bool, include_usag
     head = {"id": meta["id"], "object": obj, "created": meta["created"], "model": meta["model"],
             "system_fingerprint": None}
 
-    def chunk(index: int, delta_text: str | None, finish: str | None, role: bool = False) -> dict:
-        if chat:
-            delta: dict = {}
-            if role:
-                delta["role"] = "assistant"
-            if delta_text is not None:
-                delta["content"] = delta_text
-            choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
-        else:
-            choice = {"index": index, "text": delta_text or "", "logprobs": None, "finish_reason": finish}
-        return {**head, "choices": [choice]}
+    def chat_chunk(index: int, delta: dict, finish: str | None = None, logprobs: dict | None = None) -> dict:
+        return {**head, "choices": [{"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish}]}
 
+    def text_chunk(index: int, text: str, finish: str | None = None, logprobs: dict | None = None) -> dict:
+        return {**head, "choices": [{"index": index, "text": text, "logprobs": logprobs, "finish_reason": finish}]}
+
+    offsets = [choices.CompletionLogprobs() for _ in range(n)]
     results = [None] * n
     try:
         if chat:
             for i in range(n):
-                yield _sse_line(chunk(i, "", None, role=True))
+                yield _sse_line(chat_chunk(i, {"role": "assistant", "content": ""}))
         async for kind, index, value in job.events_until_end():
             if kind == "chunk":
-                if value.text:
-                    yield _sse_line(chunk(index, value.text, None))
+                if chat:
+                    for delta, logprobs in choices.chat_deltas(value):
+                        yield _sse_line(chat_chunk(index, delta, logprobs=logprobs))
+                elif value.text or value.logprobs:
+                    yield _sse_line(text_chunk(index, value.text, logprobs=offsets[index].shape(value.logprobs)))
                 if value.result is None:
                     continue
                 result = results[index] = value.result
                 if result.finish_reason == "cancelled" and job.queue_s is None:
                     yield _sse_line(errors.cancelled_before_running().body())
                     continue
-                final = chunk(index, None if chat else "", finish_reason(result.finish_reason))
+                reason = choices.finish_reason(result.finish_reason)
+                final = chat_chunk(index, {}, reason) if chat else text_chunk(index, "", reason)
                 final["usage"] = usage([result])
                 final["onyx"] = onyx_stats(job, result)
                 yield _sse_line(final)

@@ -123,9 +123,10 @@ async def chat_completions(body: ChatCompletionRequest, request: Request):
     engine = state.engine
 
     def prepare(job: Job):
-        ids = engine.chat_ids(messages)
+        ids, setup = engine.prepare_chat(messages, options)
         translate.check_context(state, len(ids), options.max_tokens)
-        return engine.submit(ids, options, on_event=job.on_event, on_end=job.on_end, cancel=job.cancel)
+        return engine.submit(ids, setup.options, on_event=job.on_event, on_end=job.on_end, cancel=job.cancel,
+                             setup=setup)
 
     return await _generate(state, request, body, prepare, constraint, chat=True)
 

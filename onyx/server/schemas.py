@@ -8,12 +8,14 @@ as in OpenAI's API.
 Fields a client may send are of three kinds:
 
 * OpenAI fields Onyx implements (messages/prompt, max_tokens, max_completion_tokens, temperature,
-  top_p, seed, stop, stream, stream_options, response_format, n);
-* OpenAI fields accepted for compatibility when they ask for nothing Onyx lacks (penalties = 0, `logprobs` false, no tools, ...) and otherwise refused with a 400 naming them;
-  `user`, `metadata`, `store`, ... are ignored;
-* Onyx extensions, declared here: `regex`, and the engine options `speculative`,
-  `num_draft_tokens`, `jump_forward`, `phi`, `top_k`, `min_p` and `max_whitespace`, whose
-  values `onyx.options.GenerateOptions` checks. Any other unknown field is a 400 (a typo like
+  top_p, seed, stop, stream, stream_options, response_format, n, tools, tool_choice,
+  parallel_tool_calls, logprobs, top_logprobs, logit_bias, presence_penalty, frequency_penalty);
+* OpenAI fields accepted for compatibility when they ask for nothing Onyx lacks (`echo` false,
+  `best_of` 1, ...) and otherwise refused with a 400 naming them; `user`, `metadata`, `store`,
+  ... are ignored;
+* Onyx extensions, declared here: `regex`, `max_reasoning_tokens`, and the engine options
+  `speculative`, `num_draft_tokens`, `jump_forward`, `phi`, `top_k`, `min_p` and
+  `max_whitespace`, whose values `onyx.options.GenerateOptions` checks. Any other unknown field is a 400 (a typo like
   `regexp` must not silently give unconstrained output).
 """
 
@@ -39,6 +41,8 @@ class ChatMessage(_Open):
     role: str
     content: Union[str, list[TextPart], None] = None
     name: Optional[str] = None
+    tool_calls: Optional[list[Any]] = None  # assistant turns that called tools
+    tool_call_id: Optional[str] = None  # role "tool": the call this result answers
 
 
 class JSONSchemaFormat(_Open):
@@ -96,7 +100,8 @@ class ChatCompletionRequest(_Common):
     top_logprobs: Optional[int] = None
     tools: Optional[list[Any]] = None
     tool_choice: Union[str, dict[str, Any], None] = None
-    parallel_tool_calls: Optional[bool] = None
+    parallel_tool_calls: Optional[StrictBool] = None
+    max_reasoning_tokens: Optional[int] = None  # Onyx: at most this many tokens of thinking
     functions: Optional[list[Any]] = None
     function_call: Union[str, dict[str, Any], None] = None
 

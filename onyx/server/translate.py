@@ -2,7 +2,9 @@
 
 The server checks what it owns (the model name, its max_tokens limit, the number of stop strings,
 OpenAI fields it accepts only with harmless values, regex vs response_format); every other value
-is checked once, by `GenerateOptions`, whose `RequestError` names the field.
+is checked once, by `GenerateOptions` (tools, tool_choice, logprobs, logit_bias, penalties, ...)
+or by the engine's chat setup (messages with tool calls and results), whose `RequestError` names
+the field.
 """
 
 from __future__ import annotations
@@ -18,20 +20,18 @@ from onyx.server.state import ServerState
 
 # OpenAI fields accepted only with values that ask for nothing Onyx lacks.
 _HARMLESS = {
-    "presence_penalty": (None, 0, 0.0),
-    "frequency_penalty": (None, 0, 0.0),
-    "logprobs": (None, False, 0),
-    "top_logprobs": (None, 0),
     "echo": (None, False),
     "suffix": (None, ""),
     "best_of": (None, 1),
-    "tool_choice": (None, "none", "auto"),
     "function_call": (None, "none", "auto"),
 }
-_REFUSED = ("logit_bias", "tools", "functions")
+_REFUSED = ("functions",)
 
-# Onyx's extension fields, declared in the schemas, given to `GenerateOptions` as they are.
-EXTENSIONS = ("speculative", "num_draft_tokens", "phi", "jump_forward", "top_k", "min_p", "max_whitespace")
+# Fields given to `GenerateOptions` as they are: Onyx's extensions, declared in the schemas, and
+# OpenAI's sampling fields.
+EXTENSIONS = ("speculative", "num_draft_tokens", "phi", "jump_forward", "top_k", "min_p", "max_whitespace",
+              "logit_bias", "presence_penalty", "frequency_penalty")
+CHAT_FIELDS = ("tools", "tool_choice", "parallel_tool_calls", "max_reasoning_tokens", "top_logprobs")
 
 
 def chat_request(state: ServerState, body: ChatCompletionRequest) -> tuple[list[dict], GenerateOptions, str | None]:
@@ -44,27 +44,19 @@ def completion_request(state: ServerState, body: CompletionRequest) -> tuple[str
 
 
 def messages(body: ChatCompletionRequest) -> list[dict]:
+    """The messages as plain dicts (role, content, and tool_calls / tool_call_id / name where
+    given); the engine's chat setup checks them (`onyx.chat_setup.check_messages`)."""
     if not body.messages:
         raise APIError(400, "messages must be a non-empty list", param="messages")
     out = []
-    for i, m in enumerate(body.messages):
-        role = "system" if m.role == "developer" else m.role
-        if role not in ("system", "user", "assistant"):
-            raise APIError(400, f"messages[{i}].role {m.role!r} is not supported (use system, developer, "
-                                f"user or assistant)", param=f"messages.{i}.role")
-        if isinstance(m.content, str):
-            content = m.content
-        elif isinstance(m.content, list):
-            texts = []
-            for part in m.content:
-                if part.type != "text" or part.text is None:
-                    raise APIError(400, f"messages[{i}]: content parts of type {part.type!r} are not "
-                                        f"supported (only text)", param=f"messages.{i}.content")
-                texts.append(part.text)
-            content = "".join(texts)
-        else:
-            raise APIError(400, f"messages[{i}] has no content", param=f"messages.{i}.content")
-        out.append({"role": role, "content": content})
+    for m in body.messages:
+        d = {"role": "system" if m.role == "developer" else m.role, "content": m.content}
+        if isinstance(m.content, list):
+            d["content"] = [p.model_dump(exclude_none=True) for p in m.content]
+        for key in ("tool_calls", "tool_call_id", "name"):
+            if getattr(m, key) is not None:
+                d[key] = getattr(m, key)
+        out.append(d)
     return out
 
 
@@ -107,6 +99,9 @@ def options(state: ServerState, body, *, chat: bool) -> tuple[GenerateOptions, s
     kwargs["top_p"] = body.top_p
     kwargs["seed"] = body.seed
     kwargs["n"] = body.n
+    kwargs.update(_logprobs(body, chat))
+    if chat:
+        kwargs.update({name: getattr(body, name, None) for name in CHAT_FIELDS})
     if body.stop is not None:
         stop = [body.stop] if isinstance(body.stop, str) else list(body.stop)
         if len(stop) > MAX_STOP_STRINGS or not all(stop):
@@ -131,10 +126,27 @@ def options(state: ServerState, body, *, chat: bool) -> tuple[GenerateOptions, s
     elif rf is not None and rf.type == "json_object":
         kwargs["json_schema"] = {"type": "object"}
         constraint = "response_format"
+    if chat and body.tools and constraint is None:
+        constraint = "tools"
     try:
         return GenerateOptions.parse(**kwargs), constraint
     except RequestError as e:
         raise APIError(400, str(e), param=e.param, code="invalid_parameter") from None
+
+
+def _logprobs(body, chat: bool) -> dict:
+    """Chat: `logprobs` true/false and `top_logprobs`; completions: `logprobs` is the number of
+    alternatives (0 to 5)."""
+    value = body.logprobs
+    if chat:
+        if value is not None and not isinstance(value, bool):
+            raise APIError(400, "logprobs must be true or false", param="logprobs", code="invalid_parameter")
+        return {"logprobs": value}
+    if value is None or value is False:
+        return {}
+    if isinstance(value, bool) or not 0 <= value <= 5:
+        raise APIError(400, "logprobs must be an integer from 0 to 5", param="logprobs", code="invalid_parameter")
+    return {"logprobs": True, "top_logprobs": value}
 
 
 def _max_tokens(state: ServerState, body, chat: bool) -> int:

@@ -96,6 +96,35 @@ def test_chat_session_regex_stats_quit():
             child.terminate(force=True)
 
 
+def test_chat_tools_file_arms_tools_and_prints_calls(tmp_path):
+    weather = {"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city",
+                                                "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                               "required": ["city"], "additionalProperties": False}}}
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps({"tools": [weather], "tool_choice": "required"}))
+    child = spawn_chat("--temperature", "0")
+    try:
+        child.sendline(f"/tools {path}")
+        child.expect_exact("tools: get_weather")
+        child.expect_exact(PROMPT)
+        child.sendline("What is the weather in Paris?")
+        child.expect(r'call get_weather\((\{.*\})\)  \[id call_')
+        assert isinstance(json.loads(child.match.group(1))["city"], str)
+        child.expect_exact(PROMPT)
+        child.sendline(f"/tools {tmp_path / 'missing.json'}")
+        child.expect_exact("error: cannot read tools from")
+        child.expect_exact(PROMPT)
+        child.sendline("/tools off")
+        child.expect_exact("tools: off")
+        child.expect_exact(PROMPT)
+        assert reply_to(child, "Thanks. Say hello.")  # the conversation with a call still renders
+        child.sendline("/quit")
+        assert finish(child) == 0
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+
+
 def test_chat_ctrl_d_and_ctrl_c_exit_cleanly(tmp_path):
     schema = tmp_path / "s.json"
     schema.write_text(json.dumps({"type": "object", "properties": {"n": {"type": "integer"}},

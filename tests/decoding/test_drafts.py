@@ -39,6 +39,25 @@ def test_forced_tokens_follow_the_models_own_spelling(engine):
     assert ForcedTokens(open_end, tok, engine.vocab).at(open_end.initial_state) == []
 
 
+def test_forced_spans_emit_special_tokens_as_their_ids(engine):
+    """A structure's forced bytes hold a marker byte where a special token goes: the span is the
+    text's tokens, then that token's id (never the tokens of its text), then the rest."""
+    tok = engine.loaded.tokenizer
+    vocab = engine.vocab
+    start = int(vocab.find_tokens("<|im_start|>")[0])
+    g = vocab.compile_structure(["Done: ", {"token": "<|im_start|>"}, "tool\n", {"regex": "[0-9]+"}])
+    assert start in g.special_tokens
+    forced = ForcedTokens(g, tok, vocab)
+    spelled = forced.spell(g.initial_state)
+    head = tok.encode("Done: ", add_special_tokens=False)
+    assert spelled[:len(head)] == head and spelled[len(head)] == start
+    assert spelled.count(start) == 1
+    s = g.initial_state
+    for t in spelled:  # every proposed token is one the grammar takes
+        s = g.advance(s, t)
+    assert b"".join(vocab.token_bytes(t) for t in spelled).startswith(b"Done: <|im_start|>tool")
+
+
 def test_lookup_continues_the_longest_earlier_ngram():
     ctx = [1, 2, 3, 9, 9, 1, 2, 3]
     assert lookup(ctx, 3) == [9, 9, 1]  # the trigram 1 2 3 occurred before: what followed it

@@ -12,64 +12,25 @@ with the real default model, raw HTTP from parallel clients.
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
-import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import jsonschema
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from server_process import running_server
+
 RECORD = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 12}, "age": {"type": "integer"}},
           "required": ["name", "age"], "additionalProperties": False}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("server") / "server.log"
-    log = open(log_path, "w")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("ONYX_API_KEY", None)
-    proc = subprocess.Popen([sys.executable, "-m", "onyx.server", "--port", str(port), "--max-batch", "8",
-                             "--log-level", "warning"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 300
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"server exited:\n{log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(base + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.time() > deadline:
-                pytest.fail("server did not come up")
-            time.sleep(0.5)
-        yield {"base": base, "log": log_path}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-    assert "Traceback" not in log_path.read_text(), log_path.read_text()[-3000:]
+    with running_server(tmp_path_factory.mktemp("server"), "--max-batch", "8") as s:
+        yield s
 
 
 def health(server) -> dict:

@@ -1,0 +1,76 @@
+"""One generated sample as an OpenAI choice: the chat message (content, reasoning_content,
+tool_calls), the finish reason, the logprobs, and the same as streamed deltas.
+
+Whole answers and streams are built from the same engine objects (a `Result`, and the
+`Chunk`s whose `deltas` the output parser wrote), so the streamed pieces of a choice reassemble
+to its whole message. Logprobs come from the engine as one entry per token (`token`,
+`logprob`, `bytes`, `top_logprobs`; see `onyx.decoding.row_logits` for the distribution they
+describe) and are shaped here: chat's `{"content": [...]}`, or the completions endpoint's
+parallel lists (`tokens`, `token_logprobs`, `top_logprobs`, `text_offset`).
+"""
+
+from __future__ import annotations
+
+
+def finish_reason(reason: str) -> str:
+    return reason if reason in ("length", "tool_calls") else "stop"
+
+
+def chat_message(result) -> dict:
+    msg = result.message()
+    msg.setdefault("refusal", None)
+    return msg
+
+
+def _entry(e: dict) -> dict:
+    return {"token": e["token"], "logprob": e["logprob"], "bytes": e["bytes"]}
+
+
+def chat_logprobs(entries: list[dict] | None) -> dict | None:
+    if entries is None:
+        return None
+    return {"content": [{**_entry(e), "top_logprobs": [_entry(a) for a in e["top_logprobs"]]} for e in entries],
+            "refusal": None}
+
+
+class CompletionLogprobs:
+    """The completions endpoint's logprobs of one choice, piece after piece (`text_offset`
+    continues across the pieces of a stream)."""
+
+    def __init__(self) -> None:
+        self.offset = 0
+
+    def shape(self, entries: list[dict] | None) -> dict | None:
+        if entries is None:
+            return None
+        out: dict = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+        for e in entries:
+            out["tokens"].append(e["token"])
+            out["token_logprobs"].append(e["logprob"])
+            out["top_logprobs"].append({a["token"]: a["logprob"] for a in e["top_logprobs"]})
+            out["text_offset"].append(self.offset)
+            self.offset += len(e["token"])
+        return out
+
+
+def chat_choice(index: int, result) -> dict:
+    return {"index": index, "message": chat_message(result), "logprobs": chat_logprobs(result.logprobs),
+            "finish_reason": finish_reason(result.finish_reason)}
+
+
+def completion_choice(index: int, result) -> dict:
+    return {"index": index, "text": result.text, "logprobs": CompletionLogprobs().shape(result.logprobs),
+            "finish_reason": finish_reason(result.finish_reason)}
+
+
+def chat_deltas(chunk) -> list[tuple[dict, dict | None]]:
+    """A streamed chunk as (delta, logprobs) pairs, one per event: the parser's deltas in order,
+    the chunk's logprobs on the first (an empty delta carries them when the parser held the
+    text back)."""
+    logprobs = chat_logprobs(chunk.logprobs)
+    out: list[tuple[dict, dict | None]] = []
+    for d in chunk.deltas:
+        out.append((d, logprobs if not out else None))
+    if not out and logprobs is not None:
+        out.append(({}, logprobs))
+    return out
