@@ -23,11 +23,13 @@ evaluated, so another thread may use the model (MLX streams are per thread).
 
 from __future__ import annotations
 
+import atexit
 import collections
 import itertools
 import logging
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -41,6 +43,17 @@ from onyx.text import TextBuilder
 log = logging.getLogger("onyx.scheduler")
 
 DEFAULT_MAX_BATCH = 8
+
+# Every scheduler still alive when the interpreter exits is closed first: its worker thread
+# (a daemon) is joined instead of being frozen mid-step, so MLX's threads are not torn down under
+# it (a process could otherwise abort at exit with "terminate called without an active exception").
+_live: "weakref.WeakSet[Scheduler]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for s in list(_live):
+        s.close(timeout=10.0)
 
 
 @dataclass
@@ -142,6 +155,7 @@ class Scheduler:
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopping = False
+        _live.add(self)
         self.reserved_blocks = 0
         self.max_kv_blocks: int | None = None  # the reservations' limit (None: the pool's max_blocks)
         self.served = self.cancelled = self.failed = 0
