@@ -63,5 +63,29 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
 
 
+
+def run() -> None:
+    """The `onyx` console command: `main`, then an immediate exit once the output is flushed.
+
+    The process leaves without Python's finalization: MLX's native threads are then never torn
+    down under a thread that still holds them, which aborted a few exits ("terminate called
+    without an active exception") after all the work was done and printed."""
+    try:
+        code = main()
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:  # noqa: BLE001 - printed as Python would, then the same immediate exit
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -1,8 +1,6 @@
 """`python -m onyx.cli`: the `onyx` command."""
 
-import sys
-
-from onyx.cli import main
+from onyx.cli import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
