@@ -1,7 +1,7 @@
 """Random walks through a compiled JSON Schema grammar, and the judge of the texts they write.
 
 Shared by `bench/schema_bench.py` (validity over JSONSchemaBench) and
-`tests/test_schema_validity.py`. The claim under test is the JSON Schema compiler's: every text
+`tests/grammar/test_schema_validity.py`. The claim under test is the JSON Schema compiler's: every text
 the grammar accepts parses as JSON and validates against the schema with Python `jsonschema`,
 format checking on. A walk starts at the grammar's initial state and picks, at each step, one
 of the allowed tokens uniformly at random (EOS aside); in an accepting state it stops with

@@ -18,7 +18,7 @@ from bench.corpus import JSONSCHEMABENCH_DIR
 from bench.peers import PEER_PACKAGES
 from bench.schema_suite import suite_dir, suite_files
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "schema_bench.py"
 SETS = ["Glaiveai2K", "Github_trivial"]
 LIMIT = 3
