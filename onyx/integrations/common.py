@@ -126,6 +126,13 @@ class Compiled:
         return table
 
 
+def check_budget(value: Any, name: str) -> int | None:
+    """A token budget argument: None, or a positive integer (ValueError naming `name`)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
 def constraint_spec(regex: Any = None, json_schema: Any = None, max_whitespace: Any = None) -> ConstraintSpec:
     """The constraint for these arguments; exactly one of `regex` and `json_schema` is needed."""
     spec = ConstraintSpec.parse(regex, json_schema, max_whitespace)

@@ -30,7 +30,7 @@ from typing import Any
 import mlx.core as mx
 
 from onyx.constraint import bitmask_to_bool
-from onyx.integrations.common import Walk, compile_constraint, constraint_spec, vocabulary_for
+from onyx.integrations.common import Walk, check_budget, compile_constraint, constraint_spec, vocabulary_for
 
 __all__ = ["GrammarLogitsProcessor"]
 
@@ -61,9 +61,7 @@ class GrammarLogitsProcessor:
     def __init__(self, tokenizer: Any, *, regex: str | None = None, json_schema: Any = None,
                  max_whitespace: int | None = None, max_tokens: int | None = None,
                  eos_token_ids: list[int] | None = None, strict: bool = False) -> None:
-        if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)
-                                       or max_tokens < 1):
-            raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        check_budget(max_tokens, "max_tokens")
         spec = constraint_spec(regex, json_schema, max_whitespace)
         vocab = vocabulary_for(tokenizer, eos_token_ids, strict=strict, stacklevel=3)
         self.compiled = compile_constraint(vocab, spec)

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from transformers import LogitsProcessor
 
-from onyx.integrations.common import Walk, compile_constraint, constraint_spec, unpack_bitmask, vocabulary_for
+from onyx.integrations.common import Walk, check_budget, compile_constraint, constraint_spec, unpack_bitmask, vocabulary_for
 
 __all__ = ["GrammarLogitsProcessor"]
 
@@ -51,9 +51,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
     def __init__(self, tokenizer: Any, *, regex: str | None = None, json_schema: Any = None,
                  max_whitespace: int | None = None, max_new_tokens: int | None = None,
                  eos_token_ids: list[int] | None = None, strict: bool = False) -> None:
-        if max_new_tokens is not None and (isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int)
-                                           or max_new_tokens < 1):
-            raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+        check_budget(max_new_tokens, "max_new_tokens")
         spec = constraint_spec(regex, json_schema, max_whitespace)
         vocab = vocabulary_for(tokenizer, eos_token_ids, strict=strict, stacklevel=3)
         self.compiled = compile_constraint(vocab, spec)
