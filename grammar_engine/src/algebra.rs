@@ -6,7 +6,9 @@
 //! refuses. That is what makes `allOf`, a `pattern` next to length bounds, or `oneOf` as "a
 //! union minus the overlaps" exact rather than refused.
 //!
-//! An [`Expr`] is a tree whose leaves are regex text or already-built DFAs. A tree of regex
+//! An [`Expr`] is a tree whose leaves are regex text or already-built DFAs; its nodes are
+//! shared (`Rc`), so a subschema's language is reused wherever it occurs for the cost of a
+//! reference count. A tree of regex
 //! leaves only (the common case) is rendered as one regex and compiled by `regex-automata`, as a
 //! plain pattern would be. Otherwise each maximal regex-only subtree is compiled on its own, every
 //! DFA is copied into one Thompson NFA (a DFA state becomes a sparse NFA state; an accepting
@@ -34,15 +36,15 @@ const MAX_REGEX_LEN: usize = 16 << 20;
 #[derive(Debug, Clone)]
 pub enum Expr {
     /// The strings that fully match a regex (regex-automata syntax, Unicode mode, no anchors).
-    Regex(String),
+    Regex(Rc<str>),
     /// The strings a DFA accepts.
     Dfa(Rc<Dfa>),
     /// One string of each part, in order.
-    Concat(Vec<Expr>),
+    Concat(Rc<[Expr]>),
     /// The strings of any part.
-    Union(Vec<Expr>),
+    Union(Rc<[Expr]>),
     /// `min` to `max` (unbounded when `None`) strings of the inner language, concatenated.
-    Repeat(Box<Expr>, u32, Option<u32>),
+    Repeat(Rc<Expr>, u32, Option<u32>),
     /// No string at all.
     Empty,
 }
@@ -50,17 +52,17 @@ pub enum Expr {
 impl Expr {
     /// The language of a regex.
     pub fn regex(text: impl Into<String>) -> Expr {
-        Expr::Regex(text.into())
+        Expr::Regex(Rc::from(text.into()))
     }
 
     /// The language of exactly one string.
     pub fn literal(text: &str) -> Expr {
-        Expr::Regex(regex_syntax::escape(text))
+        Expr::regex(regex_syntax::escape(text))
     }
 
     /// The empty string's language (the unit of concatenation).
     pub fn epsilon() -> Expr {
-        Expr::Regex(String::new())
+        Expr::Regex(Rc::from(""))
     }
 
     pub fn concat(parts: Vec<Expr>) -> Expr {
@@ -70,7 +72,7 @@ impl Expr {
         let mut flat = Vec::with_capacity(parts.len());
         for p in parts {
             match p {
-                Expr::Concat(inner) => flat.extend(inner),
+                Expr::Concat(inner) => flat.extend(inner.iter().cloned()),
                 Expr::Regex(r) if r.is_empty() => {}
                 other => flat.push(other),
             }
@@ -78,7 +80,7 @@ impl Expr {
         match flat.len() {
             0 => Expr::epsilon(),
             1 => flat.pop().unwrap_or(Expr::Empty),
-            _ => Expr::Concat(flat),
+            _ => Expr::Concat(flat.into()),
         }
     }
 
@@ -86,7 +88,7 @@ impl Expr {
         let mut flat = Vec::with_capacity(parts.len());
         for p in parts {
             match p {
-                Expr::Union(inner) => flat.extend(inner),
+                Expr::Union(inner) => flat.extend(inner.iter().cloned()),
                 Expr::Empty => {}
                 other => flat.push(other),
             }
@@ -94,7 +96,7 @@ impl Expr {
         match flat.len() {
             0 => Expr::Empty,
             1 => flat.pop().unwrap_or(Expr::Empty),
-            _ => Expr::Union(flat),
+            _ => Expr::Union(flat.into()),
         }
     }
 
@@ -108,7 +110,7 @@ impl Expr {
         if min == 1 && max == Some(1) {
             return inner;
         }
-        Expr::Repeat(Box::new(inner), min, max)
+        Expr::Repeat(Rc::new(inner), min, max)
     }
 
     /// The inner language or the empty string.
@@ -140,6 +142,21 @@ impl Expr {
         if let Expr::Dfa(d) = self {
             return Ok(Some((**d).clone()));
         }
+        if let Some(factor) = config.nfa_states_factor {
+            // Building a Thompson NFA of millions of states takes seconds; estimate it first.
+            // The estimate runs about twice the real size (median 1.9× over the automata of
+            // JSONSchemaBench's slowest schemas), hence twice the NFA limit; none it refused
+            // there would have fitted.
+            let most = config.max_states.saturating_mul(factor).saturating_mul(2);
+            let estimate = self.nfa_size_estimate(&mut HashMap::new());
+            if estimate > most as u64 {
+                return Err(GrammarError::TooLarge {
+                    what: "regex DFA",
+                    limit: config.max_states,
+                    detail: format!("its NFA would have about {estimate} states, past {factor}× the DFA state limit"),
+                });
+            }
+        }
         if self.is_regex_only() {
             let text = self.render()?;
             return match Dfa::from_regex(&text, config) {
@@ -157,6 +174,38 @@ impl Expr {
             Err(GrammarError::EmptyLanguage { .. }) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// About how many states the Thompson NFA of this expression has (shared nodes counted
+    /// at each use, as the NFA copies them), without building it. `memo` holds the estimates
+    /// of shared nodes by address.
+    pub(crate) fn nfa_size_estimate(&self, memo: &mut HashMap<usize, u64>) -> u64 {
+        let key = match self {
+            Expr::Regex(r) => r.as_ptr() as usize,
+            Expr::Concat(p) | Expr::Union(p) => p.as_ptr() as usize,
+            Expr::Repeat(inner, _, _) => Rc::as_ptr(inner) as usize,
+            Expr::Dfa(d) => return d.num_states() as u64 * 2,
+            Expr::Empty => return 1,
+        };
+        if let Some(&n) = memo.get(&key) {
+            return n;
+        }
+        let n = match self {
+            Expr::Regex(r) => match crate::dfa::parse(r) {
+                Ok(hir) => hir_size(&hir),
+                Err(_) => r.len() as u64,
+            },
+            Expr::Concat(parts) | Expr::Union(parts) => {
+                parts.iter().fold(1u64, |acc, p| acc.saturating_add(p.nfa_size_estimate(memo)))
+            }
+            Expr::Repeat(inner, min, max) => {
+                let copies = repeat_copies(*min, *max);
+                inner.nfa_size_estimate(memo).saturating_mul(copies).saturating_add(2)
+            }
+            Expr::Dfa(_) | Expr::Empty => unreachable!("returned above"),
+        };
+        memo.insert(key, n);
+        n
     }
 
     /// True when every leaf is regex text (so the whole renders as one regex).
@@ -186,7 +235,7 @@ impl Expr {
             Expr::Empty => out.push_str("[^\\x00-\\x{10FFFF}]"),
             Expr::Dfa(_) => unreachable!("render is only called on regex-only trees"),
             Expr::Concat(parts) => {
-                for p in parts {
+                for p in parts.iter() {
                     p.render_into(out)?;
                 }
             }
@@ -218,6 +267,38 @@ impl Expr {
             });
         }
         Ok(())
+    }
+}
+
+/// How many copies of a repeated body the estimate counts. Capped at 16: a large counted
+/// repetition of a small body often compiles (as a minimized DFA of its own) to far fewer
+/// states than its copies, and an estimate must err low, not refuse what would fit.
+fn repeat_copies(min: u32, max: Option<u32>) -> u64 {
+    u64::from(max.unwrap_or(min.saturating_add(1)).max(min).clamp(1, 16))
+}
+
+/// About how many Thompson NFA states a regex's syntax tree compiles to: a literal byte or a
+/// byte class is one, a Unicode class one per UTF-8 sequence of its ranges, a counted
+/// repetition copies its body.
+fn hir_size(hir: &regex_syntax::hir::Hir) -> u64 {
+    use regex_syntax::hir::{Class, HirKind};
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => 1,
+        HirKind::Literal(lit) => lit.0.len() as u64,
+        HirKind::Class(Class::Bytes(_)) => 1,
+        HirKind::Class(Class::Unicode(c)) => c
+            .iter()
+            .map(|r| regex_syntax::utf8::Utf8Sequences::new(r.start(), r.end()).count() as u64)
+            .sum::<u64>()
+            .max(1),
+        HirKind::Repetition(rep) => {
+            let copies = repeat_copies(rep.min, rep.max);
+            hir_size(&rep.sub).saturating_mul(copies).saturating_add(1)
+        }
+        HirKind::Capture(cap) => hir_size(&cap.sub),
+        HirKind::Concat(parts) | HirKind::Alternation(parts) => {
+            parts.iter().fold(1u64, |acc, p| acc.saturating_add(hir_size(p)))
+        }
     }
 }
 
@@ -274,7 +355,7 @@ impl NfaBuilder {
             Expr::Union(parts) => {
                 let start = self.b.add_union(Vec::new()).map_err(err)?;
                 let end = self.b.add_empty().map_err(err)?;
-                for p in parts {
+                for p in parts.iter() {
                     let (s, e) = self.emit(p, config)?;
                     self.b.patch(start, s).map_err(err)?;
                     self.b.patch(e, end).map_err(err)?;
