@@ -99,6 +99,11 @@ pub(crate) fn array<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
     let needed: u64 = contains.iter().map(|(_, min, _)| *min).sum();
     lo = lo.max(needed);
     hi = c.cap(hi, lo);
+    if c.pruning() && hi.is_none_or(|h| h > lo) {
+        // Past the prune depth an array keeps only the elements it must have.
+        c.note_pruned();
+        hi = Some(lo);
+    }
     if hi.is_some_and(|h| h < lo) {
         return Ok(Expr::Empty);
     }
@@ -114,14 +119,14 @@ pub(crate) fn array<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
         if hi.is_some_and(|h| p as u64 >= h) {
             break;
         }
-        at.push(position(c, &members, Some(p))?);
+        at.push(c.inside(|c| position(c, &members, Some(p)))?);
     }
-    let mut rest = position(c, &members, None)?;
+    let mut rest = c.inside(|c| position(c, &members, None))?;
 
     // contains: the first elements match, and with maxContains the others do not.
     let mut next = 0usize;
     for (schema, min, max) in &contains {
-        let want = c.compile_one(schema.clone())?;
+        let want = c.inside(|c| c.compile_one(schema.clone()))?;
         for _ in 0..*min {
             if next >= at.len() {
                 break;
@@ -130,7 +135,7 @@ pub(crate) fn array<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
             next += 1;
         }
         if max.is_some() {
-            let over = c.over(Conj::of(vec![schema.clone()]))?;
+            let over = c.inside(|c| c.over(Conj::of(vec![schema.clone()])))?;
             for e in at.iter_mut().skip(next) {
                 *e = e.minus(&over, c.config)?;
             }

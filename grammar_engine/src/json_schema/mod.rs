@@ -71,47 +71,86 @@ impl Default for JsonSchemaOptions {
     }
 }
 
-/// Upper bounds tried, in turn, when the exact automaton is over the size limit: large
-/// `maxItems`/`maxLength` bounds multiply states (100 items of strings up to 1024 characters
-/// need 100 × 1024 of them). Keeping fewer elements or shorter strings than a maximum allows
-/// is a sound restriction, taken only when the exact automaton does not fit.
-const COUNT_CAPS: [Option<u64>; 3] = [None, Some(16), Some(4)];
+/// The sound restrictions tried, in turn, when the exact automaton is over a limit.
+///
+/// - A count cap: large `maxItems`/`maxLength` bounds multiply states (100 items of strings up
+///   to 1024 characters need 100 × 1024 of them); upper bounds above the cap are lowered to
+///   it (never below the lower bound).
+/// - A prune depth: a schema of hundreds of nested optional properties (a Kubernetes object,
+///   a web API's resource) is one automaton with a copy of every nested object at every place
+///   it can occur. Objects at least that deep keep only their required members (and those
+///   `minProperties` needs), arrays only the elements `minItems` needs.
+///
+/// Each keeps fewer texts than the schema allows, never an invalid one, and is taken only when
+/// the less restricted attempts did not fit. A cap is tried only when some bound is large; a
+/// prune depth that leaves nothing out is not determinized again.
+const RESTRICTIONS: [Restriction; 8] = [
+    Restriction { count_cap: None, prune_depth: None },
+    Restriction { count_cap: Some(16), prune_depth: None },
+    Restriction { count_cap: Some(4), prune_depth: None },
+    Restriction { count_cap: Some(4), prune_depth: Some(6) },
+    Restriction { count_cap: Some(4), prune_depth: Some(4) },
+    Restriction { count_cap: Some(4), prune_depth: Some(3) },
+    Restriction { count_cap: Some(4), prune_depth: Some(2) },
+    Restriction { count_cap: Some(4), prune_depth: Some(1) },
+];
+
+/// One step of [`RESTRICTIONS`].
+#[derive(Debug, Clone, Copy)]
+struct Restriction {
+    count_cap: Option<u64>,
+    prune_depth: Option<usize>,
+}
 
 /// Compiles `schema` into a DFA over UTF-8 bytes whose full matches are JSON texts valid under
 /// the schema.
 ///
-/// The whole compilation, retries with count caps included, has `max_compile_ms`: the exact
-/// attempt may use half of it (a fifth for its final automaton when a cap could still make it
-/// smaller: an automaton that large is past the size limit more often than not, and the retry
-/// needs the time), the first capped one three quarters, the last one all of it.
+/// The whole compilation, restricted retries included, has `max_compile_ms`: the exact
+/// attempt may use half of it, each later one half of what is left, the last one all of it.
+/// An attempt whose automaton expression is far past the state limit gives up before
+/// determinizing (see [`crate::algebra::Expr::to_dfa`]), so hopeless attempts cost little.
 pub fn compile(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> Result<Dfa> {
     let mut last = None;
     let started = std::time::Instant::now();
-    let by = |twentieths: u64| DfaConfig {
-        deadline: Some(Deadline {
-            at: started + std::time::Duration::from_millis(opts.max_compile_ms * twentieths / 20),
-            limit_ms: opts.max_compile_ms,
-        }),
+    let total = std::time::Duration::from_millis(opts.max_compile_ms);
+    let deadline = |at: std::time::Instant| DfaConfig {
+        deadline: Some(Deadline { at, limit_ms: opts.max_compile_ms }),
+        nfa_states_factor: Some(2),
         ..config.clone()
     };
-    for (attempt, cap) in COUNT_CAPS.into_iter().enumerate() {
-        let walk_config = by([10, 15, 20][attempt]);
+    let mut large_bounds = true;
+    for (i, r) in RESTRICTIONS.into_iter().enumerate() {
+        if r.prune_depth.is_none() && r.count_cap.is_some() && !large_bounds {
+            continue;
+        }
+        let last_try = i + 1 == RESTRICTIONS.len();
+        let now = std::time::Instant::now();
+        let left = total.saturating_sub(now - started);
+        let walk_config = deadline(if last_try { started + total } else { now + left / 2 });
         let mut compiler = walk::Compiler::new(schema, opts, &walk_config);
-        compiler.count_cap = cap;
+        compiler.count_cap = r.count_cap;
+        compiler.prune_depth = r.prune_depth;
         let root = compiler.root_item(schema);
-        let attempt = compiler.compile_one(root).and_then(|expr| {
-            let final_config = if cap.is_none() && compiler.capped() { by(4) } else { walk_config.clone() };
-            expr.to_dfa(&final_config)
-        });
-        match attempt {
+        let expr = compiler.compile_one(root);
+        if i == 0 {
+            large_bounds = compiler.capped();
+        }
+        if r.prune_depth.is_some() && !compiler.pruned() && expr.is_ok() {
+            // Nothing that deep: the same expression as the capped attempt before.
+            continue;
+        }
+        match expr.and_then(|expr| expr.to_dfa(&walk_config)) {
             Ok(Some(dfa)) => return Ok(dfa),
             Ok(None) => {
                 return Err(GrammarError::EmptyLanguage {
                     detail: "no JSON value satisfies the schema (or none that this compiler can write: see the JSON Schema notes in the README)".into(),
                 })
             }
-            Err(e @ GrammarError::TooLarge { .. }) if compiler.capped() => last = Some(e),
+            Err(e @ GrammarError::TooLarge { .. }) => last = Some(e),
             Err(e) => return Err(e),
+        }
+        if std::time::Instant::now() >= started + total {
+            break;
         }
     }
     Err(last.unwrap_or_else(|| GrammarError::EmptyLanguage { detail: "no JSON value satisfies the schema".into() }))

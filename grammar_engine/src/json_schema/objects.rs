@@ -140,10 +140,22 @@ pub(crate) fn object<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> 
     let mut forbidden: HashSet<String> = conj.forbidden.iter().cloned().collect();
     let ws = c.ws.clone();
     let mut members: Vec<(String, Expr, bool)> = Vec::new();
+    // Past the prune depth only the members the counts need are kept (required ones, and as
+    // many optional ones as `minProperties` asks for).
+    let prune = c.pruning();
+    let mut optional_room = min_props.saturating_sub(required.len() as u64);
     for name in &order {
         let is_required = required.contains(name);
+        if prune && !is_required && !forbidden.contains(name) {
+            if optional_room == 0 {
+                c.note_pruned();
+                forbidden.insert(name.clone());
+                continue;
+            }
+            optional_room -= 1;
+        }
         let allowed = !forbidden.contains(name) && names.as_ref().is_none_or(|d| accepts(d, &string_literal_text(name)));
-        let value = if allowed { value_of(c, &rules, name)? } else { None };
+        let value = if allowed { c.inside(|c| value_of(c, &rules, name))? } else { None };
         match value {
             Some(v) if !v.is_empty() => {
                 let member = Expr::concat(vec![string_literal(name), Expr::regex(format!("{ws}:{ws}")), v]);
@@ -158,7 +170,15 @@ pub(crate) fn object<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> 
 
     // Extra members.
     let taken: Vec<&str> = order.iter().map(String::as_str).chain(forbidden.iter().map(String::as_str)).collect();
-    let extras = extra_members(c, &rules, &taken, names.as_ref())?;
+    // Extras too, unless the kept members may fall short of `minProperties`.
+    let extras = if prune && members.len() as u64 >= min_props {
+        if rules.iter().any(Rule::invites_extras) {
+            c.note_pruned();
+        }
+        Expr::Empty
+    } else {
+        c.inside(|c| extra_members(c, &rules, &taken, names.as_ref()))?
+    };
 
     // Counts.
     let n_required = members.iter().filter(|m| m.2).count() as u64;

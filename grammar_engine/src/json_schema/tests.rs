@@ -270,3 +270,82 @@ fn json_schema_test_suite_false_positives_stay_fixed() {
         assert!(matches!(error(schema.clone()), GrammarError::UnsupportedSchemaKeyword { .. }), "{schema}");
     }
 }
+
+/// A schema whose exact automaton is past a (small) state limit: four levels of objects, each
+/// with four optional members of the next level's type, the last level a string.
+fn wide_nested_schema() -> Value {
+    let mut defs = serde_json::Map::new();
+    defs.insert("l4".into(), json!({"type": "string", "pattern": "^[a-z]{1,6}$"}));
+    for level in (0..4).rev() {
+        let next = format!("#/$defs/l{}", level + 1);
+        let props: serde_json::Map<String, Value> = ["p", "q", "r", "s"].iter().map(|n| (n.to_string(), json!({"$ref": next}))).collect();
+        defs.insert(format!("l{level}"), json!({"type": "object", "properties": props, "required": ["p"]}));
+    }
+    json!({"$ref": "#/$defs/l0", "$defs": defs})
+}
+
+#[test]
+fn past_the_state_limit_deep_optional_members_are_pruned() {
+    let schema = wide_nested_schema();
+    let opts = JsonSchemaOptions::default();
+    let exact = compile(&schema, &opts, &DfaConfig::default()).expect("fits the default limit");
+    let small = DfaConfig { max_states: exact.num_states() / 3, ..DfaConfig::default() };
+    let d = compile(&schema, &opts, &small).expect("a pruned automaton fits");
+    assert!(d.num_states() <= small.max_states);
+    let required_only = r#"{"p":{"p":{"p":{"p":"ab"}}}}"#;
+    let shallow_optional = r#"{"p":{"p":{"p":{"p":"ab"}}},"q":{"p":{"p":{"p":"z"}}}}"#;
+    let deep_optional = r#"{"p":{"p":{"p":{"p":"ab","s":"cd"}}}}"#;
+    for t in [required_only, shallow_optional, deep_optional] {
+        assert!(accepts(&exact, t), "the exact automaton accepts {t}");
+    }
+    // Sound: the required members stay; optional ones are kept near the root only.
+    assert!(accepts(&d, required_only));
+    assert!(accepts(&d, shallow_optional));
+    assert!(!accepts(&d, deep_optional));
+    // Still exact where it keeps anything: the pattern and the required member are enforced.
+    assert!(!accepts(&d, r#"{"p":{"p":{"p":{"p":"AB"}}}}"#));
+    assert!(!accepts(&d, r#"{"q":{"p":{"p":{"p":"z"}}}}"#));
+}
+
+#[test]
+fn pruning_keeps_what_min_properties_and_min_items_need() {
+    let schema = json!({"type": "object", "required": ["a"], "properties": {"a": {"type": "object",
+        "minProperties": 1, "properties": {"x": {"type": "integer"}, "y": {"type": "string", "maxLength": 3}},
+        "additionalProperties": {"type": "boolean"}}, "b": {"type": "array", "minItems": 1, "items": {"type": "null"}}}});
+    let opts = JsonSchemaOptions::default();
+    let config = DfaConfig::default();
+    let mut c = super::walk::Compiler::new(&schema, &opts, &config);
+    c.prune_depth = Some(1);
+    let root = c.root_item(&schema);
+    let d = c.compile_one(root).unwrap().to_dfa(&config).unwrap().expect("not empty");
+    assert!(c.pruned());
+    // `a` needs one member: the first optional one is kept, extras are not.
+    assert!(accepts(&d, r#"{"a":{"x":1}}"#));
+    for t in [r#"{"a":{}}"#, r#"{"a":{"x":1,"y":"z"}}"#, r#"{"a":{"x":1,"k":true}}"#] {
+        assert!(!accepts(&d, t), "{t}");
+    }
+    // The root (depth 0) keeps its optional `b`; `b`'s elements are at depth 1: only `minItems`.
+    assert!(accepts(&d, r#"{"a":{"x":1},"b":[null]}"#));
+    assert!(!accepts(&d, r#"{"a":{"x":1},"b":[null,null]}"#));
+}
+
+#[test]
+fn the_size_estimate_refuses_huge_expressions_before_building_them() {
+    use crate::algebra::Expr;
+    let config = DfaConfig { max_states: 1_000, nfa_states_factor: Some(2), ..DfaConfig::default() };
+    // 64 distinct words, the union copied 2^7 times: far more NFA states than 4 × 1,000
+    // (its minimized DFA would be small; the estimate is about the NFA built on the way).
+    let word = |i: usize| Expr::literal(&format!("w{i:03}x"));
+    let mut e = Expr::union((0..64).map(word).collect());
+    for _ in 0..7 {
+        e = Expr::concat(vec![e.clone(), Expr::literal(","), e]);
+    }
+    let started = std::time::Instant::now();
+    let err = e.to_dfa(&config).expect_err("too large");
+    assert!(matches!(err, GrammarError::TooLarge { .. }), "{err}");
+    assert!(err.to_string().contains("about"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_millis(500));
+    // Below the estimate's limit the same shape compiles.
+    let small = Expr::concat(vec![Expr::union((0..4).map(word).collect()), Expr::literal(";")]);
+    assert!(small.to_dfa(&config).unwrap().is_some());
+}

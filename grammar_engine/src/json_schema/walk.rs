@@ -121,10 +121,18 @@ pub(crate) struct Compiler<'a> {
     /// Object names that do not discriminate (see `one_of`); over-languages prefer others.
     pub common_names: HashSet<String>,
     /// When set, upper count bounds (`maxItems`, `maxLength`) above it are lowered to it (but
-    /// never below the lower bound): see `COUNT_CAPS` in `mod.rs`.
+    /// never below the lower bound): see `RESTRICTIONS` in `mod.rs`.
     pub count_cap: Option<u64>,
     /// Whether some bound is large enough that a cap would lower it.
     large_bounds: std::cell::Cell<bool>,
+    /// When set, objects nested at least this deep (the root value is at depth 0) keep only
+    /// their required members, and arrays that deep only their required elements: see
+    /// `RESTRICTIONS` in `mod.rs`.
+    pub prune_depth: Option<usize>,
+    /// Containers (objects and arrays) around the value being compiled.
+    value_depth: usize,
+    /// Whether `prune_depth` left some optional member or element out.
+    pruned: std::cell::Cell<bool>,
 }
 
 impl<'a> Compiler<'a> {
@@ -146,6 +154,9 @@ impl<'a> Compiler<'a> {
             common_names: HashSet::new(),
             count_cap: None,
             large_bounds: std::cell::Cell::new(false),
+            prune_depth: None,
+            value_depth: 0,
+            pruned: std::cell::Cell::new(false),
         }
     }
 
@@ -169,6 +180,31 @@ impl<'a> Compiler<'a> {
     /// Whether a retry with a tighter cap could make the automaton smaller.
     pub(crate) fn capped(&self) -> bool {
         self.large_bounds.get() && self.count_cap != Some(4)
+    }
+
+    /// Whether the value being compiled is past `prune_depth` (its optional members and
+    /// elements are left out).
+    pub(crate) fn pruning(&self) -> bool {
+        self.prune_depth.is_some_and(|d| self.value_depth >= d)
+    }
+
+    /// Notes that pruning left something out (so a shallower prune depth may help).
+    pub(crate) fn note_pruned(&self) {
+        self.pruned.set(true);
+    }
+
+    /// Whether pruning left anything out in this attempt.
+    pub(crate) fn pruned(&self) -> bool {
+        self.pruned.get()
+    }
+
+    /// Runs `f` one container deeper (for the members of an object or the elements of an
+    /// array).
+    pub(crate) fn inside<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        self.value_depth += 1;
+        let out = f(self);
+        self.value_depth -= 1;
+        out
     }
 
     fn check_time(&self, ctx: &Ctx) -> Result<()> {
@@ -305,6 +341,9 @@ impl<'a> Compiler<'a> {
         let key: Option<Vec<(usize, u16)>> = (conj.forbidden.is_empty() && conj.required.is_empty() && conj.excluded == 0).then(|| {
             let mut k: Vec<(usize, u16)> = conj.items.iter().map(|i| (i.schema as *const Value as usize, i.done)).collect();
             k.sort_unstable();
+            // Pruning depends on how far below the value the prune depth is.
+            let to_prune = self.prune_depth.map_or(0, |d| d.saturating_sub(self.value_depth) + 1);
+            k.push((0, u16::try_from(to_prune).unwrap_or(u16::MAX)));
             k
         });
         if let Some(hit) = key.as_ref().and_then(|k| self.cache.get(k)) {
