@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -21,6 +22,8 @@ import mlx.core as mx
 import numpy as np
 
 from onyx.options import ConstraintSpec
+
+log = logging.getLogger("onyx.constraint")
 
 
 def bitmask_to_bool(words: np.ndarray, width: int) -> mx.array:
@@ -120,6 +123,9 @@ class GrammarCache:
             grammar = self.vocab.compile_structure(json.loads(spec.structure))
         else:
             grammar = self.vocab.compile_json_schema(spec.json_schema, max_whitespace=spec.max_whitespace)
+            if grammar.restriction:
+                # Still valid output, but fewer texts than the schema allows: say so once.
+                log.warning("JSON Schema compiled under a restriction: %s", grammar.restriction)
         entry = (grammar, MaskCache(grammar, self.width))
         with self._lock:
             self.compiles += 1

@@ -52,6 +52,8 @@ pub struct Grammar {
     min_tokens: OnceLock<Vec<u32>>,
     index_bytes: AtomicUsize,
     max_index_bytes: usize,
+    /// For a JSON Schema compiled under a sound restriction (it did not fit exactly): which.
+    restriction: Option<String>,
 }
 
 impl Grammar {
@@ -68,8 +70,16 @@ impl Grammar {
         options: &JsonSchemaOptions,
         config: &GrammarConfig,
     ) -> Result<Grammar> {
-        let dfa = json_schema::compile(schema, options, &config.dfa)?;
-        Self::new(vocab, dfa, schema.to_string(), SpecialTokens::default(), config)
+        let (dfa, restriction) = json_schema::compile_noting(schema, options, &config.dfa)?;
+        let mut g = Self::new(vocab, dfa, schema.to_string(), SpecialTokens::default(), config)?;
+        g.restriction = restriction;
+        Ok(g)
+    }
+
+    /// `Some` (what was left out) when a JSON Schema was compiled under a sound restriction
+    /// because its exact automaton did not fit: see `RESTRICTIONS` in [`json_schema`].
+    pub fn restriction(&self) -> Option<&str> {
+        self.restriction.as_deref()
     }
 
     /// Compiles a structure spec (see [`structure`]): one DFA over its segments, with the
@@ -118,6 +128,7 @@ impl Grammar {
             min_tokens: OnceLock::new(),
             index_bytes: AtomicUsize::new(0),
             max_index_bytes: config.max_index_bytes,
+            restriction: None,
         };
         // Rare: a byte that occurs only inside longer tokens. Then byte-level liveness is not
         // enough and token-level liveness is computed over the whole index.

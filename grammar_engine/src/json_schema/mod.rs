@@ -102,6 +102,22 @@ struct Restriction {
     prune_depth: Option<usize>,
 }
 
+impl Restriction {
+    /// What the restriction leaves out, in words; `None` for the exact attempt.
+    fn describe(&self, had_large_bounds: bool) -> Option<String> {
+        let cap = self.count_cap.filter(|_| had_large_bounds).map(|c| format!("maxItems and maxLength above {c} lowered to {c}"));
+        let prune = self.prune_depth.map(|d| {
+            format!("objects {d} or more levels deep keep only required members, arrays that deep only minItems elements")
+        });
+        match (cap, prune) {
+            (None, None) => None,
+            (Some(c), None) => Some(format!("the exact grammar is too large: {c}")),
+            (None, Some(p)) => Some(format!("the exact grammar is too large: {p}")),
+            (Some(c), Some(p)) => Some(format!("the exact grammar is too large: {c}; {p}")),
+        }
+    }
+}
+
 /// Compiles `schema` into a DFA over UTF-8 bytes whose full matches are JSON texts valid under
 /// the schema.
 ///
@@ -110,6 +126,12 @@ struct Restriction {
 /// An attempt whose automaton expression is far past the state limit gives up before
 /// determinizing (see [`crate::algebra::Expr::to_dfa`]), so hopeless attempts cost little.
 pub fn compile(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> Result<Dfa> {
+    compile_noting(schema, opts, config).map(|(dfa, _)| dfa)
+}
+
+/// [`compile`], and which restriction it took (`None`: the exact language, up to the
+/// documented output form), in words.
+pub fn compile_noting(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> Result<(Dfa, Option<String>)> {
     let mut last = None;
     let started = std::time::Instant::now();
     let total = std::time::Duration::from_millis(opts.max_compile_ms);
@@ -140,7 +162,7 @@ pub fn compile(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> 
             continue;
         }
         match expr.and_then(|expr| expr.to_dfa(&walk_config)) {
-            Ok(Some(dfa)) => return Ok(dfa),
+            Ok(Some(dfa)) => return Ok((dfa, r.describe(large_bounds))),
             Ok(None) => {
                 return Err(GrammarError::EmptyLanguage {
                     detail: "no JSON value satisfies the schema (or none that this compiler can write: see the JSON Schema notes in the README)".into(),

@@ -49,6 +49,14 @@ impl Grammar {
         self.inner.num_states()
     }
 
+    /// For a JSON Schema whose exact grammar did not fit the limits: the sound restriction
+    /// taken (what the grammar leaves out; every text it accepts is still valid). `None`
+    /// otherwise.
+    #[getter]
+    fn restriction(&self) -> Option<String> {
+        self.inner.restriction().map(str::to_string)
+    }
+
     #[getter]
     fn memory_bytes(&self) -> usize {
         self.inner.memory_bytes()
