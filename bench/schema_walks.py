@@ -127,21 +127,64 @@ def metaschema_drafts(schema) -> list[type]:
     return out
 
 
+# Keywords newer than draft 4, by the draft that introduced them (the order of DRAFTS).
+INTRODUCED_IN = {
+    **dict.fromkeys(["const", "contains", "propertyNames"], "draft-06"),
+    **dict.fromkeys(["if", "then", "else"], "draft-07"),
+    **dict.fromkeys(["$defs", "dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
+                     "minContains", "maxContains", "$anchor", "$recursiveRef"], "2019-09"),
+    **dict.fromkeys(["prefixItems", "$dynamicRef", "$dynamicAnchor"], "2020-12"),
+}
+SUBSCHEMA_MAPS = ["properties", "patternProperties", "dependentSchemas", "dependencies", "$defs", "definitions"]
+SUBSCHEMA_ONES = ["not", "if", "then", "else", "items", "additionalItems", "contains", "unevaluatedItems",
+                  "additionalProperties", "propertyNames", "unevaluatedProperties"]
+SUBSCHEMA_LISTS = ["allOf", "anyOf", "oneOf", "items", "prefixItems"]
+
+
+def oldest_draft_for(schema) -> str:
+    """The oldest draft (a DRAFTS marker) defining every keyword the schema uses in schema
+    positions; "draft-04" when it uses none newer. The compiler reads a schema without
+    `$schema` as written for that draft and later (grammar_engine's json_schema/policy.rs)."""
+    order = [m for m, _ in reversed(DRAFTS)]
+    oldest, stack, seen = "draft-04", [schema], 0
+    while stack and seen < 200_000:
+        node = stack.pop()
+        seen += 1
+        if not isinstance(node, dict):
+            continue
+        for k in node:
+            d = INTRODUCED_IN.get(k)
+            if d and order.index(d) > order.index(oldest):
+                oldest = d
+        for k in SUBSCHEMA_MAPS:
+            if isinstance(node.get(k), dict):
+                stack.extend(node[k].values())
+        stack.extend(node[k] for k in SUBSCHEMA_ONES if isinstance(node.get(k), dict))
+        for k in SUBSCHEMA_LISTS:
+            if isinstance(node.get(k), list):
+                stack.extend(node[k])
+    return oldest
+
+
 def judge_class(schema) -> tuple[type, str, list[type]]:
     """(validator class, how it was chosen, other drafts whose metaschema accepts the schema).
 
     The draft `$schema` names, if any. Otherwise the newest draft whose metaschema accepts the
     schema (2020-12 first), else 2020-12 anyway. A schema without `$schema` is compiled so that
-    its output validates under every draft's reading (grammar_engine's json_schema/policy.rs),
-    so the other accepting drafts (draft 3 aside: the compiler reads drafts 4 to 2020-12) are a
-    further check, reported on its own."""
+    its output validates under the reading of every draft from the oldest that defines all its
+    keywords (grammar_engine's json_schema/policy.rs), so the other accepting drafts from that
+    one on (draft 3 aside: the compiler reads drafts 4 to 2020-12) are a further check, reported
+    on its own."""
     cls = declared_draft(schema)
     if cls is not None:
         return cls, "$schema", []
     accepting = metaschema_drafts(schema)
     if not accepting:
         return validators.Draft202012Validator, "no metaschema accepts it: 2020-12", []
-    others = [c for c in accepting[1:] if c is not validators.Draft3Validator]
+    order = [m for m, _ in reversed(DRAFTS)]
+    since = order.index(oldest_draft_for(schema))
+    others = [c for c in accepting[1:]
+              if c is not validators.Draft3Validator and order.index(DRAFT_NAMES[c]) >= since]
     return accepting[0], "newest metaschema that accepts it", others
 
 

@@ -91,6 +91,19 @@ def test_judge_picks_the_draft_as_the_compiler_reads_the_schema():
     assert judge.check(b"0").status == "invalid" and judge.check(b"1").status == "valid"
     # Without $schema, the other drafts whose metaschema accepts it are checked too.
     assert {type(v).__name__ for v in Judge({"type": "integer"}).others} >= {"Draft7Validator", "Draft4Validator"}
+    # ... from the oldest draft that defines every keyword it uses: `const` is not draft 4's
+    # (a property named "const" is not the keyword).
+    others = {type(v).__name__ for v in Judge({"oneOf": [{"const": 0}, {"const": 1}]}).others}
+    assert "Draft6Validator" in others and "Draft4Validator" not in others
+    assert "Draft4Validator" in {type(v).__name__ for v in Judge({"properties": {"const": {}}}).others}
+
+
+def test_a_schema_without_draft_is_read_as_its_keywords_need(smollm2):
+    # Under draft 4's reading `const` is an annotation and these branches overlap everywhere,
+    # so reading every draft left nothing (JSONSchemaBench Github_trivial o26951).
+    grammar = smollm2.compile_json_schema({"oneOf": [{"const": 0}, {"const": 1}], "type": "number"})
+    for text, ok in [("0", True), ("1", True), ("1.0", True), ("2", False), ("-1", False)]:
+        assert grammar.validate(text).valid is ok, text
 
 
 def test_parse_strict_reads_json():

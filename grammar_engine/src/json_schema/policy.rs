@@ -8,7 +8,9 @@
 //! annotations too; the strings module decides which formats it knows.)
 //!
 //! Dialect. An explicit `$schema` naming a known draft is honoured. Without one, the schema is
-//! read so that its output validates under every draft's reading: every keyword any draft
+//! taken as written for the drafts that define every keyword it uses (one with `const` is not
+//! a draft 4 schema, one with `prefixItems` a 2020-12 one: [`oldest_draft_for`]), and read so
+//! that its output validates under each of those drafts' readings: every keyword any draft
 //! enforces is enforced (a keyword only newer drafts know is harmless to older readers, and the
 //! reverse), a keyword *form* only one draft allows is read as that draft does (draft 4's
 //! boolean `exclusiveMinimum`, the array form of `items`), and `integer` excludes `1.0`, which
@@ -24,17 +26,17 @@ use super::values::JsonType;
 pub(crate) enum Reading {
     /// `$schema` names this draft.
     Draft(Dialect),
-    /// No (known) `$schema`: satisfy every draft's reading.
-    Any,
+    /// No (known) `$schema`: satisfy the reading of every draft from this one on (the oldest
+    /// that defines every keyword the schema uses).
+    Since(Dialect),
 }
 
 impl Reading {
     /// The dialect whose rules decide a question where drafts disagree and the answer must
-    /// hold under all of them: the oldest (draft 4) for an unspecified reading.
+    /// hold under all of them: the oldest for an unspecified reading.
     pub(crate) fn strictest(self) -> Dialect {
         match self {
-            Reading::Draft(d) => d,
-            Reading::Any => Dialect::Draft4,
+            Reading::Draft(d) | Reading::Since(d) => d,
         }
     }
 
@@ -43,15 +45,15 @@ impl Reading {
     pub(crate) fn loosest(self) -> Dialect {
         match self {
             Reading::Draft(d) => d,
-            Reading::Any => Dialect::Draft2020,
+            Reading::Since(_) => Dialect::Draft2020,
         }
     }
 
     /// Whether `const` constrains values under every reading: draft 4 does not know it, so
     /// where a larger language must be assumed (over-languages, `oneOf` disjointness) it counts
-    /// only under an explicit draft 6 or later.
+    /// only when every reading is draft 6 or later.
     pub(crate) fn knows_const(self) -> bool {
-        matches!(self, Reading::Draft(d) if d >= Dialect::Draft6)
+        matches!(self, Reading::Draft(d) | Reading::Since(d) if d >= Dialect::Draft6)
     }
 
     /// Whether `$ref` replaces its siblings (drafts 4 to 7) rather than being applied beside
@@ -63,7 +65,7 @@ impl Reading {
 
 /// The reading of a root schema from its `$schema`.
 pub(crate) fn reading_of(root: &Value) -> Reading {
-    let Some(uri) = root.get("$schema").and_then(Value::as_str) else { return Reading::Any };
+    let Some(uri) = root.get("$schema").and_then(Value::as_str) else { return Reading::Since(oldest_draft_for(root)) };
     let uri = uri.trim_end_matches('#');
     let dialect = if uri.contains("draft-04") {
         Dialect::Draft4
@@ -76,9 +78,48 @@ pub(crate) fn reading_of(root: &Value) -> Reading {
     } else if uri.contains("2020-12") {
         Dialect::Draft2020
     } else {
-        return Reading::Any;
+        return Reading::Since(oldest_draft_for(root));
     };
     Reading::Draft(dialect)
+}
+
+/// The draft that introduced a validation keyword, for those newer than draft 4.
+fn introduced_in(keyword: &str) -> Option<Dialect> {
+    Some(match keyword {
+        "const" | "contains" | "propertyNames" => Dialect::Draft6,
+        "if" | "then" | "else" => Dialect::Draft7,
+        "$defs" | "dependentRequired" | "dependentSchemas" | "unevaluatedProperties" | "unevaluatedItems"
+        | "minContains" | "maxContains" | "$anchor" | "$recursiveRef" => Dialect::Draft2019,
+        "prefixItems" | "$dynamicRef" | "$dynamicAnchor" => Dialect::Draft2020,
+        _ => return None,
+    })
+}
+
+/// The oldest draft that defines every keyword the schema uses (in schema positions: a
+/// property *named* `const` is not the keyword), draft 4 when it uses none of the newer ones.
+pub(crate) fn oldest_draft_for(root: &Value) -> Dialect {
+    fn visit(v: &Value, depth: usize, oldest: &mut Dialect) {
+        let Value::Object(map) = v else { return };
+        if depth > super::context::MAX_SCHEMA_DEPTH * 4 {
+            return;
+        }
+        for k in map.keys() {
+            if let Some(d) = introduced_in(k) {
+                *oldest = (*oldest).max(d);
+            }
+        }
+        for &(keyword, shape) in SUBSCHEMA_KEYWORDS {
+            match (shape, map.get(keyword)) {
+                (Shape::Map, Some(Value::Object(m))) => m.values().for_each(|sub| visit(sub, depth + 1, oldest)),
+                (Shape::List | Shape::OneOrList, Some(Value::Array(items))) => items.iter().for_each(|sub| visit(sub, depth + 1, oldest)),
+                (Shape::One | Shape::OneOrList, Some(sub)) => visit(sub, depth + 1, oldest),
+                _ => {}
+            }
+        }
+    }
+    let mut oldest = Dialect::Draft4;
+    visit(root, 0, &mut oldest);
+    oldest
 }
 
 /// Keywords that apply subschemas or references to the same value.
@@ -149,10 +190,16 @@ mod tests {
     fn dialects() {
         assert_eq!(reading_of(&json!({"$schema": "http://json-schema.org/draft-04/schema#"})), Reading::Draft(Dialect::Draft4));
         assert_eq!(reading_of(&json!({"$schema": "https://json-schema.org/draft/2020-12/schema"})), Reading::Draft(Dialect::Draft2020));
-        assert_eq!(reading_of(&json!({"type": "string"})), Reading::Any);
-        assert_eq!(reading_of(&json!({"$schema": "https://example.com/custom"})), Reading::Any);
+        assert_eq!(reading_of(&json!({"type": "string"})), Reading::Since(Dialect::Draft4));
+        assert_eq!(reading_of(&json!({"$schema": "https://example.com/custom"})), Reading::Since(Dialect::Draft4));
+        // Without `$schema`, the keywords used decide the oldest draft the schema can be for.
+        assert_eq!(reading_of(&json!({"oneOf": [{"const": 0}, {"const": 1}]})), Reading::Since(Dialect::Draft6));
+        assert_eq!(reading_of(&json!({"properties": {"a": {"if": {}, "then": {}}}})), Reading::Since(Dialect::Draft7));
+        assert_eq!(reading_of(&json!({"items": [{"prefixItems": []}]})), Reading::Since(Dialect::Draft2020));
+        // A property named like a keyword is not the keyword.
+        assert_eq!(reading_of(&json!({"properties": {"const": {"type": "string"}}})), Reading::Since(Dialect::Draft4));
         assert!(Reading::Draft(Dialect::Draft7).ref_overrides_siblings());
-        assert!(!Reading::Any.ref_overrides_siblings());
+        assert!(!Reading::Since(Dialect::Draft4).ref_overrides_siblings());
     }
 
     #[test]

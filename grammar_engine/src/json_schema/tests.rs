@@ -217,19 +217,23 @@ fn untyped_schema_whose_object_keywords_admit_nothing_writes_other_types() {
 }
 
 #[test]
-fn const_does_not_separate_one_of_branches_without_a_draft() {
-    // Draft 4 ignores `const`: without `$schema` the output must satisfy draft 4's reading
-    // too, where these branches overlap (JSONSchemaBench Glaiveai2K calculate_area_530837db).
+fn const_separates_one_of_branches_without_a_draft() {
+    // Draft 4 ignores `const`, but a schema that uses it is not a draft 4 schema: without
+    // `$schema` it is read as draft 6 and later (JSONSchemaBench Glaiveai2K
+    // calculate_area_530837db, once refused as empty).
     let branches = json!([
         {"properties": {"shape": {"const": "circle"}, "radius": {"type": "number"}}},
         {"properties": {"shape": {"const": "square"}, "side": {"type": "number"}}}
     ]);
-    // Without `$schema`, an object valid under exactly one branch in every reading would need
-    // `shape` and `radius`/`side` to differ in type too: nothing is left.
+    let good = [r#"{"shape":"circle"}"#, r#"{"shape":"square","side":2}"#];
+    let bad = [r#"{"shape":"circle","side":2}"#, r#"{"shape":"triangle"}"#];
     let untyped = json!({"type": "object", "required": ["shape"], "oneOf": branches.clone()});
-    assert!(matches!(error(untyped), GrammarError::EmptyLanguage { .. }));
-    let declared = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "required": ["shape"], "oneOf": branches});
-    check(declared, &[r#"{"shape":"circle"}"#, r#"{"shape":"square","side":2}"#], &[r#"{"shape":"circle","side":2}"#]);
+    check(untyped, &good, &bad);
+    let declared = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "required": ["shape"], "oneOf": branches.clone()});
+    check(declared, &good, &bad);
+    // Declared draft 4 reads `const` as an annotation: the branches overlap everywhere.
+    let draft4 = json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "required": ["shape"], "oneOf": branches});
+    assert!(matches!(error(draft4), GrammarError::EmptyLanguage { .. }));
 }
 
 #[test]

@@ -624,10 +624,10 @@ impl<'a> Compiler<'a> {
     fn keyword_dialect(&self, m: &Map<String, Value>) -> Dialect {
         match self.reading {
             Reading::Draft(d) => d,
-            Reading::Any if ["exclusiveMinimum", "exclusiveMaximum"].iter().any(|k| m.get(*k).is_some_and(Value::is_boolean)) => {
+            Reading::Since(_) if ["exclusiveMinimum", "exclusiveMaximum"].iter().any(|k| m.get(*k).is_some_and(Value::is_boolean)) => {
                 Dialect::Draft4
             }
-            Reading::Any => Dialect::Draft2020,
+            Reading::Since(_) => Dialect::Draft2020,
         }
     }
 
