@@ -178,6 +178,9 @@ def summarize(records: list[dict], walked: bool) -> dict:
          "first_mask_errors": sum("first_mask_error" in r for r in ok)}
     if any("states" in r for r in ok):
         s["states"] = dist(r.get("states") for r in ok)
+    if any("restriction" in r for r in ok):
+        # Onyx: compiled under a sound restriction (the exact automaton did not fit).
+        s["restricted"] = sum(r.get("restriction") is not None for r in ok)
     if walked:
         ws = [r["walks"] for r in ok if "walks" in r]
         s["memory_bytes"] = dist(w.get("memory_bytes") for w in ws)
@@ -257,6 +260,9 @@ def print_report(rep: dict, sets: list[str], walked: set[str], suite: dict | Non
             print(f"\n{e} walks: {o['walks']} ({o['valid']} valid, {o['invalid']} invalid, {o['unjudged']} unjudged, "
                   f"{o['unfinished']} unfinished, {o['walk_errors']} failed); texts valid under the chosen draft but "
                   f"not under another draft the schema fits: {o['invalid_other_drafts']}")
+    if "onyx" in rep and "restricted" in rep["onyx"]["all"]:
+        print("\nOnyx schemas compiled under a sound restriction (exact automaton too large): "
+              + ", ".join(f"{s} {get('onyx', s).get('restricted', 0)}" for s in names))
     if "onyx" in rep:
         print("\nOnyx refusals, most common error classes")
         for s in names:

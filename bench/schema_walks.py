@@ -440,6 +440,7 @@ def compile_call(adapter, payload: dict) -> dict:
         out["first_mask_error"] = f"{type(e).__name__}: {e}"[:300]
     if adapter.name == "onyx":
         out["states"] = obj.num_states
+        out["restriction"] = obj.restriction  # None: the exact language (see README, JSON Schema)
     adapter.last_compiled = obj
     return out
 

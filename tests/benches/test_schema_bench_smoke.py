@@ -63,9 +63,11 @@ def test_coverage_counts_add_up(bench_run):
             d = x["compile_ms"]
             assert d["n"] == x["compiled"] and 0 < d["p50"] <= d["p99"] <= d["max"]
             assert x["states"]["p50"] > 0 and x["memory_bytes"]["p50"] > 0
+            assert 0 <= x["restricted"] <= x["compiled"]
     total = onyx["all"]
     assert total["schemas"] == LIMIT * len(SETS)
     assert total["compiled"] == sum(onyx["sets"][s]["compiled"] for s in SETS)
+    assert total["restricted"] == sum(onyx["sets"][s].get("restricted", 0) for s in SETS)
     assert total["errors"] == {k: sum(onyx["sets"][s]["errors"].get(k, 0) for s in SETS) for k in total["errors"]}
     assert bool(onyx["invalid_outputs"]) == (total["outputs"]["invalid"] > 0)
     for f in onyx["invalid_outputs"]:
