@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import onyx
 from bench.schema_walks import Judge, WalkVocab, onyx_walk
 
 DEPLOYMENT = Path(__file__).resolve().parents[1] / "data" / "kubernetes_deployment_schema.json.gz"
@@ -66,6 +67,10 @@ def test_exact_when_it_fits_restricted_when_it_does_not(smollm2, walk_vocab):
     assert not small.validate('{"p":{"p":{"p":{"p":"AB"}}}}').valid  # the pattern still holds
     assert not small.validate('{"q":{"p":{"p":{"p":"z"}}}}').valid  # so does `required`
     assert_walks_valid(small, schema, walk_vocab)
+    # Exact or nothing, when asked.
+    with pytest.raises(onyx.GrammarTooLargeError):
+        smollm2.compile_json_schema(schema, max_states=exact.num_states // 3, allow_restriction=False)
+    assert smollm2.compile_json_schema(schema, allow_restriction=False).num_states == exact.num_states
 
 
 def test_a_kubernetes_deployment_compiles_and_what_it_writes_validates(smollm2, walk_vocab):

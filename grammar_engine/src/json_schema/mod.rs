@@ -63,11 +63,14 @@ pub struct JsonSchemaOptions {
     pub max_recursion_depth: u32,
     /// Compile time limit, in milliseconds (past it: a typed `TooLarge` error).
     pub max_compile_ms: u64,
+    /// Whether a schema whose exact automaton is over a limit may be compiled under a sound
+    /// restriction ([`RESTRICTIONS`]); when false it is a typed `TooLarge` error. Default true.
+    pub allow_restriction: bool,
 }
 
 impl Default for JsonSchemaOptions {
     fn default() -> Self {
-        JsonSchemaOptions { max_whitespace: 0, max_any_depth: 3, max_recursion_depth: 3, max_compile_ms: 5_000 }
+        JsonSchemaOptions { max_whitespace: 0, max_any_depth: 3, max_recursion_depth: 3, max_compile_ms: 5_000, allow_restriction: true }
     }
 }
 
@@ -141,11 +144,12 @@ pub fn compile_noting(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConf
         ..config.clone()
     };
     let mut large_bounds = true;
-    for (i, r) in RESTRICTIONS.into_iter().enumerate() {
+    let steps = if opts.allow_restriction { RESTRICTIONS.len() } else { 1 };
+    for (i, r) in RESTRICTIONS.into_iter().take(steps).enumerate() {
         if r.prune_depth.is_none() && r.count_cap.is_some() && !large_bounds {
             continue;
         }
-        let last_try = i + 1 == RESTRICTIONS.len();
+        let last_try = i + 1 == steps;
         let now = std::time::Instant::now();
         let left = total.saturating_sub(now - started);
         let walk_config = deadline(if last_try { started + total } else { now + left / 2 });

@@ -117,7 +117,11 @@ impl Vocabulary {
 
     /// Compiles a JSON Schema (a dict or a JSON string) to a `Grammar`. Output is compact JSON
     /// unless `max_whitespace` allows up to that many whitespace characters between tokens.
-    #[pyo3(signature = (schema, *, max_whitespace=0, max_any_depth=3, max_states=None, max_index_bytes=None))]
+    /// When the exact grammar is over a limit it is compiled under a sound restriction
+    /// (`Grammar.restriction` says which), unless `allow_restriction=False`: then that is a
+    /// `GrammarTooLargeError`.
+    #[pyo3(signature = (schema, *, max_whitespace=0, max_any_depth=3, max_states=None, max_index_bytes=None, allow_restriction=true))]
+    #[allow(clippy::too_many_arguments)]
     fn compile_json_schema(
         &self,
         py: Python<'_>,
@@ -126,6 +130,7 @@ impl Vocabulary {
         max_any_depth: usize,
         max_states: Option<usize>,
         max_index_bytes: Option<usize>,
+        allow_restriction: bool,
     ) -> PyResult<Grammar> {
         let text: String = if let Ok(s) = schema.cast::<PyString>() {
             s.to_str()?.to_string()
@@ -143,7 +148,7 @@ impl Vocabulary {
         };
         let vocab = self.inner.clone();
         let config = config(max_states, max_index_bytes);
-        let options = JsonSchemaOptions { max_whitespace, max_any_depth, ..JsonSchemaOptions::default() };
+        let options = JsonSchemaOptions { max_whitespace, max_any_depth, allow_restriction, ..JsonSchemaOptions::default() };
         let g = run(py, move || {
             let value: serde_json::Value = serde_json::from_str(&text)
                 .map_err(|e| CoreError::InvalidSchema { path: "#".into(), reason: format!("not valid JSON: {e}") })?;
