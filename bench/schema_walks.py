@@ -127,7 +127,9 @@ def metaschema_drafts(schema) -> list[type]:
     return out
 
 
-# Keywords newer than draft 4, by the draft that introduced them (the order of DRAFTS).
+# DRAFTS' markers, oldest first.
+DRAFT_ORDER = [marker for marker, _ in reversed(DRAFTS)]
+# Keywords newer than draft 4, by the draft that introduced them.
 INTRODUCED_IN = {
     **dict.fromkeys(["const", "contains", "propertyNames"], "draft-06"),
     **dict.fromkeys(["if", "then", "else"], "draft-07"),
@@ -145,7 +147,6 @@ def oldest_draft_for(schema) -> str:
     """The oldest draft (a DRAFTS marker) defining every keyword the schema uses in schema
     positions; "draft-04" when it uses none newer. The compiler reads a schema without
     `$schema` as written for that draft and later (grammar_engine's json_schema/policy.rs)."""
-    order = [m for m, _ in reversed(DRAFTS)]
     oldest, stack, seen = "draft-04", [schema], 0
     while stack and seen < 200_000:
         node = stack.pop()
@@ -154,7 +155,7 @@ def oldest_draft_for(schema) -> str:
             continue
         for k in node:
             d = INTRODUCED_IN.get(k)
-            if d and order.index(d) > order.index(oldest):
+            if d and DRAFT_ORDER.index(d) > DRAFT_ORDER.index(oldest):
                 oldest = d
         for k in SUBSCHEMA_MAPS:
             if isinstance(node.get(k), dict):
@@ -181,10 +182,9 @@ def judge_class(schema) -> tuple[type, str, list[type]]:
     accepting = metaschema_drafts(schema)
     if not accepting:
         return validators.Draft202012Validator, "no metaschema accepts it: 2020-12", []
-    order = [m for m, _ in reversed(DRAFTS)]
-    since = order.index(oldest_draft_for(schema))
+    since = DRAFT_ORDER.index(oldest_draft_for(schema))
     others = [c for c in accepting[1:]
-              if c is not validators.Draft3Validator and order.index(DRAFT_NAMES[c]) >= since]
+              if c is not validators.Draft3Validator and DRAFT_ORDER.index(DRAFT_NAMES[c]) >= since]
     return accepting[0], "newest metaschema that accepts it", others
 
 

@@ -88,11 +88,6 @@ def pytest_unconfigure(config):
     status = _session["status"]
     if status is None:
         return
-    import os
+    from onyx.cli import exit_now
 
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(status)
+    exit_now(status)

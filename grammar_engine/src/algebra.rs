@@ -8,8 +8,7 @@
 //!
 //! An [`Expr`] is a tree whose leaves are regex text or already-built DFAs; its nodes are
 //! shared (`Rc`), so a subschema's language is reused wherever it occurs for the cost of a
-//! reference count. A tree of regex
-//! leaves only (the common case) is rendered as one regex and compiled by `regex-automata`, as a
+//! reference count. A tree of regex leaves only (the common case) is rendered as one regex and compiled by `regex-automata`, as a
 //! plain pattern would be. Otherwise each maximal regex-only subtree is compiled on its own, every
 //! DFA is copied into one Thompson NFA (a DFA state becomes a sparse NFA state; an accepting
 //! one also has an epsilon to the fragment's exit), the tree's operators wire the fragments
@@ -142,20 +141,12 @@ impl Expr {
         if let Expr::Dfa(d) = self {
             return Ok(Some((**d).clone()));
         }
-        if let Some(factor) = config.nfa_states_factor {
+        if config.nfa_states_factor.is_some() {
             // Building a Thompson NFA of millions of states takes seconds; estimate it first.
             // The estimate runs about twice the real size (median 1.9× over the automata of
             // JSONSchemaBench's slowest schemas), hence twice the NFA limit; none it refused
             // there would have fitted.
-            let most = config.max_states.saturating_mul(factor).saturating_mul(2);
-            let estimate = self.nfa_size_estimate(&mut HashMap::new());
-            if estimate > most as u64 {
-                return Err(GrammarError::TooLarge {
-                    what: "regex DFA",
-                    limit: config.max_states,
-                    detail: format!("its NFA would have about {estimate} states, past {factor}× the DFA state limit"),
-                });
-            }
+            config.check_nfa_states(self.nfa_size_estimate(&mut HashMap::new()), true)?;
         }
         if self.is_regex_only() {
             let text = self.render()?;

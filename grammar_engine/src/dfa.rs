@@ -61,6 +61,23 @@ impl Deadline {
 }
 
 impl DfaConfig {
+    /// With `nfa_states_factor` set: a typed `TooLarge` error when an NFA of `states` states
+    /// (`estimated`: an estimate, allowed twice the room, see [`crate::algebra::Expr::to_dfa`])
+    /// is past that many times `max_states`.
+    pub(crate) fn check_nfa_states(&self, states: u64, estimated: bool) -> Result<()> {
+        let Some(factor) = self.nfa_states_factor else { return Ok(()) };
+        let most = self.max_states.saturating_mul(factor).saturating_mul(if estimated { 2 } else { 1 });
+        if states <= most as u64 {
+            return Ok(());
+        }
+        let has = if estimated { "would have about" } else { "has" };
+        Err(GrammarError::TooLarge {
+            what: "regex DFA",
+            limit: self.max_states,
+            detail: format!("its NFA {has} {states} states, past {factor}× the DFA state limit"),
+        })
+    }
+
     /// A typed error when the deadline (if any) has passed. Cheap enough to call every few
     /// hundred states.
     pub(crate) fn check_deadline(&self, what: &str) -> Result<()> {
@@ -113,16 +130,7 @@ impl Dfa {
     /// states appear. The lazy DFA's cache holds every state (it is never cleared: a clear
     /// would invalidate the ids held here, so it gives up instead, which is a size error).
     pub(crate) fn from_nfa(nfa: &thompson::NFA, config: &DfaConfig) -> Result<Dfa> {
-        if let Some(factor) = config.nfa_states_factor {
-            let most = config.max_states.saturating_mul(factor);
-            if nfa.states().len() > most {
-                return Err(GrammarError::TooLarge {
-                    what: "regex DFA",
-                    limit: config.max_states,
-                    detail: format!("its NFA has {} states, past {factor}× the DFA state limit", nfa.states().len()),
-                });
-            }
-        }
+        config.check_nfa_states(nfa.states().len() as u64, false)?;
         let lazy = hybrid::dfa::DFA::builder()
             .configure(
                 hybrid::dfa::Config::new()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import NoReturn
 
 from onyx.cli import chat, commands, grammar
 from onyx.cli.common import EXIT_OK, EXIT_USAGE, CliError
@@ -79,6 +80,12 @@ def run() -> None:
 
         traceback.print_exc()
         code = 1
+    exit_now(code)
+
+
+def exit_now(code: int) -> NoReturn:
+    """Flushes stdout and stderr, then ends the process at once with `code`, without Python's
+    finalization (see `run`; the test session ends the same way)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

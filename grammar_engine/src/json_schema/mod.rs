@@ -112,12 +112,8 @@ impl Restriction {
         let prune = self.prune_depth.map(|d| {
             format!("objects {d} or more levels deep keep only required members, arrays that deep only minItems elements")
         });
-        match (cap, prune) {
-            (None, None) => None,
-            (Some(c), None) => Some(format!("the exact grammar is too large: {c}")),
-            (None, Some(p)) => Some(format!("the exact grammar is too large: {p}")),
-            (Some(c), Some(p)) => Some(format!("the exact grammar is too large: {c}; {p}")),
-        }
+        let parts: Vec<String> = cap.into_iter().chain(prune).collect();
+        (!parts.is_empty()).then(|| format!("the exact grammar is too large: {}", parts.join("; ")))
     }
 }
 

@@ -132,7 +132,7 @@ pub(crate) struct Compiler<'a> {
     /// Containers (objects and arrays) around the value being compiled.
     value_depth: usize,
     /// Whether `prune_depth` left some optional member or element out.
-    pruned: std::cell::Cell<bool>,
+    pruned: bool,
 }
 
 impl<'a> Compiler<'a> {
@@ -156,7 +156,7 @@ impl<'a> Compiler<'a> {
             large_bounds: std::cell::Cell::new(false),
             prune_depth: None,
             value_depth: 0,
-            pruned: std::cell::Cell::new(false),
+            pruned: false,
         }
     }
 
@@ -189,13 +189,13 @@ impl<'a> Compiler<'a> {
     }
 
     /// Notes that pruning left something out (so a shallower prune depth may help).
-    pub(crate) fn note_pruned(&self) {
-        self.pruned.set(true);
+    pub(crate) fn note_pruned(&mut self) {
+        self.pruned = true;
     }
 
     /// Whether pruning left anything out in this attempt.
     pub(crate) fn pruned(&self) -> bool {
-        self.pruned.get()
+        self.pruned
     }
 
     /// Runs `f` one container deeper (for the members of an object or the elements of an
