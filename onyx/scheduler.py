@@ -27,6 +27,7 @@ import atexit
 import collections
 import itertools
 import logging
+import os
 import threading
 import time
 import weakref
@@ -44,16 +45,27 @@ log = logging.getLogger("onyx.scheduler")
 
 DEFAULT_MAX_BATCH = 8
 
-# Every scheduler still alive when the interpreter exits is closed first: its worker thread
-# (a daemon) is joined instead of being frozen mid-step, so MLX's threads are not torn down under
-# it (a process could otherwise abort at exit with "terminate called without an active exception").
+# When the interpreter exits, every live scheduler's worker (a daemon thread) is parked: it
+# finishes its step and blocks, never to be woken. It must not be frozen mid-step, and it must not
+# exit either: an exiting thread runs its thread-local destructors after `join()` has returned, and
+# MLX's compile cache takes the GIL in them; once the interpreter is finalizing, that kills the
+# thread inside C++ and aborts the process ("terminate called without an active exception").
 _live: "weakref.WeakSet[Scheduler]" = weakref.WeakSet()
 
 
 @atexit.register
-def _close_all() -> None:
+def _park_all() -> None:
     for s in list(_live):
-        s.close(timeout=10.0)
+        s.park(timeout=10.0)
+
+
+def _wait_until_gone(thread: threading.Thread, timeout: float) -> None:
+    """Waits for a joined thread's OS thread to end: it outlives `join()` while it runs its
+    thread-local destructors (see `_park_all`). Only where the OS lists threads (Linux /proc)."""
+    task = f"/proc/self/task/{thread.native_id}"
+    deadline = time.monotonic() + timeout
+    while os.path.exists(task) and time.monotonic() < deadline:
+        time.sleep(0.002)
 
 
 @dataclass
@@ -155,6 +167,8 @@ class Scheduler:
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self._parking = False
+        self._parked = threading.Event()
         _live.add(self)
         self.reserved_blocks = 0
         self.max_kv_blocks: int | None = None  # the reservations' limit (None: the pool's max_blocks)
@@ -186,7 +200,7 @@ class Scheduler:
             raise RequestError(f"this request may need {need} KV blocks and the pool holds at most {limit}; "
                                f"lower max_tokens", param="max_tokens")
         with self._cv:
-            if self._stopping:
+            if self._stopping or self._parking:
                 raise RuntimeError("the engine is closed")
             if self.max_queue is not None and len(self._queue) >= self.max_queue:
                 raise QueueFullError(f"{len(self._queue)} requests are already waiting (limit {self.max_queue})")
@@ -218,10 +232,7 @@ class Scheduler:
         """Cancels every queued and running request and waits (up to `timeout`) until they have
         ended; the scheduler stays usable."""
         with self._cv:
-            requests = list(self._queue) + list(self._running)
-            for r in requests:
-                r.cancel.set()
-            self._cv.notify_all()
+            requests = self._cancel_everything()
         deadline = time.monotonic() + timeout
         for r in requests:
             if threading.current_thread() is self._thread:
@@ -232,12 +243,32 @@ class Scheduler:
         """Cancels everything queued or running and stops the worker thread."""
         with self._cv:
             self._stopping = True
-            for r in list(self._queue) + self._running:
-                r.cancel.set()
-            self._cv.notify_all()
+            self._parking = False
+            self._cancel_everything()
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
+            if not thread.is_alive():
+                _wait_until_gone(thread, timeout)
+
+    def park(self, timeout: float = 10.0) -> None:
+        """For interpreter exit: cancels everything and waits (up to `timeout`) until the worker
+        has finished its step and blocked for good (see `_park_all`)."""
+        with self._cv:
+            self._parking = True
+            self._cancel_everything()
+            thread = self._thread
+        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
+            self._parked.wait(timeout)
+
+    def _cancel_everything(self) -> list[Request]:
+        """Sets the cancel flag of every queued and running request and wakes the worker (the
+        caller holds `_cv`)."""
+        requests = list(self._queue) + list(self._running)
+        for r in requests:
+            r.cancel.set()
+        self._cv.notify_all()
+        return requests
 
     # -- the worker --------------------------------------------------------------------------
 
@@ -249,8 +280,13 @@ class Scheduler:
     def _work(self) -> None:
         while True:
             with self._cv:
-                while not self._queue and not self.batch.gens and not self._stopping:
+                while not self._queue and not self.batch.gens and not self._stopping and not self._parking:
                     self._cv.wait()
+                if self._parking:
+                    self._parked.set()
+                    while self._parking:  # for good at exit; `close` may still end it
+                        self._cv.wait()
+                    continue
                 if self._stopping and not self.batch.gens:
                     for r in list(self._queue):
                         self._drop(r)

@@ -71,11 +71,12 @@ def engine():
     return onyx.Engine()
 
 
-# The test process holds engines whose scheduler threads have used MLX. Python's finalization
-# after the last test has aborted the process ("terminate called without an active exception")
-# after every test passed, turning a green run red; the root cause is in native teardown and not
-# found. So the session ends like the `onyx` command does: once pytest has written everything,
-# the process exits at once with pytest's own exit status.
+# The test process holds engines whose scheduler threads have used MLX, and threads the tests
+# started. A thread that ends while Python finalizes can abort the process in its native
+# thread-local destructors ("terminate called without an active exception"; the engine's own
+# worker is parked at exit for this reason, see onyx.scheduler and tests/test_scheduler.py). So
+# the session ends like the `onyx` command does: once pytest has written everything, the process
+# exits at once with pytest's own exit status.
 _session = {"status": None}
 
 

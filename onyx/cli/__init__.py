@@ -68,9 +68,9 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> None:
     """The `onyx` console command: `main`, then an immediate exit once the output is flushed.
 
-    The process leaves without Python's finalization: MLX's native threads are then never torn
-    down under a thread that still holds them, which aborted a few exits ("terminate called
-    without an active exception") after all the work was done and printed."""
+    The process leaves without Python's finalization: no thread that used MLX can then end
+    while the interpreter finalizes (its thread-local destructors take the GIL and abort the
+    process, "terminate called without an active exception"; see `onyx.scheduler._park_all`)."""
     try:
         code = main()
     except SystemExit as e:
