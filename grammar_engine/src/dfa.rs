@@ -8,6 +8,8 @@
 //! `regex-automata`'s match-delay conventions.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use regex_automata::hybrid::{self, LazyStateID};
@@ -37,11 +39,21 @@ pub struct DfaConfig {
     /// one did, and each took up to 3 s to find out. The JSON Schema compiler sets 2, since a
     /// more restricted retry follows.
     pub nfa_states_factor: Option<usize>,
+    /// When set, the most states a determinization under this config reached: the live states
+    /// of the DFA it built, or how many it had made when a limit stopped it. The JSON Schema
+    /// compiler's restriction ladder predicts from it whether a smaller attempt can fit.
+    pub states_reached: Option<Arc<AtomicU64>>,
 }
 
 impl Default for DfaConfig {
     fn default() -> Self {
-        DfaConfig { max_states: 100_000, build_size_limit: 512 << 20, deadline: None, nfa_states_factor: None }
+        DfaConfig {
+            max_states: 100_000,
+            build_size_limit: 512 << 20,
+            deadline: None,
+            nfa_states_factor: None,
+            states_reached: None,
+        }
     }
 }
 
@@ -76,6 +88,13 @@ impl DfaConfig {
             limit: self.max_states,
             detail: format!("its NFA {has} {states} states, past {factor}× the DFA state limit"),
         })
+    }
+
+    /// Records that a determinization reached `states` states (see `states_reached`).
+    pub(crate) fn note_states(&self, states: usize) {
+        if let Some(reached) = &self.states_reached {
+            reached.fetch_max(states as u64, Ordering::Relaxed);
+        }
     }
 
     /// A typed error when the deadline (if any) has passed. Cheap enough to call every few
@@ -166,7 +185,7 @@ impl Dfa {
             let s = order[i];
             i += 1;
             if i % 256 == 0 {
-                config.check_deadline("a DFA")?;
+                config.check_deadline("a DFA").inspect_err(|_| config.note_states(order.len()))?;
             }
             for &rep in class_rep.iter().take(stride) {
                 let next = lazy.next_state(&mut cache, s, rep).map_err(cache_err)?;
@@ -178,6 +197,7 @@ impl Dfa {
                     Some(&id) => id,
                     None => {
                         if order.len() >= limit {
+                            config.note_states(order.len());
                             return Err(GrammarError::TooLarge {
                                 what: "regex DFA",
                                 limit: config.max_states,
@@ -201,6 +221,7 @@ impl Dfa {
         let dfa = Dfa::prune(classes, stride, &raw_trans, &accepting)
             .ok_or_else(|| GrammarError::EmptyLanguage { detail: "no string fully matches the pattern".into() })?
             .minimize();
+        config.note_states(dfa.num_states());
         if dfa.num_states() > config.max_states {
             return Err(GrammarError::TooLarge {
                 what: "regex DFA",
@@ -782,6 +803,20 @@ mod tests {
     }
 
     #[test]
+    fn a_determinization_notes_the_states_it_reached() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use std::sync::Arc;
+        let reached = Arc::new(AtomicU64::new(0));
+        let config = DfaConfig { states_reached: Some(reached.clone()), ..DfaConfig::default() };
+        let d = Dfa::from_regex("[a-z]{1,5}@x", &config).unwrap();
+        assert_eq!(reached.load(Ordering::Relaxed), d.num_states() as u64);
+        let small = DfaConfig { max_states: 10, states_reached: Some(reached.clone()), ..DfaConfig::default() };
+        reached.store(0, Ordering::Relaxed);
+        assert!(Dfa::from_regex("[a-z]{1,40}", &small).is_err());
+        assert!(reached.load(Ordering::Relaxed) > 10, "the failed attempt's size is known");
+    }
+
+    #[test]
     fn errors() {
         let cfg = DfaConfig::default();
         match Dfa::from_regex("ab(c", &cfg) {
@@ -794,7 +829,7 @@ mod tests {
         assert!(matches!(Dfa::from_regex(r"[^\s\S]", &cfg), Err(GrammarError::EmptyLanguage { .. })));
         let small = DfaConfig { max_states: 10, ..DfaConfig::default() };
         assert!(matches!(Dfa::from_regex("[a-z]{40}", &small), Err(GrammarError::TooLarge { .. })));
-        let tiny = DfaConfig { max_states: 100_000, build_size_limit: 10_000, deadline: None, nfa_states_factor: None };
+        let tiny = DfaConfig { max_states: 100_000, build_size_limit: 10_000, ..DfaConfig::default() };
         assert!(matches!(Dfa::from_regex("[a-z]{500}", &tiny), Err(GrammarError::TooLarge { .. })));
     }
 }

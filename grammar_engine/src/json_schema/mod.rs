@@ -25,6 +25,10 @@
 //! - `disjoint.rs`: the cheap proof that `oneOf` branches cannot overlap;
 //! - `context.rs`: where the walk is (JSON pointer, depth, dialect), for errors.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::dfa::{Deadline, Dfa, DfaConfig};
@@ -123,7 +127,9 @@ impl Restriction {
 /// The whole compilation, restricted retries included, has `max_compile_ms`: the exact
 /// attempt may use half of it, each later one half of what is left, the last one all of it.
 /// An attempt whose automaton expression is far past the state limit gives up before
-/// determinizing (see [`crate::algebra::Expr::to_dfa`]), so hopeless attempts cost little.
+/// determinizing (see [`crate::algebra::Expr::to_dfa`]), and one predicted from an attempt
+/// that did not fit to be over the limit too is skipped ([`Overflow`]), so hopeless attempts
+/// cost little.
 pub fn compile(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> Result<Dfa> {
     compile_noting(schema, opts, config).map(|(dfa, _)| dfa)
 }
@@ -134,12 +140,8 @@ pub fn compile_noting(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConf
     let mut last = None;
     let started = std::time::Instant::now();
     let total = std::time::Duration::from_millis(opts.max_compile_ms);
-    let deadline = |at: std::time::Instant| DfaConfig {
-        deadline: Some(Deadline { at, limit_ms: opts.max_compile_ms }),
-        nfa_states_factor: Some(2),
-        ..config.clone()
-    };
     let mut large_bounds = true;
+    let mut overflow: Option<Overflow> = None;
     let steps = if opts.allow_restriction { RESTRICTIONS.len() } else { 1 };
     for (i, r) in RESTRICTIONS.into_iter().take(steps).enumerate() {
         if r.prune_depth.is_none() && r.count_cap.is_some() && !large_bounds {
@@ -148,7 +150,13 @@ pub fn compile_noting(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConf
         let last_try = i + 1 == steps;
         let now = std::time::Instant::now();
         let left = total.saturating_sub(now - started);
-        let walk_config = deadline(if last_try { started + total } else { now + left / 2 });
+        let reached = Arc::new(AtomicU64::new(0));
+        let walk_config = DfaConfig {
+            deadline: Some(Deadline { at: if last_try { started + total } else { now + left / 2 }, limit_ms: opts.max_compile_ms }),
+            nfa_states_factor: Some(2),
+            states_reached: Some(reached.clone()),
+            ..config.clone()
+        };
         let mut compiler = walk::Compiler::new(schema, opts, &walk_config);
         compiler.count_cap = r.count_cap;
         compiler.prune_depth = r.prune_depth;
@@ -161,6 +169,14 @@ pub fn compile_noting(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConf
             // Nothing that deep: the same expression as the capped attempt before.
             continue;
         }
+        let estimate = expr.as_ref().ok().map(|e| e.nfa_size_estimate(&mut HashMap::new()));
+        if let (Some(est), Some(o), false) = (estimate, overflow, last_try) {
+            if let Some(e) = o.predicts_overflow(est, r.count_cap, config.max_states) {
+                last = Some(e);
+                continue;
+            }
+        }
+        reached.store(0, Ordering::Relaxed); // the walk's own small DFAs do not count
         match expr.and_then(|expr| expr.to_dfa(&walk_config)) {
             Ok(Some(dfa)) => return Ok((dfa, r.describe(large_bounds))),
             Ok(None) => {
@@ -168,7 +184,13 @@ pub fn compile_noting(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConf
                     detail: "no JSON value satisfies the schema (or none that this compiler can write: see the JSON Schema notes in the README)".into(),
                 })
             }
-            Err(e @ GrammarError::TooLarge { .. }) => last = Some(e),
+            Err(e @ GrammarError::TooLarge { .. }) => {
+                let states = reached.load(Ordering::Relaxed);
+                if let (Some(estimate), true) = (estimate, states > 0) {
+                    overflow = Some(Overflow { estimate, states, count_cap: r.count_cap });
+                }
+                last = Some(e);
+            }
             Err(e) => return Err(e),
         }
         if std::time::Instant::now() >= started + total {
@@ -176,4 +198,35 @@ pub fn compile_noting(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConf
         }
     }
     Err(last.unwrap_or_else(|| GrammarError::EmptyLanguage { detail: "no JSON value satisfies the schema".into() }))
+}
+
+/// What an attempt of the ladder that did not fit showed: its automaton expression's NFA size
+/// estimate, and the states its determinization reached (the DFA's, or as far as it got).
+///
+/// Between prune depths under the same count cap the DFA grows about in proportion to the
+/// estimate (on JSONSchemaBench's slowest schemas, DFA states / estimate stayed within a few
+/// percent across the depths of one schema, and ranged from 0.36 to over 0.67 between schemas).
+/// So a later attempt whose proportional size is still past the limit (with 10% slack) is not
+/// determinized: it would fail the same way after spending most of the time left. A new count
+/// cap can change the proportion a lot (0.52 to 0.09 on one Snowplow schema), so across caps
+/// only an attempt whose estimate barely shrank (under 10%) is skipped.
+#[derive(Debug, Clone, Copy)]
+struct Overflow {
+    estimate: u64,
+    states: u64,
+    count_cap: Option<u64>,
+}
+
+impl Overflow {
+    /// The size error for an attempt of NFA estimate `estimate` under `count_cap`, when it is
+    /// predicted not to fit in `max_states`.
+    fn predicts_overflow(&self, estimate: u64, count_cap: Option<u64>, max_states: usize) -> Option<GrammarError> {
+        let predicted = (estimate as u128 * self.states as u128 / self.estimate.max(1) as u128) as u64;
+        let comparable = count_cap == self.count_cap || estimate * 10 >= self.estimate * 9;
+        (comparable && predicted > max_states as u64 + max_states as u64 / 10).then(|| GrammarError::TooLarge {
+            what: "regex DFA",
+            limit: max_states,
+            detail: format!("about {predicted} states predicted from a larger attempt (NFA estimate {estimate})"),
+        })
+    }
 }

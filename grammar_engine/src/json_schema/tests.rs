@@ -353,3 +353,54 @@ fn the_size_estimate_refuses_huge_expressions_before_building_them() {
     let small = Expr::concat(vec![Expr::union((0..4).map(word).collect()), Expr::literal(";")]);
     assert!(small.to_dfa(&config).unwrap().is_some());
 }
+
+#[test]
+fn the_ladder_skips_attempts_predicted_not_to_fit() {
+    use super::Overflow;
+    // The last attempt: 200,000 NFA states estimated, 150,000 DFA states reached (0.75 each).
+    let o = Overflow { estimate: 200_000, states: 150_000, count_cap: None };
+    assert!(o.predicts_overflow(160_000, None, 100_000).is_some(), "120,000 predicted");
+    assert!(o.predicts_overflow(140_000, None, 100_000).is_none(), "105,000: within the slack");
+    // A new count cap may change the proportion: only a barely smaller estimate is skipped.
+    assert!(o.predicts_overflow(160_000, Some(16), 100_000).is_none());
+    assert!(o.predicts_overflow(190_000, Some(16), 100_000).is_some());
+}
+
+/// Six levels of objects with two members each, down to a string whose pattern's DFA is much
+/// larger than its NFA: attempts fail on DFA states (not on the NFA estimate), so the ladder
+/// learns from them. Under an eighth and a twelfth of the exact size, depth 3 is skipped as
+/// predicted too large (it would have 742 states).
+fn blowup_nested_schema() -> Value {
+    let mut defs = serde_json::Map::new();
+    defs.insert("l6".into(), json!({"type": "string", "pattern": "^[ab]*a[ab]{5}$"}));
+    for level in (0..6).rev() {
+        let next = format!("#/$defs/l{}", level + 1);
+        let props: serde_json::Map<String, Value> = ["p", "q"].iter().map(|n| (n.to_string(), json!({"$ref": next}))).collect();
+        defs.insert(format!("l{level}"), json!({"type": "object", "properties": props, "required": ["p"]}));
+    }
+    json!({"$ref": "#/$defs/l0", "$defs": defs})
+}
+
+#[test]
+fn with_predictions_the_ladder_still_keeps_the_least_restriction_that_fits() {
+    use super::{compile_noting, walk};
+    let schema = blowup_nested_schema();
+    let opts = JsonSchemaOptions::default();
+    let exact = compile(&schema, &opts, &DfaConfig::default()).unwrap();
+    for divisor in [2, 4, 8, 12] {
+        let small = DfaConfig { max_states: exact.num_states() / divisor, ..DfaConfig::default() };
+        let (d, restriction) = compile_noting(&schema, &opts, &small).expect("a pruned automaton fits");
+        // The deepest prune depth whose automaton fits, found by trying each in turn.
+        let fits = |depth: usize| {
+            let mut c = walk::Compiler::new(&schema, &opts, &small);
+            c.prune_depth = Some(depth);
+            let root = c.root_item(&schema);
+            c.compile_one(root).and_then(|e| e.to_dfa(&small)).ok().flatten()
+        };
+        let best = [6, 4, 3, 2, 1].into_iter().find(|&depth| fits(depth).is_some()).expect("some depth fits");
+        let text = restriction.expect("restricted");
+        assert!(text.contains(&format!("objects {best} or more levels deep")), "divisor {divisor}: {text}, best {best}");
+        assert_eq!(d.num_states(), fits(best).unwrap().num_states());
+    }
+}
+
