@@ -47,6 +47,14 @@ pub(crate) struct StringFacts {
 }
 
 impl StringFacts {
+    /// What decides the language of these facts, as text: everything but where the patterns
+    /// and formats were written (equal keys, equal languages).
+    pub(crate) fn key(&self) -> String {
+        let patterns: Vec<&String> = self.patterns.iter().map(|(p, _)| p).collect();
+        let formats: Vec<&String> = self.formats.iter().map(|(f, _)| f).collect();
+        format!("{} {:?} {patterns:?} {formats:?}", self.min_length, self.max_length)
+    }
+
     /// Reads `minLength`, `maxLength`, `pattern` and `format` from one schema object.
     pub(crate) fn from_keywords(map: &Map<String, Value>, ctx: &Ctx) -> Result<StringFacts> {
         let mut facts = StringFacts::default();

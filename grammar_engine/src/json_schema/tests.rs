@@ -404,3 +404,20 @@ fn with_predictions_the_ladder_still_keeps_the_least_restriction_that_fits() {
     }
 }
 
+
+#[test]
+fn leaves_built_once_are_reused_only_under_the_same_facts() {
+    let num = |min: i64| json!({"type": "number", "multipleOf": 0.5, "minimum": min});
+    let string = |max: u64| json!({"type": "string", "maxLength": max});
+    let schema = json!({"type": "object", "required": ["a", "b", "c", "d", "e"], "additionalProperties": false,
+        "properties": {"a": num(0), "b": num(1), "c": string(2), "d": string(3), "e": num(0)}});
+    check(
+        schema,
+        &[r#"{"a":0,"b":1.5,"c":"xy","d":"xyz","e":2.5}"#],
+        &[
+            r#"{"a":0,"b":0.5,"c":"xy","d":"xyz","e":2.5}"#,  // b below its own minimum
+            r#"{"a":0,"b":1.5,"c":"xyz","d":"xyz","e":2.5}"#, // c past its own maxLength
+            r#"{"a":0,"b":1.5,"c":"xy","d":"xyz","e":0.3}"#,  // e shares a's facts
+        ],
+    );
+}

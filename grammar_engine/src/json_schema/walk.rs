@@ -133,6 +133,10 @@ pub(crate) struct Compiler<'a> {
     value_depth: usize,
     /// Whether `prune_depth` left some optional member or element out.
     pruned: bool,
+    /// Number and string languages built so far, by what decides them ([`NumberFacts::key`],
+    /// [`StringFacts::key`]): a schema of money amounts repeats `"multipleOf": 0.01` at every
+    /// one, an event schema the same date-time or pattern, and each costs a few automata.
+    leaves: HashMap<String, Expr>,
 }
 
 impl<'a> Compiler<'a> {
@@ -157,6 +161,7 @@ impl<'a> Compiler<'a> {
             prune_depth: None,
             value_depth: 0,
             pruned: false,
+            leaves: HashMap::new(),
         }
     }
 
@@ -611,11 +616,18 @@ impl<'a> Compiler<'a> {
         for (m, item) in conj.maps() {
             facts.merge(NumberFacts::from_keywords(m, self.keyword_dialect(m), &item.ctx)?);
         }
-        if over {
-            number_superset(&facts, dialect, self.config)
-        } else {
-            number_expr(&facts, dialect, self.config)
+        let key = format!("number {over} {dialect:?} {}", facts.key());
+        self.leaf(key, |config| if over { number_superset(&facts, dialect, config) } else { number_expr(&facts, dialect, config) })
+    }
+
+    /// The language `build` makes, or the one it made before under the same key.
+    fn leaf(&mut self, key: String, build: impl FnOnce(&DfaConfig) -> Result<Expr>) -> Result<Expr> {
+        if let Some(e) = self.leaves.get(&key) {
+            return Ok(e.clone());
         }
+        let e = build(self.config)?;
+        self.leaves.insert(key, e.clone());
+        Ok(e)
     }
 
     /// The dialect whose form of the numeric keywords a schema object uses: its declared one,
@@ -645,13 +657,14 @@ impl<'a> Compiler<'a> {
         if lenient {
             facts.formats.clear();
         }
-        match string_expr(&facts, self.config) {
+        let key = format!("string {lenient} {}", facts.key());
+        self.leaf(key, |config| match string_expr(&facts, config) {
             Err(_) if lenient => {
                 facts.patterns.clear();
-                string_expr(&facts, self.config)
+                string_expr(&facts, config)
             }
             other => other,
-        }
+        })
     }
 
     /// The kinds of value the conjunction admits: its `type`s intersected, else (with `infer`,

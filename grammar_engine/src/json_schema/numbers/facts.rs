@@ -52,6 +52,13 @@ enum PyNumber {
 }
 
 impl NumberFacts {
+    /// What decides the language of these facts, as text: everything but where the divisors
+    /// were written (equal keys, equal languages).
+    pub(crate) fn key(&self) -> String {
+        let divisors: Vec<&Divisor> = self.multiple_of.iter().map(|(d, _)| d).collect();
+        format!("{} {:?} {:?} {:?}", self.integer, self.minimum, self.maximum, divisors)
+    }
+
     /// The facts of `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` and
     /// `multipleOf` in one schema object, read as `dialect` defines them: in draft 4 the
     /// exclusive keywords are booleans that make `minimum`/`maximum` strict, later they are
