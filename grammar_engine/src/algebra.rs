@@ -26,7 +26,6 @@ use regex_automata::nfa::thompson::{self, Transition};
 use regex_automata::util::primitives::StateID;
 
 use crate::dfa::{Dfa, DfaConfig, DEAD};
-use crate::id_hash::IdMap;
 use crate::error::{GrammarError, Result};
 
 /// Longest regex text rendered for a regex-only subtree.
@@ -475,7 +474,7 @@ fn product(a: &Dfa, b: &Dfa, op: Op, config: &DfaConfig) -> Result<Option<Dfa>> 
     }
     let stride = reps.len();
     let limit = config.max_states.saturating_mul(2).saturating_add(64);
-    let mut ids: IdMap<(u32, u32), u32> = IdMap::default();
+    let mut ids: HashMap<(u32, u32), u32> = HashMap::new();
     let mut order: Vec<(u32, u32)> = vec![(0, 0)];
     ids.insert((0, 0), 0);
     let mut trans: Vec<u32> = Vec::new();

@@ -18,7 +18,6 @@ use regex_automata::{Anchored, Input, MatchKind};
 use regex_syntax::ast::ErrorKind as AstErrorKind;
 
 use crate::error::{GrammarError, Result};
-use crate::id_hash::IdMap;
 
 /// The transition target meaning "this byte makes a full match impossible".
 pub const DEAD: u32 = u32::MAX;
@@ -176,7 +175,7 @@ impl Dfa {
         let limit = config.max_states.saturating_mul(2).saturating_add(64);
 
         // Breadth-first walk over the lazy DFA's non-dead states.
-        let mut ids: IdMap<LazyStateID, u32> = IdMap::default();
+        let mut ids: HashMap<LazyStateID, u32> = HashMap::new();
         let mut order: Vec<LazyStateID> = Vec::new();
         let mut raw_trans: Vec<u32> = Vec::new();
         ids.insert(start, 0);

@@ -16,7 +16,6 @@ pub mod dfa;
 pub mod error;
 pub mod gguf;
 pub mod grammar;
-pub mod id_hash;
 pub mod index;
 pub mod json_schema;
 pub mod repair;
