@@ -275,17 +275,23 @@ fn json_schema_test_suite_false_positives_stay_fixed() {
     }
 }
 
+/// `levels` levels of objects, each with members `names` of the next level's type (the first
+/// one required), down to `leaf`.
+fn nested_schema(levels: usize, names: &[&str], leaf: Value) -> Value {
+    let mut defs = serde_json::Map::new();
+    defs.insert(format!("l{levels}"), leaf);
+    for level in (0..levels).rev() {
+        let next = format!("#/$defs/l{}", level + 1);
+        let props: serde_json::Map<String, Value> = names.iter().map(|n| (n.to_string(), json!({"$ref": next}))).collect();
+        defs.insert(format!("l{level}"), json!({"type": "object", "properties": props, "required": [names[0]]}));
+    }
+    json!({"$ref": "#/$defs/l0", "$defs": defs})
+}
+
 /// A schema whose exact automaton is past a (small) state limit: four levels of objects, each
 /// with four optional members of the next level's type, the last level a string.
 fn wide_nested_schema() -> Value {
-    let mut defs = serde_json::Map::new();
-    defs.insert("l4".into(), json!({"type": "string", "pattern": "^[a-z]{1,6}$"}));
-    for level in (0..4).rev() {
-        let next = format!("#/$defs/l{}", level + 1);
-        let props: serde_json::Map<String, Value> = ["p", "q", "r", "s"].iter().map(|n| (n.to_string(), json!({"$ref": next}))).collect();
-        defs.insert(format!("l{level}"), json!({"type": "object", "properties": props, "required": ["p"]}));
-    }
-    json!({"$ref": "#/$defs/l0", "$defs": defs})
+    nested_schema(4, &["p", "q", "r", "s"], json!({"type": "string", "pattern": "^[a-z]{1,6}$"}))
 }
 
 #[test]
@@ -371,14 +377,7 @@ fn the_ladder_skips_attempts_predicted_not_to_fit() {
 /// learns from them. Under an eighth and a twelfth of the exact size, depth 3 is skipped as
 /// predicted too large (it would have 742 states).
 fn blowup_nested_schema() -> Value {
-    let mut defs = serde_json::Map::new();
-    defs.insert("l6".into(), json!({"type": "string", "pattern": "^[ab]*a[ab]{5}$"}));
-    for level in (0..6).rev() {
-        let next = format!("#/$defs/l{}", level + 1);
-        let props: serde_json::Map<String, Value> = ["p", "q"].iter().map(|n| (n.to_string(), json!({"$ref": next}))).collect();
-        defs.insert(format!("l{level}"), json!({"type": "object", "properties": props, "required": ["p"]}));
-    }
-    json!({"$ref": "#/$defs/l0", "$defs": defs})
+    nested_schema(6, &["p", "q"], json!({"type": "string", "pattern": "^[ab]*a[ab]{5}$"}))
 }
 
 #[test]
