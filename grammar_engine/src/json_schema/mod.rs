@@ -169,28 +169,30 @@ pub fn compile_noting(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConf
             // Nothing that deep: the same expression as the capped attempt before.
             continue;
         }
-        let estimate = expr.as_ref().ok().map(|e| e.nfa_size_estimate(&mut HashMap::new()));
-        if let (Some(est), Some(o), false) = (estimate, overflow, last_try) {
-            if let Some(e) = o.predicts_overflow(est, r.count_cap, config.max_states) {
-                last = Some(e);
-                continue;
+        // The NFA estimate is only needed to predict from an earlier overflow, or to record one.
+        let mut memo = HashMap::new();
+        let outcome = expr.and_then(|expr| {
+            if let (Some(o), false) = (overflow, last_try) {
+                if let Some(e) = o.predicts_overflow(expr.nfa_size_estimate(&mut memo), r.count_cap, config.max_states) {
+                    return Err(e);
+                }
             }
-        }
-        reached.store(0, Ordering::Relaxed); // the walk's own small DFAs do not count
-        match expr.and_then(|expr| expr.to_dfa(&walk_config)) {
+            reached.store(0, Ordering::Relaxed); // the walk's own small DFAs do not count
+            expr.to_dfa(&walk_config).inspect_err(|e| {
+                let states = reached.load(Ordering::Relaxed);
+                if matches!(e, GrammarError::TooLarge { .. }) && states > 0 {
+                    overflow = Some(Overflow { estimate: expr.nfa_size_estimate(&mut memo), states, count_cap: r.count_cap });
+                }
+            })
+        });
+        match outcome {
             Ok(Some(dfa)) => return Ok((dfa, r.describe(large_bounds))),
             Ok(None) => {
                 return Err(GrammarError::EmptyLanguage {
                     detail: "no JSON value satisfies the schema (or none that this compiler can write: see the JSON Schema notes in the README)".into(),
                 })
             }
-            Err(e @ GrammarError::TooLarge { .. }) => {
-                let states = reached.load(Ordering::Relaxed);
-                if let (Some(estimate), true) = (estimate, states > 0) {
-                    overflow = Some(Overflow { estimate, states, count_cap: r.count_cap });
-                }
-                last = Some(e);
-            }
+            Err(e @ GrammarError::TooLarge { .. }) => last = Some(e),
             Err(e) => return Err(e),
         }
         if std::time::Instant::now() >= started + total {

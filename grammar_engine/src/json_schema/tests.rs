@@ -403,7 +403,6 @@ fn with_predictions_the_ladder_still_keeps_the_least_restriction_that_fits() {
     }
 }
 
-
 #[test]
 fn leaves_built_once_are_reused_only_under_the_same_facts() {
     let num = |min: i64| json!({"type": "number", "multipleOf": 0.5, "minimum": min});
