@@ -123,7 +123,7 @@ impl Expr {
 
     /// The strings both languages contain (built now: a DFA leaf, or [`Expr::Empty`]).
     pub fn and(&self, other: &Expr, config: &DfaConfig) -> Result<Expr> {
-        let (Some(a), Some(b)) = (self.to_dfa(config)?, other.to_dfa(config)?) else {
+        let (Some(a), Some(b)) = (self.shared_dfa(config)?, other.shared_dfa(config)?) else {
             return Ok(Expr::Empty);
         };
         Ok(product(&a, &b, Op::And, config)?.map_or(Expr::Empty, |d| Expr::Dfa(Rc::new(d))))
@@ -131,9 +131,23 @@ impl Expr {
 
     /// The strings of this language that `other` does not contain (built now).
     pub fn minus(&self, other: &Expr, config: &DfaConfig) -> Result<Expr> {
-        let Some(a) = self.to_dfa(config)? else { return Ok(Expr::Empty) };
-        let Some(b) = other.to_dfa(config)? else { return Ok(Expr::Dfa(Rc::new(a))) };
+        let Some(a) = self.shared_dfa(config)? else { return Ok(Expr::Empty) };
+        let Some(b) = other.shared_dfa(config)? else { return Ok(Expr::Dfa(a)) };
         Ok(product(&a, &b, Op::Minus, config)?.map_or(Expr::Empty, |d| Expr::Dfa(Rc::new(d))))
+    }
+
+    /// The same language as a DFA leaf (built now, once: an operand used in several products
+    /// is determinized only the first time); [`Expr::Empty`] when it has no string.
+    pub fn built(&self, config: &DfaConfig) -> Result<Expr> {
+        Ok(self.shared_dfa(config)?.map_or(Expr::Empty, Expr::Dfa))
+    }
+
+    /// [`Expr::to_dfa`], without copying a DFA leaf.
+    fn shared_dfa(&self, config: &DfaConfig) -> Result<Option<Rc<Dfa>>> {
+        match self {
+            Expr::Dfa(d) => Ok(Some(d.clone())),
+            _ => Ok(self.to_dfa(config)?.map(Rc::new)),
+        }
     }
 
     /// Compiles the language to a minimized DFA; `None` when it has no string.

@@ -8,7 +8,7 @@
 //! `regex-automata`'s match-delay conventions.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,9 @@ use crate::error::{GrammarError, Result};
 
 /// The transition target meaning "this byte makes a full match impossible".
 pub const DEAD: u32 = u32::MAX;
+
+/// Largest transition table (states × byte classes) [`Dfa::minimize`] works on.
+const MINIMIZE_MAX_ENTRIES: usize = 4_000_000;
 
 /// Size limits for compiling a regex.
 #[derive(Debug, Clone)]
@@ -43,6 +46,10 @@ pub struct DfaConfig {
     /// of the DFA it built, or how many it had made when a limit stopped it. The JSON Schema
     /// compiler's restriction ladder predicts from it whether a smaller attempt can fit.
     pub states_reached: Option<Arc<AtomicU64>>,
+    /// When set and raised, determinization and products stop as at the deadline. The JSON
+    /// Schema compiler's restriction ladder raises it for attempts whose answer it no longer
+    /// needs.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for DfaConfig {
@@ -53,6 +60,7 @@ impl Default for DfaConfig {
             deadline: None,
             nfa_states_factor: None,
             states_reached: None,
+            cancel: None,
         }
     }
 }
@@ -97,10 +105,15 @@ impl DfaConfig {
         }
     }
 
-    /// A typed error when the deadline (if any) has passed. Cheap enough to call every few
-    /// hundred states.
+    /// A typed error when the deadline (if any) has passed or the work was cancelled. Cheap
+    /// enough to call every few hundred states.
     pub(crate) fn check_deadline(&self, what: &str) -> Result<()> {
         match self.deadline {
+            _ if self.cancelled() => Err(GrammarError::TooLarge {
+                what: "compile time (ms)",
+                limit: self.deadline.map_or(0, |d| d.limit_ms as usize),
+                detail: format!("cancelled while building {what}"),
+            }),
             Some(d) if Instant::now() > d.at => Err(GrammarError::TooLarge {
                 what: "compile time (ms)",
                 limit: d.limit_ms as usize,
@@ -108,6 +121,11 @@ impl DfaConfig {
             }),
             _ => Ok(()),
         }
+    }
+
+    /// Whether the cancel flag (if any) is raised.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed))
     }
 }
 
@@ -145,8 +163,8 @@ impl Dfa {
     /// Determinizes an NFA (anchored, full-match semantics), prunes and minimizes the result.
     ///
     /// Determinization is `regex-automata`'s lazy DFA driven breadth-first from here, so the
-    /// state limit (twice `max_states`: pruning may drop some) and the deadline are checked as
-    /// states appear. The lazy DFA's cache holds every state (it is never cleared: a clear
+    /// state limit (twice `max_states`: minimizing may merge states, unless the table is too
+    /// large to minimize) and the deadline are checked as states appear. The lazy DFA's cache holds every state (it is never cleared: a clear
     /// would invalidate the ids held here, so it gives up instead, which is a size error).
     pub(crate) fn from_nfa(nfa: &thompson::NFA, config: &DfaConfig) -> Result<Dfa> {
         config.check_nfa_states(nfa.states().len() as u64, false)?;
@@ -173,6 +191,11 @@ impl Dfa {
         }
         let (class_rep, _) = class_tables(&classes, stride);
         let limit = config.max_states.saturating_mul(2).saturating_add(64);
+        // Past `max_states`, a table too large to minimize will not shrink below the limit
+        // (only pruning could: it dropped a single state in each of the 1,838
+        // determinizations past 2,000 states of JSONSchemaBench's slowest schemas), so the
+        // determinization stops there rather than at twice the limit.
+        let doomed = |states: usize| states > config.max_states.saturating_add(64) && states.saturating_mul(stride) > MINIMIZE_MAX_ENTRIES;
 
         // Breadth-first walk over the lazy DFA's non-dead states.
         let mut ids: HashMap<LazyStateID, u32> = HashMap::new();
@@ -196,7 +219,7 @@ impl Dfa {
                 let id = match ids.get(&next) {
                     Some(&id) => id,
                     None => {
-                        if order.len() >= limit {
+                        if order.len() >= limit || doomed(order.len()) {
                             config.note_states(order.len());
                             return Err(GrammarError::TooLarge {
                                 what: "regex DFA",
@@ -311,11 +334,12 @@ impl Dfa {
 
     /// Merges equivalent states (Hopcroft's partition refinement). Fewer states means fewer
     /// rows to index: Unicode classes and counted repeats leave many duplicates behind, and each
-    /// free-text state costs a full walk of the token trie. Skipped for very large tables.
+    /// free-text state costs a full walk of the token trie. Skipped for tables of more than
+    /// [`MINIMIZE_MAX_ENTRIES`] transitions.
     pub fn minimize(self) -> Dfa {
         let n = self.num_states();
         let k = self.stride;
-        if n <= 1 || n.saturating_mul(k) > 4_000_000 {
+        if n <= 1 || n.saturating_mul(k) > MINIMIZE_MAX_ENTRIES {
             return self;
         }
         // State n is an explicit dead sink, so every state has a transition on every class.
@@ -800,6 +824,27 @@ mod tests {
         for (s, ok) in [("a123", true), ("c999", true), ("b12", false), ("d123", false)] {
             assert_eq!(full_match(&d, s), ok, "{s}");
         }
+    }
+
+    #[test]
+    fn a_table_too_large_to_minimize_stops_at_the_state_limit() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use std::sync::Arc;
+        // Doubled letters and digits split the bytes into over 60 classes; then 2^17 states.
+        let lits: Vec<String> = (b'0'..=b'z').filter(u8::is_ascii_alphanumeric).map(|b| format!("{0}{0}", b as char)).collect();
+        let prefix = format!("(?:{})", lits.join("|"));
+        assert!(Dfa::from_regex(&prefix, &DfaConfig::default()).unwrap().stride > 60);
+        let reached = Arc::new(AtomicU64::new(0));
+        let config = DfaConfig { max_states: 70_000, states_reached: Some(reached.clone()), ..DfaConfig::default() };
+        let err = Dfa::from_regex(&format!("{prefix}[ab]*a[ab]{{16}}"), &config).unwrap_err();
+        assert!(matches!(err, GrammarError::TooLarge { .. }), "{err}");
+        let states = reached.load(Ordering::Relaxed);
+        assert!(states <= 70_065, "went on to {states} states");
+        // A table small enough to minimize gets twice the room: the same blow-up, few classes.
+        reached.store(0, Ordering::Relaxed);
+        assert!(Dfa::from_regex("[ab]*a[ab]{16}", &config).is_err());
+        let states = reached.load(Ordering::Relaxed);
+        assert!(states > 70_065, "stopped at {states} states");
     }
 
     #[test]

@@ -298,7 +298,8 @@ fn extra_members<'a>(c: &mut Compiler<'a>, rules: &[Rule<'a>], taken: &[&str], n
         for r in rules {
             for &(p, _) in &r.patterns {
                 match pattern_names(c, p) {
-                    Some(e) => all_patterns.push((p, e)),
+                    // Built once: each is subtracted from the others' names and the rest.
+                    Some(e) => all_patterns.push((p, e.built(c.config)?)),
                     // A pattern we cannot read: its names cannot be told apart, so no extras.
                     None => return Ok(Expr::Empty),
                 }

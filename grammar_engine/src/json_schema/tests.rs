@@ -362,7 +362,7 @@ fn the_size_estimate_refuses_huge_expressions_before_building_them() {
 
 #[test]
 fn the_ladder_skips_attempts_predicted_not_to_fit() {
-    use super::Overflow;
+    use super::ladder::Overflow;
     // The last attempt: 200,000 NFA states estimated, 150,000 DFA states reached (0.75 each).
     let o = Overflow { estimate: 200_000, states: 150_000, count_cap: None };
     assert!(o.predicts_overflow(160_000, None, 100_000).is_some(), "120,000 predicted");
@@ -400,6 +400,36 @@ fn with_predictions_the_ladder_still_keeps_the_least_restriction_that_fits() {
         let text = restriction.expect("restricted");
         assert!(text.contains(&format!("objects {best} or more levels deep")), "divisor {divisor}: {text}, best {best}");
         assert_eq!(d.num_states(), fits(best).unwrap().num_states());
+    }
+}
+
+#[test]
+fn attempts_side_by_side_give_the_answer_of_attempts_in_turn() {
+    use super::ladder::compile_helped_after;
+    use std::time::Duration;
+    let schema = blowup_nested_schema();
+    let exact = compile(&schema, &JsonSchemaOptions::default(), &DfaConfig::default()).unwrap();
+    // Exact, then restricted at several depths, with helpers starting at once.
+    for divisor in [1, 3, 10] {
+        let config = DfaConfig { max_states: exact.num_states() / divisor + 1, ..DfaConfig::default() };
+        let in_turn = JsonSchemaOptions { threads: 1, ..JsonSchemaOptions::default() };
+        let (want, want_text) = compile_helped_after(&schema, &in_turn, &config, Duration::ZERO).unwrap();
+        assert_eq!(divisor == 1, want_text.is_none(), "divisor {divisor}: {want_text:?}");
+        for threads in [2, 4, 8] {
+            let opts = JsonSchemaOptions { threads, ..JsonSchemaOptions::default() };
+            let (got, got_text) = compile_helped_after(&schema, &opts, &config, Duration::ZERO).unwrap();
+            assert_eq!((got.num_states(), &got_text), (want.num_states(), &want_text), "divisor {divisor}, {threads} threads");
+        }
+    }
+    // A refusal no restriction mends is the answer too, and so is a size error past the last.
+    let refused = json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "(?<=a)b"}}, "required": ["a"]});
+    let tiny = DfaConfig { max_states: 3, ..DfaConfig::default() };
+    for threads in [1, 4] {
+        let opts = JsonSchemaOptions { threads, ..JsonSchemaOptions::default() };
+        let e = compile_helped_after(&refused, &opts, &DfaConfig::default(), Duration::ZERO).unwrap_err();
+        assert!(matches!(e, crate::error::GrammarError::UnsupportedSchemaKeyword { .. }), "{e:?}");
+        let e = compile_helped_after(&schema, &opts, &tiny, Duration::ZERO).unwrap_err();
+        assert!(matches!(e, crate::error::GrammarError::TooLarge { .. }), "{e:?}");
     }
 }
 

@@ -271,7 +271,7 @@ pub(crate) fn any_value_expr(depth: usize, ws: &str, config: &DfaConfig) -> Expr
         Expr::union(vec![scalar, object, array])
     };
     // Built without the caller's deadline: the result is shared by every later compilation.
-    let unbounded = DfaConfig { deadline: None, ..config.clone() };
+    let unbounded = DfaConfig { deadline: None, cancel: None, ..config.clone() };
     match lang.to_dfa(&unbounded) {
         Ok(Some(d)) => {
             let d = Rc::new(d);

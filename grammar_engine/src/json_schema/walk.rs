@@ -182,9 +182,10 @@ impl<'a> Compiler<'a> {
         })
     }
 
-    /// Whether a retry with a tighter cap could make the automaton smaller.
-    pub(crate) fn capped(&self) -> bool {
-        self.large_bounds.get() && self.count_cap != Some(4)
+    /// Whether the walk met an upper count bound a cap would lower (`maxItems`, `maxLength`
+    /// above 4 and above their lower bound).
+    pub(crate) fn has_large_bounds(&self) -> bool {
+        self.large_bounds.get()
     }
 
     /// Whether the value being compiled is past `prune_depth` (its optional members and
@@ -214,10 +215,11 @@ impl<'a> Compiler<'a> {
 
     fn check_time(&self, ctx: &Ctx) -> Result<()> {
         let ms = self.started.elapsed().as_millis() as u64;
-        let past = match self.config.deadline {
-            Some(d) => std::time::Instant::now() > d.at,
-            None => ms > self.opts.max_compile_ms,
-        };
+        let past = self.config.cancelled()
+            || match self.config.deadline {
+                Some(d) => std::time::Instant::now() > d.at,
+                None => ms > self.opts.max_compile_ms,
+            };
         if past {
             return Err(GrammarError::TooLarge {
                 what: "compile time (ms)",
@@ -470,7 +472,9 @@ impl<'a> Compiler<'a> {
             }
             self.common_names = shared.unwrap_or_default();
             for k in &kids {
-                overs.push(self.over(Conj::of(vec![k.clone()]))?);
+                // Built once here: each is subtracted from every other branch.
+                let over = self.over(Conj::of(vec![k.clone()]))?;
+                overs.push(over.built(self.config)?);
             }
             self.common_names.clear();
         }
