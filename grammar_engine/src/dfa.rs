@@ -108,12 +108,14 @@ impl DfaConfig {
     /// A typed error when the deadline (if any) has passed or the work was cancelled. Cheap
     /// enough to call every few hundred states.
     pub(crate) fn check_deadline(&self, what: &str) -> Result<()> {
-        match self.deadline {
-            _ if self.cancelled() => Err(GrammarError::TooLarge {
+        if self.cancelled() {
+            return Err(GrammarError::TooLarge {
                 what: "compile time (ms)",
                 limit: self.deadline.map_or(0, |d| d.limit_ms as usize),
                 detail: format!("cancelled while building {what}"),
-            }),
+            });
+        }
+        match self.deadline {
             Some(d) if Instant::now() > d.at => Err(GrammarError::TooLarge {
                 what: "compile time (ms)",
                 limit: d.limit_ms as usize,
@@ -164,8 +166,9 @@ impl Dfa {
     ///
     /// Determinization is `regex-automata`'s lazy DFA driven breadth-first from here, so the
     /// state limit (twice `max_states`: minimizing may merge states, unless the table is too
-    /// large to minimize) and the deadline are checked as states appear. The lazy DFA's cache holds every state (it is never cleared: a clear
-    /// would invalidate the ids held here, so it gives up instead, which is a size error).
+    /// large to minimize) and the deadline are checked as states appear. The lazy DFA's cache
+    /// holds every state (it is never cleared: a clear would invalidate the ids held here, so
+    /// it gives up instead, which is a size error).
     pub(crate) fn from_nfa(nfa: &thompson::NFA, config: &DfaConfig) -> Result<Dfa> {
         config.check_nfa_states(nfa.states().len() as u64, false)?;
         let lazy = hybrid::dfa::DFA::builder()
