@@ -18,6 +18,7 @@ use regex_automata::{Anchored, Input, MatchKind};
 use regex_syntax::ast::ErrorKind as AstErrorKind;
 
 use crate::error::{GrammarError, Result};
+use crate::regex_memo::RegexMemo;
 
 /// The transition target meaning "this byte makes a full match impossible".
 pub const DEAD: u32 = u32::MAX;
@@ -50,6 +51,9 @@ pub struct DfaConfig {
     /// Schema compiler's restriction ladder raises it for attempts whose answer it no longer
     /// needs.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// When set, [`Dfa::from_regex`] builds each regex text once and copies it afterwards.
+    /// The JSON Schema compiler sets one per compilation (see [`RegexMemo`]).
+    pub memo: Option<Arc<RegexMemo>>,
 }
 
 impl Default for DfaConfig {
@@ -61,6 +65,7 @@ impl Default for DfaConfig {
             nfa_states_factor: None,
             states_reached: None,
             cancel: None,
+            memo: None,
         }
     }
 }
@@ -125,6 +130,19 @@ impl DfaConfig {
         }
     }
 
+    /// Notes the states of a finished determinization; a typed error past the state limit.
+    fn check_built(&self, dfa: &Dfa) -> Result<()> {
+        self.note_states(dfa.num_states());
+        if dfa.num_states() > self.max_states {
+            return Err(GrammarError::TooLarge {
+                what: "regex DFA",
+                limit: self.max_states,
+                detail: format!("{} live states", dfa.num_states()),
+            });
+        }
+        Ok(())
+    }
+
     /// Whether the cancel flag (if any) is raised.
     pub(crate) fn cancelled(&self) -> bool {
         self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed))
@@ -150,6 +168,23 @@ impl Dfa {
     /// Compiles `pattern` with full-match semantics: a byte string is accepted when the whole
     /// string matches.
     pub fn from_regex(pattern: &str, config: &DfaConfig) -> Result<Dfa> {
+        let Some(memo) = &config.memo else { return Self::build_regex(pattern, config) };
+        if let Some(kept) = memo.get(pattern) {
+            let Some(dfa) = kept else { return Err(no_full_match()) };
+            config.check_built(&dfa)?;
+            return Ok((*dfa).clone());
+        }
+        let built = Self::build_regex(pattern, config);
+        match &built {
+            Ok(dfa) => memo.put(pattern, Some(dfa)),
+            Err(GrammarError::EmptyLanguage { .. }) => memo.put(pattern, None),
+            Err(_) => {}
+        }
+        built
+    }
+
+    /// [`Dfa::from_regex`] without the memo.
+    fn build_regex(pattern: &str, config: &DfaConfig) -> Result<Dfa> {
         let hir = parse(pattern)?;
         let nfa = thompson::Compiler::new()
             .configure(
@@ -245,16 +280,9 @@ impl Dfa {
         }
         config.check_deadline("a DFA")?;
         let dfa = Dfa::prune(classes, stride, &raw_trans, &accepting)
-            .ok_or_else(|| GrammarError::EmptyLanguage { detail: "no string fully matches the pattern".into() })?
+            .ok_or_else(no_full_match)?
             .minimize();
-        config.note_states(dfa.num_states());
-        if dfa.num_states() > config.max_states {
-            return Err(GrammarError::TooLarge {
-                what: "regex DFA",
-                limit: config.max_states,
-                detail: format!("{} live states", dfa.num_states()),
-            });
-        }
+        config.check_built(&dfa)?;
         Ok(dfa)
     }
 
@@ -728,6 +756,11 @@ pub(crate) fn parse(pattern: &str) -> Result<regex_syntax::hir::Hir> {
         },
         other => GrammarError::InvalidRegex { pattern: pattern.to_string(), offset: 0, reason: other.to_string() },
     })
+}
+
+/// The error for a pattern that no string fully matches.
+fn no_full_match() -> GrammarError {
+    GrammarError::EmptyLanguage { detail: "no string fully matches the pattern".into() }
 }
 
 fn build_error(msg: &str, config: &DfaConfig) -> GrammarError {

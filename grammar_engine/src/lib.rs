@@ -18,6 +18,7 @@ pub mod gguf;
 pub mod grammar;
 pub mod index;
 pub mod json_schema;
+pub mod regex_memo;
 pub mod repair;
 pub mod structure;
 pub mod token_trie;
