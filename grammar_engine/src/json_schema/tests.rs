@@ -449,3 +449,23 @@ fn leaves_built_once_are_reused_only_under_the_same_facts() {
         ],
     );
 }
+
+#[test]
+fn a_recursive_definition_is_compiled_once_per_depth() {
+    // Three references to `e` per level and six alternatives: compiled anew at each use, the
+    // levels would split into 6 + 3 × (6 + 3 × ...) cases, past the limit of 512 at depth 5.
+    let schema = json!({"$defs": {"e": {"anyOf": [
+        {"type": "integer"}, {"type": "string", "maxLength": 2}, {"type": "null"}, {"type": "boolean"},
+        {"type": "object", "properties": {"l": {"$ref": "#/$defs/e"}, "r": {"$ref": "#/$defs/e"}}, "additionalProperties": false},
+        {"type": "array", "items": {"$ref": "#/$defs/e"}, "maxItems": 2}]}},
+        "$ref": "#/$defs/e"});
+    let opts = JsonSchemaOptions { max_recursion_depth: 5, max_any_depth: 2, ..JsonSchemaOptions::default() };
+    let d = compile(&schema, &opts, &DfaConfig::default()).unwrap_or_else(|e| panic!("{e}"));
+    let deep = r#"{"l":{"r":[{"l":"ab"},null]},"r":true}"#;
+    for good in ["1", "[]", r#"{"l":"x"}"#, deep] {
+        assert!(accepts(&d, good), "{good}");
+    }
+    for bad in [r#"{"x":1}"#, "[1,2,3]", r#""abc""#, r#"{"l":{"l":{"l":{"l":{"l":{"l":1}}}}}}"#] {
+        assert!(!accepts(&d, bad), "{bad}");
+    }
+}

@@ -104,6 +104,10 @@ impl<'a> Conj<'a> {
     }
 }
 
+/// A conjunction as a cache key: its members (schema address, keywords done) and how far the
+/// prune depth is below it.
+type ConjKey = Vec<(usize, u16)>;
+
 pub(crate) struct Compiler<'a> {
     pub resolver: Resolver<'a>,
     pub reading: Reading,
@@ -115,7 +119,10 @@ pub(crate) struct Compiler<'a> {
     active: HashMap<*const Value, u32>,
     /// Recursion cuts so far (a result compiled without any is context-free and cached).
     cuts: u64,
-    cache: HashMap<Vec<(usize, u16)>, Expr>,
+    cache: HashMap<ConjKey, Expr>,
+    /// Results that cut a recursion, by the conjunction and the reference depths (target
+    /// address, times entered) they were compiled at.
+    deep_cache: HashMap<(ConjKey, Vec<(usize, u32)>), Expr>,
     cases: usize,
     started: Instant,
     /// Object names that do not discriminate (see `one_of`); over-languages prefer others.
@@ -153,6 +160,7 @@ impl<'a> Compiler<'a> {
             active,
             cuts: 0,
             cache: HashMap::new(),
+            deep_cache: HashMap::new(),
             cases: 0,
             started: Instant::now(),
             common_names: HashSet::new(),
@@ -345,7 +353,7 @@ impl<'a> Compiler<'a> {
 
     /// Splits on the first disjunction left, or compiles the merged keywords.
     fn compile_flat(&mut self, conj: Conj<'a>) -> Result<Expr> {
-        let key: Option<Vec<(usize, u16)>> = (conj.forbidden.is_empty() && conj.required.is_empty() && conj.excluded == 0).then(|| {
+        let key: Option<ConjKey> = (conj.forbidden.is_empty() && conj.required.is_empty() && conj.excluded == 0).then(|| {
             let mut k: Vec<(usize, u16)> = conj.items.iter().map(|i| (i.schema as *const Value as usize, i.done)).collect();
             k.sort_unstable();
             // Pruning depends on how far below the value the prune depth is.
@@ -356,10 +364,26 @@ impl<'a> Compiler<'a> {
         if let Some(hit) = key.as_ref().and_then(|k| self.cache.get(k)) {
             return Ok(hit.clone());
         }
+        // A result that cut a recursion depends on how deep in each reference the walk is.
+        let deep_key = key.as_ref().map(|k| {
+            let mut depths: Vec<(usize, u32)> = self.active.iter().filter(|(_, &n)| n > 0).map(|(&t, &n)| (t as usize, n)).collect();
+            depths.sort_unstable();
+            (k.clone(), depths)
+        });
+        if let Some(hit) = deep_key.as_ref().and_then(|k| self.deep_cache.get(k)) {
+            self.cuts += 1;
+            return Ok(hit.clone());
+        }
         let cuts_before = self.cuts;
         let result = self.split_or_emit(conj)?;
-        if let (Some(k), true) = (key, self.cuts == cuts_before) {
-            self.cache.insert(k, result.clone());
+        match (key, deep_key) {
+            (Some(k), _) if self.cuts == cuts_before => {
+                self.cache.insert(k, result.clone());
+            }
+            (_, Some(k)) => {
+                self.deep_cache.insert(k, result.clone());
+            }
+            _ => {}
         }
         Ok(result)
     }
