@@ -21,11 +21,18 @@ use super::objects::subsequence;
 use super::values::{json_equal, literal};
 use super::walk::{count_keyword, Compiler, Conj, Item, MAX_COUNT};
 use crate::algebra::Expr;
-use crate::dfa::Dfa;
-use crate::error::Result;
+use crate::dfa::{Dfa, DfaConfig};
+use crate::error::{GrammarError, Result};
 
 /// Most distinct values `uniqueItems` enumerates from a finite element language.
 const MAX_UNIQUE_VALUES: usize = 24;
+
+/// Most DFA states of an element language `uniqueItems` tries to list: [`enumerate`] lists at
+/// most 4 × [`MAX_UNIQUE_VALUES`] texts, whose automaton is about as large as their bytes.
+/// Past it the language is not listed, and is not determinized in full to find that out (an
+/// array of unique objects would otherwise build the objects' whole automaton: 2.4 s for one
+/// SARIF schema).
+const MAX_LISTED_STATES: usize = 8_192;
 
 /// What one member says about positions.
 struct Positions<'a> {
@@ -236,7 +243,16 @@ fn unique_array<'a>(c: &mut Compiler<'a>, at: Vec<Expr>, rest: Expr, lo: u64, hi
         }
         return Err(ctx.unsupported("uniqueItems", "uniqueItems together with a tuple (prefixItems) is not supported"));
     }
-    let values = rest.to_dfa(c.config)?.and_then(|d| finite_values(&d));
+    let probe = DfaConfig { max_states: MAX_LISTED_STATES, ..c.config.clone() };
+    let values = match rest.to_dfa(&probe) {
+        Ok(d) => d.and_then(|d| finite_values(&d)),
+        Err(GrammarError::TooLarge { .. }) => {
+            // Too large to list, unless it was the compile time that ran out.
+            c.config.check_deadline("an element language")?;
+            None
+        }
+        Err(e) => return Err(e),
+    };
     let Some(values) = values else {
         if lo <= 1 {
             return Ok(wrap(elements(Vec::new(), rest, lo, Some(1), &ws), &ws));
