@@ -101,7 +101,7 @@ pub(super) fn compile_helped_after(
         steps,
         help_after,
         board: Mutex::new(Board {
-            next: 0,
+            taken: vec![false; steps],
             outcomes: (0..steps).map(|_| None).collect(),
             overflows: vec![None; steps],
             large_bounds: None,
@@ -143,8 +143,8 @@ enum Outcome {
 
 /// The attempts' shared state.
 struct Board {
-    /// The next attempt no thread has taken.
-    next: usize,
+    /// The attempts some thread has taken.
+    taken: Vec<bool>,
     outcomes: Vec<Option<Outcome>>,
     /// Per attempt that did not fit, what its determinization showed.
     overflows: Vec<Option<Overflow>>,
@@ -167,6 +167,19 @@ impl Board {
             }
         }
         Some(None)
+    }
+
+    /// The attempt a free thread takes next: the least restricted one not taken, but while
+    /// no walk has told whether any bound is large, a count cap alone waits behind the prune
+    /// depths (if no bound is large it is the exact attempt again, and a helper would repeat
+    /// the exact walk for nothing). `None` when none is left, or none can be the answer (one
+    /// less restricted has fitted or failed for good).
+    fn pick(&self) -> Option<usize> {
+        let settled = self.outcomes.iter().position(|o| matches!(o, Some(Outcome::Fit(_) | Outcome::Failed(_))));
+        let open = |i: &usize| !self.taken[*i] && settled.is_none_or(|s| *i < s);
+        let mut open_ones = (0..self.taken.len()).filter(open);
+        let first = open_ones.clone().next()?;
+        Some(open_ones.find(|&i| !(RESTRICTIONS[i].caps_only() && self.large_bounds.is_none())).unwrap_or(first))
     }
 
     /// The overflow of the most restricted failed attempt before `i`.
@@ -200,7 +213,7 @@ impl Ladder<'_> {
     fn wait_for_help_needed(&self) -> bool {
         let mut board = self.board();
         loop {
-            if board.decided || board.next >= self.steps {
+            if board.decided || board.pick().is_none() {
                 return false;
             }
             let waited = self.started.elapsed();
@@ -216,13 +229,8 @@ impl Ladder<'_> {
         loop {
             let (i, large_bounds, overflow) = {
                 let mut board = self.board();
-                // Past an attempt that fitted (or failed for good) nothing can be the answer.
-                let settled = board.outcomes[..board.next.min(self.steps)].iter().any(|o| matches!(o, Some(Outcome::Fit(_) | Outcome::Failed(_))));
-                if board.decided || board.next >= self.steps || settled {
-                    return;
-                }
-                board.next += 1;
-                let i = board.next - 1;
+                let Some(i) = board.pick().filter(|_| !board.decided) else { return };
+                board.taken[i] = true;
                 (i, board.large_bounds, board.overflow_before(i))
             };
             // A panic (a bug) still settles the attempt, so no thread waits for it forever;
@@ -305,7 +313,8 @@ impl Ladder<'_> {
         let root = compiler.root_item(self.schema);
         let expr = compiler.compile_one(root);
         let has_large_bounds = compiler.has_large_bounds();
-        if r.prune_depth.is_none() {
+        // A walk cut short knows a bound is large once it met one, never that none is.
+        if r.prune_depth.is_none() && (expr.is_ok() || has_large_bounds) {
             self.board().large_bounds.get_or_insert(has_large_bounds);
         }
         if r.caps_only() && !has_large_bounds {
