@@ -57,9 +57,10 @@ pub(super) struct Restriction {
 }
 
 impl Restriction {
-    /// What the restriction leaves out, in words; `None` for the exact attempt.
-    fn describe(&self, had_large_bounds: bool) -> Option<String> {
-        let cap = self.count_cap.filter(|_| had_large_bounds).map(|c| format!("maxItems and maxLength above {c} lowered to {c}"));
+    /// What the restriction leaves out, in words (`capped`: its walk met a bound the cap
+    /// lowers); `None` for the exact attempt.
+    fn describe(&self, capped: bool) -> Option<String> {
+        let cap = self.count_cap.filter(|_| capped).map(|c| format!("maxItems and maxLength above {c} lowered to {c}"));
         let prune = self.prune_depth.map(|d| {
             format!("objects {d} or more levels deep keep only required members, arrays that deep only minItems elements")
         });
@@ -135,8 +136,9 @@ enum Outcome {
     Skipped,
     /// Over the state limit or out of time: a more restricted attempt may fit.
     TooLarge(GrammarError),
-    /// The automaton fits: the answer once every less restricted attempt has failed.
-    Fit(Box<Dfa>),
+    /// The automaton fits: the answer once every less restricted attempt has failed. With
+    /// whether its walk met a bound the count cap lowers (for the description).
+    Fit(Box<Dfa>, bool),
     /// No string at all, or an error no restriction mends: final in the same way.
     Failed(GrammarError),
 }
@@ -162,7 +164,7 @@ impl Board {
         for (i, o) in self.outcomes.iter().enumerate() {
             match o {
                 None => return None,
-                Some(Outcome::Fit(_) | Outcome::Failed(_)) => return Some(Some(i)),
+                Some(Outcome::Fit(..) | Outcome::Failed(_)) => return Some(Some(i)),
                 Some(_) => {}
             }
         }
@@ -175,7 +177,7 @@ impl Board {
     /// the exact walk for nothing). `None` when none is left, or none can be the answer (one
     /// less restricted has fitted or failed for good).
     fn pick(&self) -> Option<usize> {
-        let settled = self.outcomes.iter().position(|o| matches!(o, Some(Outcome::Fit(_) | Outcome::Failed(_))));
+        let settled = self.outcomes.iter().position(|o| matches!(o, Some(Outcome::Fit(..) | Outcome::Failed(_))));
         let open = |i: &usize| !self.taken[*i] && settled.is_none_or(|s| *i < s);
         let mut open_ones = (0..self.taken.len()).filter(open);
         let first = open_ones.clone().next()?;
@@ -244,7 +246,7 @@ impl Ladder<'_> {
                 }
             };
             let mut board = self.board();
-            if let Outcome::Fit(_) | Outcome::Failed(_) = outcome {
+            if let Outcome::Fit(..) | Outcome::Failed(_) = outcome {
                 self.cancels[i + 1..].iter().for_each(|c| c.store(true, Ordering::Relaxed));
             }
             board.outcomes[i] = Some(outcome);
@@ -268,10 +270,8 @@ impl Ladder<'_> {
         };
         board.decided = true;
         if let Some(i) = answer {
-            // The exact attempt's walk has told whether any bound is large (it always walks).
-            let large_bounds = board.large_bounds.unwrap_or(true);
             return match board.outcomes[i].take() {
-                Some(Outcome::Fit(dfa)) => Ok((*dfa, RESTRICTIONS[i].describe(large_bounds))),
+                Some(Outcome::Fit(dfa, capped)) => Ok((*dfa, RESTRICTIONS[i].describe(capped))),
                 Some(Outcome::Failed(e)) => Err(e),
                 _ => unreachable!("the answer is an attempt that fitted or failed for good"),
             };
@@ -342,7 +342,7 @@ impl Ladder<'_> {
             })
         });
         match built {
-            Ok(Some(dfa)) => Outcome::Fit(Box::new(dfa)),
+            Ok(Some(dfa)) => Outcome::Fit(Box::new(dfa), has_large_bounds),
             Ok(None) => Outcome::Failed(GrammarError::EmptyLanguage {
                 detail: "no JSON value satisfies the schema (or none that this compiler can write: see the JSON Schema notes in the README)".into(),
             }),
