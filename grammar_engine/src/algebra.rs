@@ -170,6 +170,7 @@ impl Expr {
                 Err(e) => Err(e),
             };
         }
+        let config = &config.with_memo();
         let mut nfa = NfaBuilder::new(config)?;
         let (start, end) = nfa.emit(self, config)?;
         let matched = nfa.b.add_match().map_err(|e| too_large(e, config))?;
@@ -310,9 +311,6 @@ fn hir_size(hir: &regex_syntax::hir::Hir) -> u64 {
 /// A Thompson NFA under construction, made of regex and DFA fragments.
 struct NfaBuilder {
     b: thompson::Builder,
-    /// DFAs already compiled for regex-only subtrees (by their text), reused when a subtree
-    /// appears again.
-    compiled: HashMap<String, Option<Rc<Dfa>>>,
 }
 
 impl NfaBuilder {
@@ -321,29 +319,18 @@ impl NfaBuilder {
         b.set_size_limit(Some(config.build_size_limit)).map_err(|e| too_large(e, config))?;
         b.set_utf8(true);
         b.start_pattern().map_err(|e| too_large(e, config))?;
-        Ok(NfaBuilder { b, compiled: HashMap::new() })
+        Ok(NfaBuilder { b })
     }
 
     /// Adds the fragment of `expr`; returns its entry and its exit (an empty state to patch).
     fn emit(&mut self, expr: &Expr, config: &DfaConfig) -> Result<(StateID, StateID)> {
         let err = |e| too_large(e, config);
         if expr.is_regex_only() {
-            let text = expr.render()?;
-            let dfa = match self.compiled.get(&text) {
-                Some(hit) => hit.clone(),
-                None => {
-                    let built = match Dfa::from_regex(&text, config) {
-                        Ok(d) => Some(Rc::new(d)),
-                        Err(GrammarError::EmptyLanguage { .. }) => None,
-                        Err(e) => return Err(e),
-                    };
-                    self.compiled.insert(text, built.clone());
-                    built
-                }
-            };
-            return match dfa {
-                Some(d) => self.embed(&d, config),
-                None => self.fail(config),
+            // A subtree that appears again is built once (the config's memo, see `to_dfa`).
+            return match Dfa::shared_from_regex(&expr.render()?, config) {
+                Ok(d) => self.embed(&d, config),
+                Err(GrammarError::EmptyLanguage { .. }) => self.fail(config),
+                Err(e) => Err(e),
             };
         }
         match expr {

@@ -143,6 +143,11 @@ impl DfaConfig {
         Ok(())
     }
 
+    /// This config with a memo: its own, or a new one (for one compilation).
+    pub(crate) fn with_memo(&self) -> DfaConfig {
+        DfaConfig { memo: Some(self.memo.clone().unwrap_or_default()), ..self.clone() }
+    }
+
     /// Whether the cancel flag (if any) is raised.
     pub(crate) fn cancelled(&self) -> bool {
         self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed))
@@ -168,19 +173,25 @@ impl Dfa {
     /// Compiles `pattern` with full-match semantics: a byte string is accepted when the whole
     /// string matches.
     pub fn from_regex(pattern: &str, config: &DfaConfig) -> Result<Dfa> {
-        let Some(memo) = &config.memo else { return Self::build_regex(pattern, config) };
+        Self::shared_from_regex(pattern, config).map(Arc::unwrap_or_clone)
+    }
+
+    /// [`Dfa::from_regex`], shared with the config's memo (if any) rather than copied.
+    pub(crate) fn shared_from_regex(pattern: &str, config: &DfaConfig) -> Result<Arc<Dfa>> {
+        let Some(memo) = &config.memo else { return Self::build_regex(pattern, config).map(Arc::new) };
         if let Some(kept) = memo.get(pattern) {
             let Some(dfa) = kept else { return Err(no_full_match()) };
             config.check_built(&dfa)?;
-            return Ok((*dfa).clone());
+            return Ok(dfa);
         }
-        let built = Self::build_regex(pattern, config);
-        match &built {
-            Ok(dfa) => memo.put(pattern, Some(dfa)),
-            Err(GrammarError::EmptyLanguage { .. }) => memo.put(pattern, None),
-            Err(_) => {}
+        match Self::build_regex(pattern, config) {
+            Ok(dfa) => Ok(memo.put(pattern, dfa)),
+            Err(e @ GrammarError::EmptyLanguage { .. }) => {
+                memo.put_empty(pattern);
+                Err(e)
+            }
+            Err(e) => Err(e),
         }
-        built
     }
 
     /// [`Dfa::from_regex`] without the memo.

@@ -41,18 +41,29 @@ impl RegexMemo {
         self.kept().dfas.get(pattern).cloned()
     }
 
-    /// Stores the result for `pattern`, unless it is too large or the memo is full.
-    pub(crate) fn put(&self, pattern: &str, dfa: Option<&Dfa>) {
-        let bytes = pattern.len() + dfa.map_or(0, Dfa::memory_bytes);
-        if dfa.is_some_and(|d| d.num_states() > MAX_KEPT_STATES) {
-            return;
+    /// Stores `dfa` for `pattern` (unless it is too large or the memo is full); the DFA, now
+    /// shared.
+    pub(crate) fn put(&self, pattern: &str, dfa: Dfa) -> Arc<Dfa> {
+        let dfa = Arc::new(dfa);
+        if dfa.num_states() <= MAX_KEPT_STATES {
+            self.keep(pattern, Some(dfa.clone()), dfa.memory_bytes());
         }
+        dfa
+    }
+
+    /// Stores that `pattern` matches no string.
+    pub(crate) fn put_empty(&self, pattern: &str) {
+        self.keep(pattern, None, 0);
+    }
+
+    fn keep(&self, pattern: &str, dfa: Option<Arc<Dfa>>, bytes: usize) {
+        let bytes = bytes + pattern.len();
         let mut kept = self.kept();
         if kept.bytes + bytes > MAX_KEPT_BYTES || kept.dfas.contains_key(pattern) {
             return;
         }
         kept.bytes += bytes;
-        kept.dfas.insert(pattern.into(), dfa.map(|d| Arc::new(d.clone())));
+        kept.dfas.insert(pattern.into(), dfa);
     }
 
     /// How many results are stored.

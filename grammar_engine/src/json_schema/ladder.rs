@@ -91,8 +91,7 @@ pub(super) fn compile_helped_after(
 ) -> Result<(Dfa, Option<String>)> {
     let steps = if opts.allow_restriction { RESTRICTIONS.len() } else { 1 };
     // Every attempt walks the same schema: its small automata are built once for all of them.
-    let memo = config.memo.clone().unwrap_or_default();
-    let config = &DfaConfig { memo: Some(memo), ..config.clone() };
+    let config = &config.with_memo();
     let ladder = Ladder {
         schema,
         opts,
