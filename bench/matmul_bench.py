@@ -10,7 +10,11 @@ call. Rows k = 1, 2, 4, 5, 8, 12, 16 against SmolLM2-135M's weight shapes (W is 
 
 Variants, timed call by call in one interleaved loop (pairs share the machine's load):
 
-    now       the shim as `onyx.platform` builds it (x @ W^T for 1..16 rows in its own kernels)
+    now       the shim as `onyx.platform` builds it (x @ W^T for 1..16 rows in its own kernels),
+              on one thread
+    split     the same, each product split between `onyx.platform.shim_threads()` threads (as
+              Onyx runs it; timed by wall clock, compared with `now` by paired wall-time ratios);
+              left out when that is one thread
     before    the shim as of commit BEFORE_REV (a one-row kernel, a 2..8-row kernel, OpenBLAS
               beyond 8 rows), built from `git show` with the same flags; left out without git
     openblas  OpenBLAS's cblas_sgemm
@@ -149,7 +153,16 @@ def variants(tmp: Path) -> tuple[dict, dict, list]:
         raise SystemExit("the shim could not be built (no C compiler?)")
     keep, fns, notes = [], {}, {"shim": str(shim), "blas": blas}
     lib, fns["now"] = _sgemm_of_shim(shim, blas)
+    lib.onyx_blas_shim_threads(1)  # this process's own shim (MLX's): its kernels on one thread
     keep.append(lib)
+    threads = platform.shim_threads()
+    if threads > 1:  # a second copy of the library: its own helper threads and settings
+        split = tmp / "shim_split.so"
+        shutil.copyfile(shim, split)
+        lib, fns["split"] = _sgemm_of_shim(split, blas)
+        lib.onyx_blas_shim_threads(threads)
+        keep.append(lib)
+        notes["split"] = f"the same kernels, each product split between {threads} threads (as Onyx runs them)"
     old = _shim_source_at(BEFORE_REV)
     if old is None:
         notes["before"] = f"left out: no git or no commit {BEFORE_REV}"
@@ -209,7 +222,12 @@ def run_shape(timer, fns: dict, name: str, n: int, k: int, rows: list[int], pool
             row[f"{v}_us"] = round(1e6 * float(np.median(cpu[:, i])), 1)
             row[f"{v}_max_rel_err"] = errs[v]
         for v in names[1:]:  # paired per-call ratios: the two calls ran back to back
-            row[f"now_over_{v}"] = round(float(np.median(cpu[:, names.index(v)] / cpu[:, 0])), 3)
+            if v != "split":
+                row[f"now_over_{v}"] = round(float(np.median(cpu[:, names.index(v)] / cpu[:, 0])), 3)
+        if "split" in names:  # two threads: only wall time says what the caller waited
+            i = names.index("split")
+            row["split_gbs"] = row["split_gbs_wall"]
+            row["split_over_now_wall"] = round(float(np.median(wall[:, 0] / wall[:, i])), 3)
         results.append(row)
         if verbose:
             print(f"  {name:8} k={m:2}  " + "  ".join(f"{v} {row[f'{v}_gbs']:6.2f}" for v in names) + " GB/s",
@@ -230,10 +248,10 @@ def add_references(rows: list[dict], peak_lanes_per_s: float) -> None:
         r["fma_ceiling_gbs"] = round(4 * peak_lanes_per_s / r["k"] / 1e9, 1)
 
 
-def print_table(rows: list[dict], have_before: bool) -> None:
+def print_table(rows: list[dict], have_before: bool, split: bool = False) -> None:
     head = ["shape (N x K)", "k", "now GB/s"] + (["before", "now/before"] if have_before else []) + \
            ["openblas", "now/openblas", "now / one-row now"] + (["now / one-row before"] if have_before else []) + \
-           ["FMA ceiling", "now µs"]
+           ["FMA ceiling", "now µs"] + (["split GB/s (wall)", "split / now (wall)"] if split else [])
     print("\n| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows:
@@ -244,6 +262,8 @@ def print_table(rows: list[dict], have_before: bool) -> None:
         if have_before:
             cells.append(f"{r['now_over_before_k1']:.2f}")
         cells += [f"{r['fma_ceiling_gbs']:.0f}", f"{r['now_us']:.0f}"]
+        if split:
+            cells += [f"{r['split_gbs_wall']:.1f}", f"{r['split_over_now_wall']:.2f}x"]
         print("| " + " | ".join(cells) + " |")
 
 
@@ -256,7 +276,7 @@ def plot(res: dict, path: Path) -> bool:
     for ax, s in zip(axes[0], shapes):
         rows = [r for r in res["rows"] if r["shape"] == s]
         ks = [r["k"] for r in rows]
-        for v, style in (("now", "o-"), ("before", "s--"), ("openblas", "^:")):
+        for v, style in (("now", "o-"), ("split", "D-"), ("before", "s--"), ("openblas", "^:")):
             if f"{v}_gbs" in rows[0]:
                 ax.plot(ks, [r[f"{v}_gbs"] for r in rows], style, label=v)
         ax.plot(ks, [min(r["fma_ceiling_gbs"], 2 * max(r["now_gbs"] for r in rows)) for r in rows], "k-",
@@ -264,7 +284,7 @@ def plot(res: dict, path: Path) -> bool:
         ax.set_title(f"{s} {rows[0]['N']}x{rows[0]['K']}", fontsize=9)
         ax.set_xlabel("rows k")
         ax.set_xticks(ks)
-    axes[0][0].set_ylabel("weight GB/s (median, thread CPU time)")
+    axes[0][0].set_ylabel("weight GB/s (median; thread CPU time, split: wall)")
     axes[0][0].legend(fontsize=7)
     fig.suptitle(f"x @ W^T with k rows, load avg {res['meta']['loadavg_start']}", fontsize=10)
     harness.save_figure(fig, path)
@@ -306,8 +326,10 @@ def run(quick: bool = False, out_dir: Path | None = None, *, pool_mb: int | None
     res = {"meta": meta, "rows": results,
            "note": "GB/s = weight bytes / median thread-CPU time per call; now_over_X = median of paired "
                    "per-call time ratios X / now (> 1: now is faster); fma_ceiling_gbs = 4 bytes x peak "
-                   "multiply-adds per second / k"}
-    print_table(results, "before" in fns)
+                   "multiply-adds per second / k; split: the same kernels with each product split between "
+                   "threads, GB/s from wall time, split_over_now_wall = median of paired wall-time ratios "
+                   "now / split (> 1: the split is faster)"}
+    print_table(results, "before" in fns, "split" in fns)
     harness.save_results(out_dir, "matmul_bench", res, plot)
     return res
 

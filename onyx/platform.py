@@ -22,13 +22,17 @@ Nothing here is hard-coded for one OS: every choice is made from what the runnin
   one-column products to `cblas_sgemv` and everything else to OpenBLAS's `cblas_sgemm`. Without
   a compiler it falls back to plain OpenBLAS. `bench/matmul_bench.py` measures the kernels.
 
-  OpenBLAS runs single-threaded by default here: on a 2-core machine its threads wait for each
-  other's share of every product, so one busy process beside them is ruinous (measured: 2
-  threads 33 tok/s on an idle machine but 10 tok/s next to one busy process, where 1 thread
-  keeps 25).
+  The shim splits a few-row product between two threads (`shim_threads()`): chunks of weight
+  rows, claimed one at a time by the calling thread and a helper, so a helper that loses its core
+  to another process costs at most one chunk (and after such a wait the next products run alone
+  for a while). A row's bits do not depend on the split. OpenBLAS itself runs single-threaded by
+  default here: its threads split every product in fixed halves and wait for each other, so on a
+  2-core machine one busy process beside them is ruinous (measured: 2 threads 33 tok/s on an idle
+  machine but 10 tok/s next to one busy process, where 1 thread keeps 25).
 
   Environment: `ONYX_BLAS_LIB=/path/to/libopenblas.so` picks another library, `ONYX_BLAS_LIB=none`
   turns all of this off; `ONYX_BLAS_SHIM=0` keeps OpenBLAS but skips the shim;
+  `ONYX_SHIM_THREADS=N` sets the threads of the shim's products (1: no split);
   `ONYX_BLAS_THREADS=N` sets OpenBLAS's thread count. Library users who import `mlx` before
   `onyx` can start Python with
   `LD_PRELOAD=/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3` (Debian/Ubuntu package
@@ -292,34 +296,243 @@ static void leftover_rows(int M, int j0, int N, const struct pass *p, const floa
         }
 }
 
-/* 0 (not done) when K is split and beta is not 0: C's old values would be gone by the last block. */
-INLINE int gemm_rows(const int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                     int ldb, float beta, float *C, int ldc) {
+/* The product C = alpha * A @ B^T + beta * C of one call, as the kernels see it. */
+struct gemm {
+    int M, N, K, lda, ldb, ldc;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+};
+
+/* Weight rows [j0, j1) of the product (j0 a multiple of 4; j1 too unless it is N), every block
+   of K. Outputs of different weight rows never meet, so the range can be any part of N: the
+   bits of an output do not depend on how N is cut. */
+INLINE void gemm_rows(const int M, int j0, int j1, const struct gemm *g) {
     /* R x G accumulators: 4 weight rows while 4 x M fit, else 2 rows and groups of ACCS / 2 */
-    const int R = 4 * M <= ACCS ? 4 : 2, GS = 4 * M <= ACCS ? M : ACCS / 2, NR = N - N % R;
-    const int KV = K - K % VL, nb = KV > KB_MAX ? (KV + KB_MAX - 1) / KB_MAX : 1;
+    const int R = 4 * M <= ACCS ? 4 : 2, GS = 4 * M <= ACCS ? M : ACCS / 2, NR = g->N - g->N % R;
+    const int K = g->K, KV = K - K % VL, nb = KV > KB_MAX ? (KV + KB_MAX - 1) / KB_MAX : 1;
     const int KB = ((KV + nb - 1) / nb + VL - 1) / VL * VL;
-    if (nb > 1 && beta != 0.0f) return 0;
     for (int b = 0; b < nb; b++) {
         const int k0 = b * KB, k1 = k0 + KB < KV ? k0 + KB : KV;
-        const struct pass p = {k0, k1, b == 0, b == nb - 1, nb == 1 && KV == K && alpha == 1.0f && beta == 0.0f,
-                               KV, K, alpha, beta, A, lda, C, ldc};
-        tiles(M, R, GS, 0, NR, &p, B, ldb);
-        leftover_rows(M, NR, N, &p, B, ldb);
+        const struct pass p = {k0, k1, b == 0, b == nb - 1,
+                               nb == 1 && KV == K && g->alpha == 1.0f && g->beta == 0.0f,
+                               KV, K, g->alpha, g->beta, g->A, g->lda, g->C, g->ldc};
+        tiles(M, R, GS, j0, j1 < NR ? j1 : NR, &p, g->B, g->ldb);
+        if (j1 == g->N) leftover_rows(M, NR, g->N, &p, g->B, g->ldb);
     }
-    return 1;
 }
 
 /* A constant M per case: the tile shapes and groups are chosen at compile time. */
-static int few_rows(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                    int ldb, float beta, float *C, int ldc) {
-    switch (M) {
-#define ROWS(m) case m: return gemm_rows(m, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+static void few_rows(int j0, int j1, const struct gemm *g) {
+    switch (g->M) {
+#define ROWS(m) case m: gemm_rows(m, j0, j1, g); break;
     ROWS(1) ROWS(2) ROWS(3) ROWS(4) ROWS(5) ROWS(6) ROWS(7) ROWS(8)
     ROWS(9) ROWS(10) ROWS(11) ROWS(12) ROWS(13) ROWS(14) ROWS(15) ROWS(16)
 #undef ROWS
-    default: return 0;
     }
+}
+
+/* Splitting a product between threads. A product is cut into chunks of weight rows; the calling
+   thread and the helpers claim chunks one at a time until none is left, and the caller returns
+   when every claimed chunk is done. Nothing waits for a helper that has not started: a helper
+   that is descheduled (the machine is shared) or was never created (after fork) claims nothing,
+   and the caller does the rest itself. So a busy machine costs at most the chunk a stalled helper
+   holds, never the static half that OpenBLAS's threads wait for.
+
+   `ticket` packs the job's sequence number, its chunk count and the next unclaimed chunk (24, 20
+   and 20 bits): a claim is one compare-and-swap that can only succeed while that job is the
+   current one, and the caller publishes the next job only after every claimed chunk is done, so
+   the job's fields stay put while anyone works on them. Helpers spin briefly between products (a
+   forward calls one every few microseconds), then sleep on a condition variable. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+enum { MAX_HELPERS = 15, CHUNK_BYTES = 128 << 10, SPLIT_MIN_BYTES = 256 << 10, SPIN = 20000 };
+#define FIELD ((1u << 20) - 1)
+static struct gemm job;
+static int job_chunk;
+static _Atomic uint64_t ticket;
+static atomic_int job_done, sleepers, helpers_wanted;
+static int helpers_started;
+static atomic_flag busy = ATOMIC_FLAG_INIT;  /* a split is in progress */
+static pthread_mutex_t wake_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake_cv = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Claims and runs chunks of the job `seq` until none is left; returns how many it ran. */
+static int run_chunks(uint64_t seq) {
+    int ran = 0;
+    for (;;) {
+        uint64_t t = atomic_load_explicit(&ticket, memory_order_acquire);
+        const uint64_t n = (t >> 20) & FIELD, next = t & FIELD;
+        if (t >> 40 != seq || next >= n) return ran;
+        if (!atomic_compare_exchange_weak_explicit(&ticket, &t, t + 1, memory_order_acq_rel, memory_order_acquire))
+            continue;
+        const int j0 = (int)next * job_chunk, j1 = j0 + job_chunk < job.N ? j0 + job_chunk : job.N;
+        few_rows(j0, j1, &job);
+        atomic_fetch_add_explicit(&job_done, 1, memory_order_release);
+        ran++;
+    }
+}
+
+static void *helper_main(void *arg) {
+    (void)arg;
+    uint64_t seen = atomic_load(&ticket) >> 40;  /* jobs from before this helper are not its own */
+    for (;;) {
+        uint64_t seq = atomic_load_explicit(&ticket, memory_order_acquire) >> 40;
+        for (int i = 0; seq == seen && i < SPIN; i++) {
+            if (i % 64 == 63) sched_yield();  /* a thread that shares this core goes first */
+            else cpu_relax();
+            seq = atomic_load_explicit(&ticket, memory_order_acquire) >> 40;
+        }
+        if (seq == seen) {  /* idle: sleep until the next job is published */
+            pthread_mutex_lock(&wake_mu);
+            atomic_fetch_add(&sleepers, 1);
+            while ((seq = atomic_load(&ticket) >> 40) == seen) pthread_cond_wait(&wake_cv, &wake_mu);
+            atomic_fetch_sub(&sleepers, 1);
+            pthread_mutex_unlock(&wake_mu);
+        }
+        seen = seq;
+        run_chunks(seq);
+    }
+    return 0;
+}
+
+/* Products to run alone after a caller waited on a stalled helper (see run_gemm). */
+enum { MIN_SOLO = 16, MAX_SOLO = 4096 };
+static int solo_left, solo_next = MIN_SOLO;
+
+static inline double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* Counts, for diagnostics: split products, chunks the caller ran, chunks in all, stalls,
+   products run alone after a stall. */
+static long stats[5];
+
+void onyx_blas_shim_stats(long out[5]) { memcpy(out, stats, sizeof stats); }
+
+/* A forked child has no helpers (only the forking thread survives): it starts its own, with
+   fresh locks (a helper may have held one at the fork). */
+static void forget_helpers(void) {
+    const uint64_t t = atomic_load(&ticket);
+    atomic_store(&ticket, (t & ~(uint64_t)FIELD) | ((t >> 20) & FIELD));  /* no chunk left to claim */
+    atomic_flag_clear(&busy);
+    helpers_started = 0;
+    atomic_store(&sleepers, 0);
+    pthread_mutex_init(&wake_mu, 0);
+    pthread_cond_init(&wake_cv, 0);
+    pthread_mutex_init(&start_mu, 0);
+}
+
+/* Starts helpers up to the number wanted (once each; they live as long as the process). */
+static int ensure_helpers(void) {
+    const int want = atomic_load(&helpers_wanted);
+    if (helpers_started >= want) return helpers_started;
+    pthread_mutex_lock(&start_mu);
+    static int at_fork;
+    if (!at_fork) at_fork = pthread_atfork(0, 0, forget_helpers) == 0;
+    while (helpers_started < want) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        const int ok = pthread_create(&t, &attr, helper_main, 0) == 0;
+        pthread_attr_destroy(&attr);
+        if (!ok) break;
+        helpers_started++;
+    }
+    pthread_mutex_unlock(&start_mu);
+    return helpers_started;
+}
+
+/* Threads (the caller included) that share a product from now on; 1 turns splitting off. */
+void onyx_blas_shim_threads(int n) {
+    atomic_store(&helpers_wanted, n < 1 ? 0 : n - 1 > MAX_HELPERS ? MAX_HELPERS : n - 1);
+}
+
+/* Runs the product, split between threads when it is large enough to pay for it. One product
+   at a time is split (MLX's CPU stream calls BLAS from one thread); a call that finds a split
+   in progress runs alone. */
+static void run_gemm(const struct gemm *g) {
+    const size_t bytes = (size_t)g->N * g->K * sizeof(float);
+    if (atomic_load_explicit(&helpers_wanted, memory_order_relaxed) == 0 || bytes < SPLIT_MIN_BYTES ||
+        atomic_flag_test_and_set_explicit(&busy, memory_order_acquire)) {
+        few_rows(0, g->N, g);
+        return;
+    }
+    if (solo_left > 0) {
+        solo_left--;
+        stats[4]++;
+        atomic_flag_clear_explicit(&busy, memory_order_release);
+        few_rows(0, g->N, g);
+        return;
+    }
+    if (ensure_helpers() == 0) {
+        atomic_flag_clear_explicit(&busy, memory_order_release);
+        few_rows(0, g->N, g);
+        return;
+    }
+    int chunk = (int)(CHUNK_BYTES / ((size_t)g->K * sizeof(float)));
+    chunk = chunk < 16 ? 16 : chunk / 16 * 16;
+    const uint64_t n = ((uint64_t)g->N + chunk - 1) / chunk;
+    if (n < 2 || n > FIELD) {
+        atomic_flag_clear_explicit(&busy, memory_order_release);
+        few_rows(0, g->N, g);
+        return;
+    }
+    job = *g;
+    job_chunk = chunk;
+    atomic_store_explicit(&job_done, 0, memory_order_relaxed);
+    const uint64_t seq = ((atomic_load_explicit(&ticket, memory_order_relaxed) >> 40) + 1) & 0xFFFFFF;
+    atomic_store(&ticket, (seq << 40) | (n << 20));  /* seq_cst: pairs with a helper going to sleep */
+    if (atomic_load(&sleepers) > 0) {
+        pthread_mutex_lock(&wake_mu);
+        pthread_cond_broadcast(&wake_cv);
+        pthread_mutex_unlock(&wake_mu);
+    }
+    const double t0 = now();
+    const int ran = run_chunks(seq);
+    const double t1 = now();
+    for (int i = 0; atomic_load_explicit(&job_done, memory_order_acquire) < (int)n; i++) {
+        if (i % 256 == 255) sched_yield();  /* a helper holding a chunk was descheduled */
+        else cpu_relax();
+    }
+    /* Waiting for more than two chunks' time means a helper lost its core (another process):
+       run the next products alone, twice as many after each such wait in a row. */
+    const double waited = now() - t1;
+    stats[0]++, stats[1] += ran, stats[2] += n;
+    if (ran > 0 && waited > 2 * (t1 - t0) / ran + 20e-6) {
+        stats[3]++;
+        solo_left = solo_next;
+        solo_next = solo_next < MAX_SOLO ? 2 * solo_next : MAX_SOLO;
+    } else {
+        solo_next = MIN_SOLO;
+    }
+    atomic_flag_clear_explicit(&busy, memory_order_release);
+}
+
+/* 0 (not done): more than 16 rows, or K split into blocks with beta not 0 (C's old values
+   would be gone by the last block). */
+static int few_rows_product(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                            int ldb, float beta, float *C, int ldc) {
+    const int KV = K - K % VL;
+    if (M < 1 || M > 16 || (KV > KB_MAX && beta != 0.0f)) return 0;
+    const struct gemm g = {M, N, K, lda, ldb, ldc, alpha, beta, A, B, C};
+    run_gemm(&g);
+    return 1;
 }
 
 void cblas_sgemm(int order, int ta, int tb, int M, int N, int K, float alpha, const float *A,
@@ -329,7 +542,7 @@ void cblas_sgemm(int order, int ta, int tb, int M, int N, int K, float alpha, co
         real_gemv = (gemv_t)dlsym(RTLD_NEXT, "cblas_sgemv");
     }
     if (order == RowMajor && K > 0 && real_gemv) {
-        if (ta == NoTrans && tb == Trans && few_rows(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        if (ta == NoTrans && tb == Trans && few_rows_product(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
             return;  /* x @ W^T with 1..16 rows: a decode step, a verification, a batch */
         if (M == 1) {  /* C[0,:] = alpha * A[0,:] @ op(B) + beta * C[0,:] */
             int incx = ta == NoTrans ? 1 : lda;
@@ -427,7 +640,7 @@ def build_shim() -> Path | None:
             src.write_text(_SHIM_SOURCE)
             out = Path(tmp) / dest.name
             for flags in (["-O3", "-march=native"], ["-O3"]):  # native vector width, else portable
-                proc = subprocess.run([compiler, *flags, "-shared", "-fPIC", "-o", str(out), str(src), "-ldl"],
+                proc = subprocess.run([compiler, *flags, "-shared", "-fPIC", "-o", str(out), str(src), "-ldl", "-pthread"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
                 if proc.returncode == 0 and out.is_file():
                     break
@@ -444,6 +657,26 @@ def _blas_threads() -> int:
         return max(1, int(os.environ.get("ONYX_BLAS_THREADS", "1")))
     except ValueError:
         return 1
+
+
+def shim_threads() -> int:
+    """Threads that share one few-row product in the shim (`ONYX_SHIM_THREADS`; default: two
+    when the process may run on two cores or more, else one)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        return max(1, int(os.environ.get("ONYX_SHIM_THREADS", "")))
+    except ValueError:
+        return min(2, cores)
+
+
+def _set_shim_threads(lib: ctypes.CDLL) -> None:
+    try:
+        lib.onyx_blas_shim_threads(shim_threads())
+    except AttributeError:
+        pass
 
 
 def _set_threads(lib: ctypes.CDLL) -> None:
@@ -479,6 +712,7 @@ def ensure_fast_blas() -> bool:
         _state["note"] = "LD_PRELOAD"
         if "sgemv_shim" in os.environ.get("LD_PRELOAD", ""):
             _state["shim"] = "LD_PRELOAD"
+            _set_shim_threads(ctypes.CDLL(None))
         try:
             _set_threads(ctypes.CDLL(env, mode=ctypes.RTLD_GLOBAL))
         except OSError:
@@ -504,7 +738,7 @@ def ensure_fast_blas() -> bool:
             try:
                 probe = ctypes.CDLL(str(shim), mode=ctypes.RTLD_LOCAL)
                 if probe.onyx_blas_shim_init(path.encode()) == 0:
-                    ctypes.CDLL(str(shim), mode=ctypes.RTLD_GLOBAL)  # before OpenBLAS: its sgemm wins
+                    _set_shim_threads(ctypes.CDLL(str(shim), mode=ctypes.RTLD_GLOBAL))  # before OpenBLAS
                     _state["shim"] = str(shim)
             except (OSError, AttributeError):
                 pass
@@ -555,6 +789,7 @@ def blas_status() -> str:
         extras = [_state["note"]]
         if _state["threads"]:
             extras.append(f"{_state['threads']} thread(s)")
-        extras.append("sgemm shim: x @ W^T with 1..16 rows -> its own kernels" if _state["shim"] else "no sgemm shim")
+        extras.append(f"sgemm shim: x @ W^T with 1..16 rows -> its own kernels on {shim_threads()} thread(s)"
+                      if _state["shim"] else "no sgemm shim")
         return f"OpenBLAS {_state['loaded']} ({'; '.join(extras)})"
     return f"MLX's bundled reference BLAS (slow): {_state['note']}"

@@ -4,7 +4,10 @@ products through whatever BLAS is in use."""
 from __future__ import annotations
 
 import ctypes
+import os
+import signal
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -131,3 +134,80 @@ def test_mlx_products_go_through_the_shim_bit_for_bit():
         assert np.array_equal(got, _x_wt(sgemm, x[:m], w, np.empty((m, 192), np.float32))), m
     got17 = np.array(mx.array(x) @ W.T)
     np.testing.assert_allclose(got17, x @ w.T, rtol=1e-4, atol=1e-3)
+
+
+def _shim_lib():
+    lib = ctypes.CDLL(str(platform.build_shim()), mode=ctypes.RTLD_LOCAL)
+    assert lib.onyx_blas_shim_init(platform.find_blas_library().encode()) == 0
+    return lib
+
+
+def _split_stats(lib) -> list[int]:
+    out = (ctypes.c_long * 5)()
+    lib.onyx_blas_shim_stats(out)
+    return list(out)  # split products, chunks the caller ran, chunks in all, stalls, solo products
+
+
+@needs_shim
+def test_a_product_split_between_threads_has_the_same_bits_as_one_thread():
+    # Shapes past the split threshold: chunks of weight rows, a last chunk that is not full, a
+    # tail of N below a tile, K one block and K split into blocks; the helper thread must have
+    # run chunks of its own (retried until it has: on a busy machine it may come late).
+    lib, sgemm, rng = _shim_lib(), _shim_sgemm(), np.random.default_rng(4)
+    shapes = [(1537, 576), (583, 1541), (4099, 70)]
+    ws = {s: _strided(rng, *s, 3) for s in shapes}
+    xs = {s: _strided(rng, 16, s[1], 1) for s in shapes}
+    try:
+        lib.onyx_blas_shim_threads(1)
+        alone = {(s, m): _x_wt(sgemm, xs[s][:m], ws[s], np.empty((m, s[0]), np.float32))
+                 for s in shapes for m in (1, 2, 7, 16)}
+        lib.onyx_blas_shim_threads(2)
+        before = _split_stats(lib)
+        for attempt in range(200):
+            for (s, m), want in alone.items():
+                got = _x_wt(sgemm, xs[s][:m], ws[s], np.full((m + 1, s[0]), np.nan, np.float32)[:m])
+                assert np.array_equal(got, want), (s, m)
+            after = _split_stats(lib)
+            helper_chunks = (after[2] - before[2]) - (after[1] - before[1])
+            if helper_chunks > 0:
+                break
+        assert after[0] > before[0], "no product was split"
+        assert helper_chunks > 0, "the helper thread never ran a chunk"
+    finally:
+        lib.onyx_blas_shim_threads(platform.shim_threads())
+
+
+@needs_shim
+def test_a_forked_child_splits_products_with_its_own_helper():
+    # The helpers do not survive fork; the child must neither hang nor reuse the parent's job.
+    lib, sgemm, rng = _shim_lib(), _shim_sgemm(), np.random.default_rng(5)
+    w, x = _strided(rng, 2049, 576, 0), _strided(rng, 8, 576, 0)
+    lib.onyx_blas_shim_threads(2)
+    want = _x_wt(sgemm, x, w, np.empty((8, 2049), np.float32))
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 when every product is right
+        ok = all(np.array_equal(_x_wt(sgemm, x, w, np.empty((8, 2049), np.float32)), want) for _ in range(50))
+        os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung in a split product")
+    assert os.waitstatus_to_exitcode(status) == 0
+    lib.onyx_blas_shim_threads(platform.shim_threads())
+
+
+def test_shim_threads_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("ONYX_SHIM_THREADS", "1")
+    assert platform.shim_threads() == 1
+    monkeypatch.setenv("ONYX_SHIM_THREADS", "3")
+    assert platform.shim_threads() == 3
+    monkeypatch.delenv("ONYX_SHIM_THREADS")
+    assert platform.shim_threads() == min(2, len(os.sched_getaffinity(0)))
+    monkeypatch.setenv("ONYX_SHIM_THREADS", "many")
+    assert platform.shim_threads() == min(2, len(os.sched_getaffinity(0)))
