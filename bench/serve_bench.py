@@ -17,8 +17,8 @@ Servers, loaded with the same SmolLM2-135M-Instruct weights in float32:
   checkout's), at 1 client only: "one client is no slower than before batching";
 - `mlx-lm`: `python -m mlx_lm server` on the default model's folder converted with
   `mlx_lm convert -d --dtype float32` (cached under ~/.cache/onyx/bench/), with OpenBLAS
-  preloaded the way Onyx loads it (`LD_PRELOAD` of `onyx.platform.find_blas_library()`, one
-  OpenBLAS thread as Onyx uses); it has
+  preloaded the way Onyx loads it (`LD_PRELOAD` of `onyx.platform.find_blas_library()`, as many
+  OpenBLAS threads as Onyx's products use, `--mlx-threads` to change); it has
   no grammar, so it runs the unconstrained load only.
 
 Loads: `free` (a long story, unconstrained), `regex` (words and punctuation, 24-64 words),
@@ -28,6 +28,7 @@ run round-robin within each client count, so they share the machine's load.
     python bench/serve_bench.py                 # about an hour on 2 busy cores
     python bench/serve_bench.py --quick         # clients 1 and 8, one request each
     python bench/serve_bench.py --no-base --no-mlx --clients 1,4
+    python bench/serve_bench.py --base REV --base-every --loads free,json   # A/B of two revisions
 
 Writes serve_bench.json and serve_bench.png (aggregate tok/s against clients) to --out.
 """
@@ -248,6 +249,10 @@ def targets(runs: list[dict]) -> dict:
     for c in (1, 8):
         out[f"onyx_regex_vs_free_{c}"] = ratio(get("onyx", "regex", c), get("onyx", "free", c))
     out["onyx_free_8_vs_mlx_free_8"] = ratio(get("onyx", "free", 8), mlx8)
+    for r in runs:  # with --base-every: this revision against the base at every client count
+        if r["server"] == "onyx-base" and r["clients"] != 1:
+            out[f"onyx_{r['load']}_{r['clients']}_vs_base"] = ratio(get("onyx", r["load"], r["clients"]),
+                                                                   r["agg_tok_s"])
     return out
 
 
@@ -259,8 +264,12 @@ def main() -> int:
     ap.add_argument("--max-batch", type=int, default=16)
     ap.add_argument("--base", default=None, help="revision for onyx-base (default: merge base with main)")
     ap.add_argument("--no-base", action="store_true", help="skip the onyx-base server")
+    ap.add_argument("--base-every", action="store_true",
+                    help="run onyx-base at every client count (an A/B of two revisions), not at 1 client only")
     ap.add_argument("--no-mlx", action="store_true", help="skip mlx-lm's server")
     ap.add_argument("--loads", default=",".join(LOADS))
+    ap.add_argument("--mlx-threads", type=int, default=None,
+                    help="OpenBLAS threads of mlx-lm's server (default: the threads of Onyx's products)")
     args = ap.parse_args()
     clients = [int(c) for c in (args.clients or ("1,8" if args.quick else "1,2,4,8,16")).split(",")]
     per_client = args.per_client or (1 if args.quick else 2)
@@ -269,7 +278,7 @@ def main() -> int:
     CACHE.mkdir(parents=True, exist_ok=True)
     log_dir = Path(tempfile.mkdtemp(prefix="serve_bench_"))
 
-    from onyx.platform import find_blas_library
+    from onyx.platform import find_blas_library, shim_threads
 
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("ONYX_API_KEY", None)
@@ -292,12 +301,13 @@ def main() -> int:
         blas = find_blas_library()
         if blas:
             mlx_env["LD_PRELOAD"] = blas
-            # One OpenBLAS thread, as Onyx runs it: on 2 shared cores a second thread collapses
-            # when anything else runs (README, Runtime), and each peer runs at its best.
-            mlx_env["OPENBLAS_NUM_THREADS"] = mlx_env.get("ONYX_BLAS_THREADS", "1")
+            # As many OpenBLAS threads as Onyx's products use (onyx.platform.shim_threads(): two
+            # on this machine), so that both servers may use the same cores.
+            mlx_env["OPENBLAS_NUM_THREADS"] = str(args.mlx_threads or shim_threads())
         servers["mlx-lm"] = Server("mlx-lm", [sys.executable, "-m", "mlx_lm", "server", "--model", str(folder),
                                               "--log-level", "WARNING"], cwd=ROOT, env=mlx_env, log_dir=log_dir)
-        meta.update(mlx_model=str(folder), mlx_ld_preload=blas, mlx_lm=harness.package_version("mlx-lm"))
+        meta.update(mlx_model=str(folder), mlx_ld_preload=blas, mlx_lm=harness.package_version("mlx-lm"),
+                    mlx_openblas_threads=mlx_env.get("OPENBLAS_NUM_THREADS"))
     runs = []
     try:
         for s in servers.values():
@@ -311,7 +321,7 @@ def main() -> int:
               f"{'ITL p50':>8} {'p99':>7}", flush=True)
         for c in clients:
             for rep, (name, load) in enumerate(plan):
-                if name == "onyx-base" and c != 1:
+                if name == "onyx-base" and c != 1 and not args.base_every:
                     continue
                 r = run_load(servers[name], load, c, per_client, args.max_tokens, models[name])
                 runs.append(r)
