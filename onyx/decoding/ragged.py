@@ -47,6 +47,7 @@ class RaggedOffset:
     positions: mx.array  # (N,) int32
     segments: list[tuple[int, int, int]]
     max_position: int
+    cuts: list[int]  # where each segment after the first begins (for `mx.split`)
 
 
 class RaggedLayerCache:
@@ -60,9 +61,11 @@ class RaggedLayerCache:
 
     def update_and_fetch(self, keys: mx.array, values: mx.array):
         fetched = []
-        for c, (a, n, _) in zip(self.caches, self.offset.segments):
+        cuts = self.offset.cuts  # one split per layer, not a slice per segment
+        pairs = zip(mx.split(keys, cuts, axis=2), mx.split(values, cuts, axis=2))
+        for c, (_, n, _), (ks, vs) in zip(self.caches, self.offset.segments, pairs):
             mask = c.make_mask(n, window_size=c.window)  # before the write moves the offset
-            k, v = c.update_and_fetch(keys[:, :, a:a + n], values[:, :, a:a + n])
+            k, v = c.update_and_fetch(ks, vs)
             fetched.append((k, v, mask))
         self.fetched = fetched
         return keys, values  # (unused: the attention below reads `fetched`)
@@ -75,10 +78,9 @@ def ragged_attention(queries: mx.array, cache: RaggedLayerCache, scale: float, s
     """Each segment's queries against its own sequence's keys and values, concatenated back
     into one row of outputs."""
     outs = []
-    for (k, v, mask), (a, n, _) in zip(cache.fetched, cache.offset.segments):
-        kwargs = {} if sinks is None else {"sinks": sinks}
-        outs.append(mx.fast.scaled_dot_product_attention(queries[:, :, a:a + n], k, v, scale=scale,
-                                                         mask=mask, **kwargs))
+    kwargs = {} if sinks is None else {"sinks": sinks}
+    for (k, v, mask), q in zip(cache.fetched, mx.split(queries, cache.offset.cuts, axis=2)):
+        outs.append(mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask=mask, **kwargs))
     cache.fetched = []
     return outs[0] if len(outs) == 1 else mx.concatenate(outs, axis=2)
 
@@ -158,6 +160,7 @@ def layer_caches(seqs: list[PagedSequence], lengths: list[int]) -> list[RaggedLa
         segments.append((a, n, o))
         positions.extend(range(o, o + n))
         a += n
-    offset = RaggedOffset(mx.array(positions, dtype=mx.int32), segments, max(positions))
+    offset = RaggedOffset(mx.array(positions, dtype=mx.int32), segments, max(positions),
+                          [a for a, _, _ in segments[1:]])
     per_seq = [s.layer_caches() for s in seqs]
     return [RaggedLayerCache([caches[l] for caches in per_seq], offset) for l in range(len(per_seq[0]))]
