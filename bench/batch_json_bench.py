@@ -189,7 +189,7 @@ def run_batch(engine, kind: str, size: int, profile: bool = False) -> dict:
 
 
 ROW_CASES = [(1, 1), (1, 8), (1, 16), (8, 8), (8, 9), (8, 10), (8, 12), (8, 14), (8, 16), (8, 17), (8, 24),
-             (8, 32)]
+             (8, 32), (8, 33), (8, 48)]
 
 
 def forward_costs(engine, reps: int) -> dict:

@@ -4,13 +4,13 @@
 A decode step multiplies one row of activations by every weight matrix; verifying k - 1 drafts,
 or decoding a batch of k requests, multiplies k rows. The weights stream from memory once per
 call either way, so the figure of merit is the weight bandwidth: GB/s = bytes of W / time per
-call. Rows k = 1, 2, 4, 5, 8, 12, 16 against SmolLM2-135M's weight shapes (W is N x K):
+call. Rows k = 1, 2, 4, 5, 8, 12, 16, 24, 32 against SmolLM2-135M's weight shapes (W is N x K):
 
     q/o 576 x 576, k/v 192 x 576, gate/up 1536 x 576, down 576 x 1536, lm_head 49152 x 576
 
 Variants, timed call by call in one interleaved loop (pairs share the machine's load):
 
-    now       the shim as `onyx.platform` builds it (x @ W^T for 1..16 rows in its own kernels),
+    now       the shim as `onyx.platform` builds it (x @ W^T for 1..32 rows in its own kernels),
               on one thread
     split     the same, each product split between `onyx.platform.shim_threads()` threads (as
               Onyx runs it; timed by wall clock, compared with `now` by paired wall-time ratios);
@@ -55,7 +55,7 @@ from onyx import platform  # noqa: E402
 BEFORE_REV = "2953333"  # the last commit with the one-row + 2..8-row kernels
 SHAPES = [("q/o", 576, 576), ("k/v", 192, 576), ("gate/up", 1536, 576), ("down", 576, 1536),
           ("lm_head", 49152, 576)]  # (name, N, K): W is N x K
-ROWS = [1, 2, 4, 5, 8, 12, 16]
+ROWS = [1, 2, 4, 5, 8, 12, 16, 24, 32]
 QUICK_SHAPES, QUICK_ROWS = ("q/o", "down"), [1, 4, 16]
 
 # Timing loop and FMA peak, in C so that Python's call overhead stays out of the figures.

@@ -16,7 +16,7 @@ Nothing here is hard-coded for one OS: every choice is made from what the runnin
   whole weight matrix first), and with M = 2..16 (verifying draft tokens, a batch of requests)
   it costs twice a single token or more. So, when a C compiler is available, `ensure_fast_blas()`
   also builds (once, cached next to the assets, with the host's vector instructions) and preloads
-  a small shim that exports `cblas_sgemm`, runs x @ W^T with 1..16 rows in its own kernels (each
+  a small shim that exports `cblas_sgemm`, runs x @ W^T with 1..32 rows in its own kernels (each
   weight row read once for all rows, register tiles sized for the machine's vector registers; a
   row's result has the same bits whatever other rows share the call), sends other one-row /
   one-column products to `cblas_sgemv` and everything else to OpenBLAS's `cblas_sgemm`. Without
@@ -105,9 +105,9 @@ static void gemv(int trans, int m, int n, float alpha, const float *a, int lda, 
     real_gemv(RowMajor, trans, m, n, alpha, a, lda, x, incx, beta, y, incy);
 }
 
-/* x @ W^T for 1 to 16 rows of x: C = alpha * A @ B^T + beta * C with A (M x K), B (N x K), both
+/* x @ W^T for 1 to 32 rows of x: C = alpha * A @ B^T + beta * C with A (M x K), B (N x K), both
    row-major. A decode step multiplies one row (M = 1); verifying drafts and batched decoding a
-   few (M = 2..16). Each weight row is read from memory once for all M rows of A. (OpenBLAS's
+   few (M = 2..32). Each weight row is read from memory once for all M rows of A. (OpenBLAS's
    sgemm repacks the whole matrix on every call: a 2-row product cost twice a 1-row one.)
 
    One row costs what its weights take to stream in. With more rows the multiply-adds catch up:
@@ -115,13 +115,14 @@ static void gemv(int trans, int m, int n, float alpha, const float *a, int lda, 
    allows about 40 GB/s of weights at M = 8 and 20 at M = 16 (half that with 8 lanes). The kernel
    keeps both pipes busy: a tile of R weight rows x G rows of A holds R x G vector accumulators in
    registers and loads R weight vectors and G activation vectors per R x G multiply-adds. Rows of
-   A beyond G (at most 8) are a second group, run while the tile's weight rows are still in L1.
+   A beyond G (at most 8) are further groups (up to eight), run while the tile's weight rows are
+   still in L1 (or, past what L1 holds of A, in L2: see `tiles`).
    Each tile prefetches the next tile's weight rows into L2.
 
    The order of the additions does not depend on M: every output accumulates in one vector over
    K in blocks (the same blocks for every M), each block's vector is summed by the same tree
    (`lane_sums`), the block sums are added in order, then the scalar tail of K, then alpha and
-   beta. So a row of x gets the same bits alone or beside 15 others: verifying drafts reproduces
+   beta. So a row of x gets the same bits alone or beside 31 others: verifying drafts reproduces
    the decode step's logits exactly. When K is split (K > KB_MAX), the blocks are the outer loop:
    a block of all M rows of A stays in L1 while every weight row's part of it streams by, and the
    partial sums wait in C. */
@@ -142,7 +143,7 @@ enum { VL = 4, ACCS = 8 };
 #endif
 /* IN_REGISTER(x): keep an activation vector in a register. Left alone, GCC folds its load into
    each of the R multiply-adds that use it, and the load ports, not the FMA pipes, set the pace. */
-enum { KB_MAX = 640, MAX_TILE = 16 };  /* 16 rows x 640 floats of A: 40 KB; tiles of <= 16 outputs */
+enum { KB_MAX = 640, MAX_TILE = 16, MAX_ROWS = 32 };  /* K blocks of <= 640 floats; tiles of <= 16 outputs */
 #define INLINE static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 16")  /* constant trip counts: registers, not arrays, after this */
 
@@ -259,7 +260,7 @@ INLINE float settle(const struct pass *p, int m, int j, const float *w, float s)
     return s;
 }
 
-/* Weight rows [j0, j1) in tiles of R; the rows of A in at most four groups of at most GS rows
+/* Weight rows [j0, j1) in tiles of R; the rows of A in at most eight groups of at most GS rows
    (sizes as even as possible), each group's G and first row m0 constants. The weight rows go by
    in blocks of JB when all of A's rows over the pass's part of K (which every tile reads) would
    not stay in L1 (16 rows over K = 576 are 36 KB), otherwise one tile at a time; each group
@@ -300,7 +301,7 @@ INLINE void tiles(const int M, const int R, const int GS, int j0, int j1, const 
                 }                                                                                  \
             }                                                                                      \
         }
-        GROUP(0) GROUP(1) GROUP(2) GROUP(3)
+        GROUP(0) GROUP(1) GROUP(2) GROUP(3) GROUP(4) GROUP(5) GROUP(6) GROUP(7)
 #undef GROUP
     }
 }
@@ -347,6 +348,8 @@ static void few_rows(int j0, int j1, const struct gemm *g) {
 #define ROWS(m) case m: gemm_rows(m, j0, j1, g); break;
     ROWS(1) ROWS(2) ROWS(3) ROWS(4) ROWS(5) ROWS(6) ROWS(7) ROWS(8)
     ROWS(9) ROWS(10) ROWS(11) ROWS(12) ROWS(13) ROWS(14) ROWS(15) ROWS(16)
+    ROWS(17) ROWS(18) ROWS(19) ROWS(20) ROWS(21) ROWS(22) ROWS(23) ROWS(24)
+    ROWS(25) ROWS(26) ROWS(27) ROWS(28) ROWS(29) ROWS(30) ROWS(31) ROWS(32)
 #undef ROWS
     }
 }
@@ -543,12 +546,12 @@ static void run_gemm(const struct gemm *g) {
     atomic_flag_clear_explicit(&busy, memory_order_release);
 }
 
-/* 0 (not done): more than 16 rows, or K split into blocks with beta not 0 (C's old values
+/* 0 (not done): more than MAX_ROWS rows, or K split into blocks with beta not 0 (C's old values
    would be gone by the last block). */
 static int few_rows_product(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                             int ldb, float beta, float *C, int ldc) {
     const int KV = K - K % VL;
-    if (M < 1 || M > 16 || (KV > KB_MAX && beta != 0.0f)) return 0;
+    if (M < 1 || M > MAX_ROWS || (KV > KB_MAX && beta != 0.0f)) return 0;
     const struct gemm g = {M, N, K, lda, ldb, ldc, alpha, beta, A, B, C};
     run_gemm(&g);
     return 1;
@@ -562,7 +565,7 @@ void cblas_sgemm(int order, int ta, int tb, int M, int N, int K, float alpha, co
     }
     if (order == RowMajor && K > 0 && real_gemv) {
         if (ta == NoTrans && tb == Trans && few_rows_product(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
-            return;  /* x @ W^T with 1..16 rows: a decode step, a verification, a batch */
+            return;  /* x @ W^T with 1..32 rows: a decode step, a verification, a batch */
         if (M == 1) {  /* C[0,:] = alpha * A[0,:] @ op(B) + beta * C[0,:] */
             int incx = ta == NoTrans ? 1 : lda;
             if (tb == Trans) gemv(NoTrans, N, K, alpha, B, ldb, A, incx, beta, C, 1, N);
@@ -808,7 +811,7 @@ def blas_status() -> str:
         extras = [_state["note"]]
         if _state["threads"]:
             extras.append(f"{_state['threads']} thread(s)")
-        extras.append(f"sgemm shim: x @ W^T with 1..16 rows -> its own kernels on {shim_threads()} thread(s)"
+        extras.append(f"sgemm shim: x @ W^T with 1..32 rows -> its own kernels on {shim_threads()} thread(s)"
                       if _state["shim"] else "no sgemm shim")
         return f"OpenBLAS {_state['loaded']} ({'; '.join(extras)})"
     return f"MLX's bundled reference BLAS (slow): {_state['note']}"

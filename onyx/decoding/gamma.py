@@ -31,8 +31,8 @@ class GammaController:
                  draft_cost: float = 0.0) -> None:
         self.adaptive = gamma == "auto"
         self.fixed = 0 if self.adaptive else int(gamma)
-        # Adaptive rounds draft at most max_gamma tokens in all: 1 + 7 rows is the widest
-        # forward the CPU's few-row matmul kernel takes (onyx/platform.py); wider costs 2x.
+        # Adaptive rounds draft at most max_gamma tokens in all: past 1 + 7 rows a lone
+        # sequence's rows cost more each (STEP_COST: 8 rows 2x a token, 16 rows 3x).
         self.max_gamma = max_gamma
         self.cap = max_gamma if self.adaptive else self.fixed
         self.width_cost = self.default_width_cost = self.WIDTH_COST.get(device, self.WIDTH_COST["cpu"])
@@ -114,21 +114,22 @@ class GammaController:
 
 
 # The cost of a forward against the rows it runs, in single-token forwards, per device: piecewise
-# linear between the points. CPU: float32 with OpenBLAS and the few-row shim, SmolLM2-135M, ragged
-# rows of eight sequences, measured with `bench/batch_json_bench.py --rows` (see the
-# README): 8 rows 1.8-2.0x, 16 rows 3.5-3.7x (rows past a sequence's first pay per-sequence
-# attention), and past 16 rows the products leave the few-row kernel for OpenBLAS's sgemm, which
-# repacks every weight matrix: 17 rows cost 6.2-6.7x.
+# linear between the points. CPU: float32 with OpenBLAS and the few-row shim (products of up to 32
+# rows split between two threads), SmolLM2-135M, ragged rows of eight sequences, measured with
+# `bench/batch_json_bench.py --rows` (two runs; see the README): 8 rows 2.0-2.2x, 16 rows
+# 2.8-3.2x, 32 rows 4.2-4.9x (rows past a sequence's first pay per-sequence attention); past 32
+# rows the products leave the shim for OpenBLAS's sgemm, which repacks every weight matrix: 33
+# rows cost 6.9x, 48 rows 8.6x (64: extrapolated).
 STEP_COST = {
-    "cpu": ((1, 1.0), (2, 1.1), (4, 1.3), (8, 1.9), (12, 2.8), (16, 3.6), (17, 6.4), (24, 7.6), (32, 8.6),
-            (64, 14.0)),
+    "cpu": ((1, 1.0), (2, 1.1), (4, 1.3), (8, 2.1), (12, 2.5), (16, 3.0), (24, 3.6), (32, 4.5), (33, 6.9),
+            (48, 8.6), (64, 10.4)),
     "gpu": ((1, 1.0), (8, 1.2), (16, 1.4), (64, 2.5)),
 }
 
 # The most decode rows one batched step takes, per device (None: no limit): on the CPU, the
-# widest product the few-row kernel runs (onyx/platform.py). A step whose rounds ask for more
+# widest product the few-row kernels run (onyx/platform.py). A step whose rounds ask for more
 # keeps the drafts most likely to be accepted (`fit_rows`).
-MAX_ROWS = {"cpu": 16, "gpu": None}
+MAX_ROWS = {"cpu": 32, "gpu": None}
 
 
 def step_cost(rows: int, device: str = "cpu") -> float:

@@ -55,7 +55,7 @@ def test_a_wide_step_keeps_the_drafts_that_pay():
     assert keep[0] == 2 and keep[1] >= 4
     # never past the row limit, and whole prefixes of each round
     limit = row_limit("cpu")
-    assert limit == 16 and row_limit("gpu") is None
+    assert limit == 32 and row_limit("gpu") is None
     keep = fit_rows([sure] * 4, extra=4)
     assert 4 + sum(keep) <= limit and max(keep) - min(keep) <= 1
     assert fit_rows([odds] * 3, extra=3, limit=3) == [0, 0, 0]
