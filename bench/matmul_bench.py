@@ -201,8 +201,8 @@ def run_shape(timer, fns: dict, name: str, n: int, k: int, rows: list[int], pool
     pool = np.empty((copies, n, k), np.float32)
     for i in range(copies):
         pool[i] = rng.random((n, k), dtype=np.float32) - 0.5
-    x = (rng.random((16, k), dtype=np.float32) - 0.5)
-    out = np.empty((16, n), np.float32)
+    x = (rng.random((max(rows), k), dtype=np.float32) - 0.5)
+    out = np.empty((max(rows), n), np.float32)
     gb = n * k * 4 / 1e9
     results = []
     for m in rows:
