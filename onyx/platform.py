@@ -264,9 +264,10 @@ INLINE float settle(const struct pass *p, int m, int j, const float *w, float s)
    (sizes as even as possible), each group's G and first row m0 constants. The weight rows go by
    in blocks of JB when all of A's rows over the pass's part of K (which every tile reads) would
    not stay in L1 (16 rows over K = 576 are 36 KB), otherwise one tile at a time; each group
-   sweeps a whole block before the next group does: a group's rows of A stay in L1 across the block's tiles, and the block's
-   weights, streamed from memory by the first group, are read again from L2 (measured at 16 rows:
-   1.2-1.6x; at 9-12 rows, where A fits, the blocks cost 5-10%, so they are not used there).
+   sweeps a whole block before the next group does: a group's rows of A stay in L1 across the
+   block's tiles, and the block's weights, streamed from memory by the first group, are read
+   again from L2 (measured at 16 rows: 1.1-1.6x; at 9-12 rows, where A fits, the blocks cost
+   5-10%, so they are not used there).
    Each output is still one tile's sum, whatever the order of the tiles. */
 enum { JB = 64 };
 static long a_in_l1 = 30 << 10;  /* 15/16 of the L1 data cache (32 KB here), read at load */
@@ -662,8 +663,8 @@ def build_shim() -> Path | None:
             src.write_text(_SHIM_SOURCE)
             out = Path(tmp) / dest.name
             for flags in (["-O3", "-march=native"], ["-O3"]):  # native vector width, else portable
-                proc = subprocess.run([compiler, *flags, "-shared", "-fPIC", "-o", str(out), str(src), "-ldl", "-pthread"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+                cmd = [compiler, *flags, "-shared", "-fPIC", "-o", str(out), str(src), "-ldl", "-pthread"]
+                proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
                 if proc.returncode == 0 and out.is_file():
                     break
             else:
