@@ -401,15 +401,16 @@ static int run_chunks(uint64_t seq) {
         if (t >> 40 != seq || next >= n) return ran;
         if (!atomic_compare_exchange_weak_explicit(&ticket, &t, t + 1, memory_order_acq_rel, memory_order_acquire))
             continue;
-        const int j0 = (int)next * job_chunk, j1 = j0 + job_chunk < job.N ? j0 + job_chunk : job.N;
+        const int j0 = (int)next * job_chunk, j1 = job.N - j0 > job_chunk ? j0 + job_chunk : job.N;
         few_rows(j0, j1, &job);
         atomic_fetch_add_explicit(&job_done, 1, memory_order_release);
         ran++;
     }
 }
 
+/* Helper number `arg` (0, 1, ...): it takes chunks while the threads wanted include it. */
 static void *helper_main(void *arg) {
-    (void)arg;
+    const int index = (int)(intptr_t)arg;
     uint64_t seen = atomic_load(&ticket) >> 40;  /* jobs from before this helper are not its own */
     for (;;) {
         uint64_t seq = atomic_load_explicit(&ticket, memory_order_acquire) >> 40;
@@ -426,7 +427,7 @@ static void *helper_main(void *arg) {
             pthread_mutex_unlock(&wake_mu);
         }
         seen = seq;
-        run_chunks(seq);
+        if (index < atomic_load(&helpers_wanted)) run_chunks(seq);
     }
     return 0;
 }
@@ -455,12 +456,13 @@ static void forget_helpers(void) {
     atomic_flag_clear(&busy);
     helpers_started = 0;
     atomic_store(&sleepers, 0);
-    pthread_mutex_init(&wake_mu, 0);
-    pthread_cond_init(&wake_cv, 0);
-    pthread_mutex_init(&start_mu, 0);
+    wake_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    wake_cv = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+    start_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 }
 
-/* Starts helpers up to the number wanted (once each; they live as long as the process). */
+/* Starts helpers up to the number wanted (once each; they live as long as the process, and
+   those past the number wanted later take no chunks). */
 static int ensure_helpers(void) {
     const int want = atomic_load(&helpers_wanted);
     if (helpers_started >= want) return helpers_started;
@@ -472,7 +474,7 @@ static int ensure_helpers(void) {
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        const int ok = pthread_create(&t, &attr, helper_main, 0) == 0;
+        const int ok = pthread_create(&t, &attr, helper_main, (void *)(intptr_t)helpers_started) == 0;
         pthread_attr_destroy(&attr);
         if (!ok) break;
         helpers_started++;
