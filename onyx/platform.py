@@ -333,14 +333,34 @@ INLINE void gemm_rows(const int M, int j0, int j1, const struct gemm *g) {
     const int R = 4 * M <= ACCS ? 4 : 2, GS = 4 * M <= ACCS ? M : ACCS / 2, NR = g->N - g->N % R;
     const int K = g->K, KV = K - K % VL, nb = KV > KB_MAX ? (KV + KB_MAX - 1) / KB_MAX : 1;
     const int KB = ((KV + nb - 1) / nb + VL - 1) / VL * VL;
+#define PASS(b)                                                                                   \
+    const int k0 = (b) * KB, k1 = k0 + KB < KV ? k0 + KB : KV;                                    \
+    const struct pass p = {k0, k1, (b) == 0, (b) == nb - 1,                                       \
+                           nb == 1 && KV == K && g->alpha == 1.0f && g->beta == 0.0f,             \
+                           KV, K, g->alpha, g->beta, g->A, g->lda, g->C, g->ldc};
+    if (nb > 1 && (long)(M * KV * sizeof(float)) <= a_in_l1) {
+        /* A's rows over all of K fit in L1: the blocks run inside each tile, so a weight row is
+           read front to back rather than in one strip per pass (the same additions, in the same
+           order: an output's block sums still wait in C). */
+        const int je = j1 < NR ? j1 : NR;
+        for (int j = j0; j < je; j += R)
+            for (int b = 0; b < nb; b++) {
+                PASS(b)
+                tiles(M, R, GS, j, j + R, &p, g->B, g->ldb);
+            }
+        if (j1 == g->N)
+            for (int b = 0; b < nb; b++) {
+                PASS(b)
+                leftover_rows(M, NR, g->N, &p, g->B, g->ldb);
+            }
+        return;
+    }
     for (int b = 0; b < nb; b++) {
-        const int k0 = b * KB, k1 = k0 + KB < KV ? k0 + KB : KV;
-        const struct pass p = {k0, k1, b == 0, b == nb - 1,
-                               nb == 1 && KV == K && g->alpha == 1.0f && g->beta == 0.0f,
-                               KV, K, g->alpha, g->beta, g->A, g->lda, g->C, g->ldc};
+        PASS(b)
         tiles(M, R, GS, j0, j1 < NR ? j1 : NR, &p, g->B, g->ldb);
         if (j1 == g->N) leftover_rows(M, NR, g->N, &p, g->B, g->ldb);
     }
+#undef PASS
 }
 
 /* A constant M per case: the tile shapes and groups are chosen at compile time. */
