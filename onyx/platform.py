@@ -512,28 +512,18 @@ void onyx_blas_shim_threads(int n) {
    at a time is split (MLX's CPU stream calls BLAS from one thread); a call that finds a split
    in progress runs alone. */
 static void run_gemm(const struct gemm *g) {
-    const size_t bytes = (size_t)g->N * g->K * sizeof(float);
-    if (atomic_load_explicit(&helpers_wanted, memory_order_relaxed) == 0 || bytes < SPLIT_MIN_BYTES ||
+    int chunk = (int)(CHUNK_BYTES / ((size_t)g->K * sizeof(float)));
+    chunk = chunk < 16 ? 16 : chunk / 16 * 16;
+    const uint64_t n = ((uint64_t)g->N + chunk - 1) / chunk;
+    if (atomic_load_explicit(&helpers_wanted, memory_order_relaxed) == 0 ||
+        (size_t)g->N * g->K * sizeof(float) < SPLIT_MIN_BYTES || n < 2 || n > FIELD ||
         atomic_flag_test_and_set_explicit(&busy, memory_order_acquire)) {
         few_rows(0, g->N, g);
         return;
     }
-    if (solo_left > 0) {
-        solo_left--;
-        stats[4]++;
-        atomic_flag_clear_explicit(&busy, memory_order_release);
-        few_rows(0, g->N, g);
-        return;
-    }
-    if (ensure_helpers() == 0) {
-        atomic_flag_clear_explicit(&busy, memory_order_release);
-        few_rows(0, g->N, g);
-        return;
-    }
-    int chunk = (int)(CHUNK_BYTES / ((size_t)g->K * sizeof(float)));
-    chunk = chunk < 16 ? 16 : chunk / 16 * 16;
-    const uint64_t n = ((uint64_t)g->N + chunk - 1) / chunk;
-    if (n < 2 || n > FIELD) {
+    const int solo = solo_left > 0;  /* backing off after a stall (below) */
+    if (solo || ensure_helpers() == 0) {
+        solo_left -= solo, stats[4] += solo;
         atomic_flag_clear_explicit(&busy, memory_order_release);
         few_rows(0, g->N, g);
         return;

@@ -62,10 +62,14 @@ needs_shim = pytest.mark.skipif(not (sys.platform.startswith("linux") and platfo
                                 reason="the BLAS shim is built on Linux with OpenBLAS and a C compiler only")
 
 
-def _shim_sgemm():
+def _shim_lib():
     lib = ctypes.CDLL(str(platform.build_shim()), mode=ctypes.RTLD_LOCAL)
     assert lib.onyx_blas_shim_init(platform.find_blas_library().encode()) == 0
-    f = lib.cblas_sgemm
+    return lib
+
+
+def _shim_sgemm():
+    f = _shim_lib().cblas_sgemm
     f.restype = None
     f.argtypes = [ctypes.c_int] * 6 + [ctypes.c_float, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
                                        ctypes.c_int, ctypes.c_float, ctypes.c_void_p, ctypes.c_int]
@@ -137,12 +141,6 @@ def test_mlx_products_go_through_the_shim_bit_for_bit():
     np.testing.assert_allclose(got33, x @ w.T, rtol=1e-4, atol=1e-3)
 
 
-def _shim_lib():
-    lib = ctypes.CDLL(str(platform.build_shim()), mode=ctypes.RTLD_LOCAL)
-    assert lib.onyx_blas_shim_init(platform.find_blas_library().encode()) == 0
-    return lib
-
-
 def _split_stats(lib) -> list[int]:
     out = (ctypes.c_long * 5)()
     lib.onyx_blas_shim_stats(out)
@@ -184,23 +182,25 @@ def test_a_forked_child_splits_products_with_its_own_helper():
     lib, sgemm, rng = _shim_lib(), _shim_sgemm(), np.random.default_rng(5)
     w, x = _strided(rng, 2049, 576, 0), _strided(rng, 8, 576, 0)
     lib.onyx_blas_shim_threads(2)
-    want = _x_wt(sgemm, x, w, np.empty((8, 2049), np.float32))
-    pid = os.fork()
-    if pid == 0:  # the child: exit status 0 when every product is right
-        ok = all(np.array_equal(_x_wt(sgemm, x, w, np.empty((8, 2049), np.float32)), want) for _ in range(50))
-        os._exit(0 if ok else 1)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        pytest.fail("the forked child hung in a split product")
-    assert os.waitstatus_to_exitcode(status) == 0
-    lib.onyx_blas_shim_threads(platform.shim_threads())
+    try:
+        want = _x_wt(sgemm, x, w, np.empty((8, 2049), np.float32))
+        pid = os.fork()
+        if pid == 0:  # the child: exit status 0 when every product is right
+            ok = all(np.array_equal(_x_wt(sgemm, x, w, np.empty((8, 2049), np.float32)), want) for _ in range(50))
+            os._exit(0 if ok else 1)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung in a split product")
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        lib.onyx_blas_shim_threads(platform.shim_threads())
 
 
 def test_shim_threads_come_from_the_environment(monkeypatch):
