@@ -17,6 +17,7 @@ pub mod error;
 pub mod gguf;
 pub mod grammar;
 pub mod index;
+pub mod int_hash;
 pub mod json_schema;
 pub mod regex_memo;
 pub mod repair;

@@ -5,8 +5,7 @@
 //! `(len + 1) * num_states` for short texts and small DFAs, and a hash map keyed by the packed
 //! `(i, s)` otherwise; the caller picks one per call (see [`DENSE_MAX_ENTRIES`]).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use crate::int_hash::IntMap;
 
 use super::cost::INF;
 
@@ -89,29 +88,8 @@ impl Table for DenseTable {
     }
 }
 
-/// A small multiplicative hasher for the `u64` node keys (FxHash-style).
 #[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-
-    #[inline]
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-#[derive(Default)]
-pub(super) struct SparseTable(HashMap<u64, Node, BuildHasherDefault<KeyHasher>>);
+pub(super) struct SparseTable(IntMap<u64, Node>);
 
 impl Table for SparseTable {
     fn with_size(_num_states: usize, _positions: usize) -> Self {
