@@ -8,12 +8,11 @@
 //!
 //! An [`Expr`] is a tree whose leaves are regex text or already-built DFAs; its nodes are
 //! shared (`Rc`), so a subschema's language is reused wherever it occurs for the cost of a
-//! reference count. A tree of regex leaves only (the common case) is rendered as one regex and compiled by `regex-automata`, as a
-//! plain pattern would be. Otherwise each maximal regex-only subtree is compiled on its own, every
-//! DFA is copied into one Thompson NFA (a DFA state becomes a sparse NFA state; an accepting
-//! one also has an epsilon to the fragment's exit), the tree's operators wire the fragments
-//! together with epsilons, and `regex-automata` determinizes the whole. Intersection and
-//! difference are products on [`Dfa`]s, so [`Expr::and`] and [`Expr::minus`] build their
+//! reference count. A tree of regex leaves only (the common case) is rendered as one regex and
+//! compiled as a plain pattern would be. Otherwise each maximal regex-only subtree is compiled
+//! on its own, the DFAs are glued into one NFA by the tree's operators
+//! ([`crate::glued_nfa`]), and the subset construction determinizes the whole. Intersection
+//! and difference are products on [`Dfa`]s, so [`Expr::and`] and [`Expr::minus`] build their
 //! operands at once and give back a DFA leaf.
 //!
 //! Empty languages are values here ([`Expr::Empty`]), not errors: an intersection may well be
@@ -22,10 +21,9 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use regex_automata::nfa::thompson::{self, Transition};
-use regex_automata::util::primitives::StateID;
-
 use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::glued_nfa::{GluedNfa, SharedDfa};
+use crate::subset::NodeId;
 use crate::error::{GrammarError, Result};
 
 /// Longest regex text rendered for a regex-only subtree.
@@ -156,7 +154,8 @@ impl Expr {
             return Ok(Some((**d).clone()));
         }
         if config.nfa_states_factor.is_some() {
-            // Building a Thompson NFA of millions of states takes seconds; estimate it first.
+            // Building an NFA of millions of states takes seconds; estimate it first (in the
+            // states a Thompson NFA would have, the unit of the limit).
             // The estimate runs about twice the real size (median 1.9× over the automata of
             // JSONSchemaBench's slowest schemas), hence twice the NFA limit; none it refused
             // there would have fitted.
@@ -171,11 +170,11 @@ impl Expr {
             };
         }
         let config = &config.with_memo();
-        let mut nfa = NfaBuilder::new(config)?;
+        let mut nfa = NfaBuilder::new(config);
         let (start, end) = nfa.emit(self, config)?;
-        let matched = nfa.b.add_match().map_err(|e| too_large(e, config))?;
-        nfa.b.patch(end, matched).map_err(|e| too_large(e, config))?;
-        match nfa.finish(start, config) {
+        let matched = nfa.b.add_match()?;
+        nfa.b.patch(end, matched);
+        match nfa.b.determinize(start, config) {
             Ok(d) => Ok(Some(d)),
             Err(GrammarError::EmptyLanguage { .. }) => Ok(None),
             Err(e) => Err(e),
@@ -308,84 +307,79 @@ fn hir_size(hir: &regex_syntax::hir::Hir) -> u64 {
     }
 }
 
-/// A Thompson NFA under construction, made of regex and DFA fragments.
+/// A [`GluedNfa`] under construction from an expression.
 struct NfaBuilder {
-    b: thompson::Builder,
+    b: GluedNfa,
 }
 
 impl NfaBuilder {
-    fn new(config: &DfaConfig) -> Result<NfaBuilder> {
-        let mut b = thompson::Builder::new();
-        b.set_size_limit(Some(config.build_size_limit)).map_err(|e| too_large(e, config))?;
-        b.set_utf8(true);
-        b.start_pattern().map_err(|e| too_large(e, config))?;
-        Ok(NfaBuilder { b })
+    fn new(config: &DfaConfig) -> NfaBuilder {
+        NfaBuilder { b: GluedNfa::new(config) }
     }
 
-    /// Adds the fragment of `expr`; returns its entry and its exit (an empty state to patch).
-    fn emit(&mut self, expr: &Expr, config: &DfaConfig) -> Result<(StateID, StateID)> {
-        let err = |e| too_large(e, config);
+    /// Adds the fragment of `expr`; returns its entry and its exit (a union node to patch).
+    fn emit(&mut self, expr: &Expr, config: &DfaConfig) -> Result<(NodeId, NodeId)> {
         if expr.is_regex_only() {
             // A subtree that appears again is built once (the config's memo, see `to_dfa`).
             return match Dfa::shared_from_regex(&expr.render()?, config) {
-                Ok(d) => self.embed(&d, config),
-                Err(GrammarError::EmptyLanguage { .. }) => self.fail(config),
+                Ok(d) => self.b.embed(SharedDfa::Arc(d)),
+                Err(GrammarError::EmptyLanguage { .. }) => self.fail(),
                 Err(e) => Err(e),
             };
         }
         match expr {
-            Expr::Dfa(d) => self.embed(d, config),
+            Expr::Dfa(d) => self.b.embed(SharedDfa::Rc(d.clone())),
             Expr::Concat(parts) => {
                 let (start, mut end) = self.emit(&parts[0], config)?;
                 for p in &parts[1..] {
                     let (s, e) = self.emit(p, config)?;
-                    self.b.patch(end, s).map_err(err)?;
+                    self.b.patch(end, s);
                     end = e;
                 }
                 Ok((start, end))
             }
             Expr::Union(parts) => {
-                let start = self.b.add_union(Vec::new()).map_err(err)?;
-                let end = self.b.add_empty().map_err(err)?;
+                let start = self.b.add_union()?;
+                let end = self.b.add_union()?;
                 for p in parts.iter() {
                     let (s, e) = self.emit(p, config)?;
-                    self.b.patch(start, s).map_err(err)?;
-                    self.b.patch(e, end).map_err(err)?;
+                    self.b.patch(start, s);
+                    self.b.patch(e, end);
                 }
                 Ok((start, end))
             }
             Expr::Repeat(inner, min, max) => {
-                let start = self.b.add_empty().map_err(err)?;
+                let start = self.b.add_union()?;
                 let mut end = start;
                 for _ in 0..*min {
                     let (s, e) = self.emit(inner, config)?;
-                    self.b.patch(end, s).map_err(err)?;
+                    self.b.patch(end, s);
                     end = e;
                 }
                 match max {
                     None => {
                         // end -> loop: either one more copy (back to loop) or out.
-                        let lp = self.b.add_union(Vec::new()).map_err(err)?;
-                        let out = self.b.add_empty().map_err(err)?;
-                        self.b.patch(end, lp).map_err(err)?;
+                        let lp = self.b.add_union()?;
+                        let out = self.b.add_union()?;
+                        self.b.patch(end, lp);
                         let (s, e) = self.emit(inner, config)?;
-                        self.b.patch(lp, s).map_err(err)?;
-                        self.b.patch(lp, out).map_err(err)?;
-                        self.b.patch(e, lp).map_err(err)?;
+                        self.b.patch(lp, s);
+                        self.b.patch(lp, out);
+                        self.b.patch(e, lp);
                         Ok((start, out))
                     }
                     Some(max) => {
                         // Each optional copy may be skipped to the common exit.
-                        let out = self.b.add_empty().map_err(err)?;
+                        let out = self.b.add_union()?;
                         for _ in *min..*max {
-                            let fork = self.b.add_union(Vec::new()).map_err(err)?;
-                            self.b.patch(end, fork).map_err(err)?;
+                            let fork = self.b.add_union()?;
+                            self.b.patch(end, fork);
                             let (s, e) = self.emit(inner, config)?;
-                            self.b.patch(fork, s).map_err(err)?;
-                            self.b.patch(fork, out).map_err(err)?;
+                            self.b.patch(fork, s);
+                            self.b.patch(fork, out);
                             end = e;
                         }
-                        self.b.patch(end, out).map_err(err)?;
+                        self.b.patch(end, out);
                         Ok((start, out))
                     }
                 }
@@ -394,59 +388,9 @@ impl NfaBuilder {
         }
     }
 
-    /// A fragment that matches nothing.
-    fn fail(&mut self, config: &DfaConfig) -> Result<(StateID, StateID)> {
-        let err = |e| too_large(e, config);
-        let start = self.b.add_fail().map_err(err)?;
-        let end = self.b.add_empty().map_err(err)?;
-        Ok((start, end))
-    }
-
-    /// Copies a DFA in: one sparse state per DFA state (its transitions as byte ranges), behind
-    /// an empty state so the ids exist before the transitions that point at them; accepting
-    /// states may also leave through the fragment's exit.
-    fn embed(&mut self, dfa: &Dfa, config: &DfaConfig) -> Result<(StateID, StateID)> {
-        let err = |e| too_large(e, config);
-        let n = dfa.num_states();
-        let exit = self.b.add_empty().map_err(err)?;
-        let mut entry = Vec::with_capacity(n);
-        for _ in 0..n {
-            entry.push(self.b.add_empty().map_err(err)?);
-        }
-        for s in 0..n as u32 {
-            let row = dfa.row(s);
-            let mut ranges: Vec<Transition> = Vec::new();
-            for byte in 0..=255u8 {
-                let t = row[dfa.class(byte)];
-                if t == DEAD {
-                    continue;
-                }
-                let next = entry[t as usize];
-                match ranges.last_mut() {
-                    Some(last) if last.next == next && last.end as u16 + 1 == byte as u16 => last.end = byte,
-                    _ => ranges.push(Transition { start: byte, end: byte, next }),
-                }
-            }
-            let sparse = self.b.add_sparse(ranges).map_err(err)?;
-            let target = if dfa.is_accepting(s) { self.b.add_union(vec![sparse, exit]).map_err(err)? } else { sparse };
-            self.b.patch(entry[s as usize], target).map_err(err)?;
-        }
-        Ok((entry[0], exit))
-    }
-
-    fn finish(mut self, start: StateID, config: &DfaConfig) -> Result<Dfa> {
-        let err = |e| too_large(e, config);
-        self.b.finish_pattern(start).map_err(err)?;
-        let nfa = self.b.build(start, start).map_err(err)?;
-        Dfa::from_nfa(&nfa, config)
-    }
-}
-
-fn too_large(e: thompson::BuildError, config: &DfaConfig) -> GrammarError {
-    GrammarError::TooLarge {
-        what: "automaton of a grammar expression",
-        limit: config.build_size_limit,
-        detail: e.to_string(),
+    /// A fragment that matches nothing: a union with no moves, and an exit nothing reaches.
+    fn fail(&mut self) -> Result<(NodeId, NodeId)> {
+        Ok((self.b.add_union()?, self.b.add_union()?))
     }
 }
 

@@ -18,7 +18,9 @@ use regex_automata::{Anchored, Input, MatchKind};
 use regex_syntax::ast::ErrorKind as AstErrorKind;
 
 use crate::error::{GrammarError, Result};
+use crate::int_hash::IntMap;
 use crate::regex_memo::RegexMemo;
+use crate::subset;
 
 /// The transition target meaning "this byte makes a full match impossible".
 pub const DEAD: u32 = u32::MAX;
@@ -130,8 +132,30 @@ impl DfaConfig {
         }
     }
 
+    /// Most raw states a determinization over `stride` byte classes makes before it gives up:
+    /// twice `max_states` (minimizing may merge states), but only `max_states` once the table
+    /// is too large to minimize, since it will not shrink below the limit then (only pruning
+    /// could: it dropped a single state in each of the 1,838 determinizations past 2,000
+    /// states of JSONSchemaBench's slowest schemas).
+    pub(crate) fn raw_state_limit(&self, stride: usize) -> usize {
+        let unminimized = MINIMIZE_MAX_ENTRIES / stride.max(1);
+        let limit = self.max_states.saturating_mul(2).saturating_add(64);
+        limit.min(unminimized.max(self.max_states.saturating_add(64)))
+    }
+
+    /// The error of a determinization that reached `states` states and stopped (noted as
+    /// reached).
+    pub(crate) fn determinization_overflow(&self, states: usize) -> GrammarError {
+        self.note_states(states);
+        GrammarError::TooLarge {
+            what: "regex DFA",
+            limit: self.max_states,
+            detail: format!("more than {states} states while determinizing"),
+        }
+    }
+
     /// Notes the states of a finished determinization; a typed error past the state limit.
-    fn check_built(&self, dfa: &Dfa) -> Result<()> {
+    pub(crate) fn check_built(&self, dfa: &Dfa) -> Result<()> {
         self.note_states(dfa.num_states());
         if dfa.num_states() > self.max_states {
             return Err(GrammarError::TooLarge {
@@ -194,6 +218,17 @@ impl Dfa {
         }
     }
 
+    /// [`Dfa::from_regex`], determinized by the lazy DFA whatever the pattern (to check the
+    /// subset construction against it).
+    #[cfg(test)]
+    pub(crate) fn from_regex_by_lazy_dfa(pattern: &str, config: &DfaConfig) -> Result<Dfa> {
+        let nfa = thompson::Compiler::new()
+            .configure(thompson::Config::new().which_captures(WhichCaptures::None))
+            .build_from_hir(&parse(pattern)?)
+            .map_err(|e| build_error(&e.to_string(), config))?;
+        Self::from_lazy_dfa(&nfa, config)
+    }
+
     /// [`Dfa::from_regex`] without the memo.
     fn build_regex(pattern: &str, config: &DfaConfig) -> Result<Dfa> {
         let hir = parse(pattern)?;
@@ -210,13 +245,33 @@ impl Dfa {
 
     /// Determinizes an NFA (anchored, full-match semantics), prunes and minimizes the result.
     ///
-    /// Determinization is `regex-automata`'s lazy DFA driven breadth-first from here, so the
-    /// state limit (twice `max_states`: minimizing may merge states, unless the table is too
-    /// large to minimize) and the deadline are checked as states appear. The lazy DFA's cache
-    /// holds every state (it is never cleared: a clear would invalidate the ids held here, so
-    /// it gives up instead, which is a size error).
+    /// The state limit ([`DfaConfig::raw_state_limit`]) and the deadline are checked as
+    /// states appear. An NFA without look-around assertions goes through [`subset`]; one with
+    /// them through `regex-automata`'s lazy DFA ([`Dfa::from_lazy_dfa`]), which tracks what
+    /// an assertion needs to see.
     pub(crate) fn from_nfa(nfa: &thompson::NFA, config: &DfaConfig) -> Result<Dfa> {
         config.check_nfa_states(nfa.states().len() as u64, false)?;
+        if !nfa.look_set_any().is_empty() {
+            return Self::from_lazy_dfa(nfa, config);
+        }
+        let mut classes = [0u8; 256];
+        for b in 0..=255u8 {
+            classes[b as usize] = nfa.byte_classes().get(b);
+        }
+        let reps = subset::representatives(&classes);
+        subset::determinize(
+            &subset::ThompsonView(nfa),
+            nfa.start_anchored().as_u32(),
+            classes,
+            &reps,
+            config,
+        )
+    }
+
+    /// [`Dfa::from_nfa`] by `regex-automata`'s lazy DFA, driven breadth-first from here. Its
+    /// cache holds every state (it is never cleared: a clear would invalidate the ids held
+    /// here, so it gives up instead, which is a size error).
+    fn from_lazy_dfa(nfa: &thompson::NFA, config: &DfaConfig) -> Result<Dfa> {
         let lazy = hybrid::dfa::DFA::builder()
             .configure(
                 hybrid::dfa::Config::new()
@@ -239,15 +294,10 @@ impl Dfa {
             stride = stride.max(ra_classes.get(b) as usize + 1);
         }
         let (class_rep, _) = class_tables(&classes, stride);
-        let limit = config.max_states.saturating_mul(2).saturating_add(64);
-        // Past `max_states`, a table too large to minimize will not shrink below the limit
-        // (only pruning could: it dropped a single state in each of the 1,838
-        // determinizations past 2,000 states of JSONSchemaBench's slowest schemas), so the
-        // determinization stops there rather than at twice the limit.
-        let doomed = |states: usize| states > config.max_states.saturating_add(64) && states.saturating_mul(stride) > MINIMIZE_MAX_ENTRIES;
+        let limit = config.raw_state_limit(stride);
 
         // Breadth-first walk over the lazy DFA's non-dead states.
-        let mut ids: HashMap<LazyStateID, u32> = HashMap::new();
+        let mut ids: IntMap<LazyStateID, u32> = IntMap::default();
         let mut order: Vec<LazyStateID> = Vec::new();
         let mut raw_trans: Vec<u32> = Vec::new();
         ids.insert(start, 0);
@@ -268,13 +318,8 @@ impl Dfa {
                 let id = match ids.get(&next) {
                     Some(&id) => id,
                     None => {
-                        if order.len() >= limit || doomed(order.len()) {
-                            config.note_states(order.len());
-                            return Err(GrammarError::TooLarge {
-                                what: "regex DFA",
-                                limit: config.max_states,
-                                detail: format!("more than {} states while determinizing", order.len()),
-                            });
+                        if order.len() >= limit {
+                            return Err(config.determinization_overflow(order.len()));
                         }
                         let id = order.len() as u32;
                         ids.insert(next, id);

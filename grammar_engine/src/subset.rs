@@ -1,0 +1,441 @@
+//! The subset construction: an NFA over bytes to a DFA, breadth-first, under the size limit,
+//! deadline and cancel flag of a [`DfaConfig`].
+//!
+//! A DFA state is the set of NFA nodes that read bytes (the "kernel") reached after following
+//! every empty move, kept sorted so that two paths to the same set give one state, and
+//! whether the match node was among them. Sets live in one arena and are found again by an
+//! integer hash. Each state is moved on one byte of each byte class.
+//!
+//! Two automata are determinized here: the [`crate::glued_nfa`] of a grammar expression, and
+//! the Thompson NFA `regex-automata` compiles a regex to (without look-around assertions;
+//! those go to `regex-automata`'s own lazy DFA, see [`crate::dfa::Dfa::from_nfa`]). For both,
+//! this is several times faster than driving the lazy DFA state by state: no state
+//! re-encoding, no cryptographic hash, and no cache bookkeeping per transition.
+
+use regex_automata::nfa::thompson::{self, State};
+use regex_automata::util::primitives::StateID;
+
+use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::error::{GrammarError, Result};
+use crate::int_hash::{IntHasher, IntMap};
+
+/// A node of an NFA.
+pub(crate) type NodeId = u32;
+
+/// The end of a hash chain.
+const NONE: u32 = u32::MAX;
+
+/// What a node of an NFA is, for the closure that visits it.
+pub(crate) enum Visit {
+    /// It reads a byte: a kernel member.
+    Reads,
+    /// It only leads on by empty moves (or nowhere).
+    Passes,
+    /// It is the match node.
+    Matches,
+}
+
+/// An NFA over bytes, as the subset construction sees it.
+pub(crate) trait Automaton {
+    fn num_nodes(&self) -> usize;
+    /// Calls `push` on every node one empty move from `node` away; says what `node` is.
+    fn expand(&self, node: NodeId, push: impl FnMut(NodeId)) -> Visit;
+    /// Where a kernel node goes on a byte of class `class` (`byte` is one of them).
+    fn step(&self, node: NodeId, class: usize, byte: u8) -> Option<NodeId>;
+}
+
+/// Determinizes `nfa` from `start` (full-match semantics) over the byte classes `classes`
+/// (with `reps[c]` a byte of class `c`; every byte of a class must move every node alike),
+/// then prunes and minimizes the result. An [`GrammarError::EmptyLanguage`] when no string is
+/// accepted; a typed `TooLarge` error past [`DfaConfig::raw_state_limit`] states, the
+/// deadline or a cancel.
+pub(crate) fn determinize(
+    nfa: &impl Automaton,
+    start: NodeId,
+    classes: [u8; 256],
+    reps: &[u8],
+    config: &DfaConfig,
+) -> Result<Dfa> {
+    let stride = reps.len();
+    let limit = config.raw_state_limit(stride);
+    let mut sets = Sets::default();
+    let mut closure = Closure::new(nfa.num_nodes());
+    let start_accepting = closure.run(nfa, std::iter::once(start));
+    sets.insert(&closure.kernel, start_accepting);
+    let mut raw_trans: Vec<u32> = Vec::new();
+    let mut members: Vec<NodeId> = Vec::new();
+    let mut next = 0usize;
+    while next < sets.len() {
+        if next % 256 == 255 {
+            config
+                .check_deadline("a DFA")
+                .inspect_err(|_| config.note_states(sets.len()))?;
+        }
+        members.clear();
+        members.extend_from_slice(sets.kernel(next));
+        for (class, &byte) in reps.iter().enumerate() {
+            let moved = members.iter().filter_map(|&n| nfa.step(n, class, byte));
+            let accepting = closure.run(nfa, moved);
+            if closure.kernel.is_empty() && !accepting {
+                raw_trans.push(DEAD);
+                continue;
+            }
+            let id = match sets.find(&closure.kernel, accepting) {
+                Some(id) => id,
+                None if sets.len() >= limit => {
+                    return Err(config.determinization_overflow(sets.len()))
+                }
+                None => sets.insert(&closure.kernel, accepting),
+            };
+            raw_trans.push(id);
+        }
+        next += 1;
+    }
+    config.check_deadline("a DFA")?;
+    let dfa = Dfa::from_table(classes, stride, &raw_trans, &sets.accepting).ok_or(
+        GrammarError::EmptyLanguage {
+            detail: "the pattern can never match a complete string".into(),
+        },
+    )?;
+    config.check_built(&dfa)?;
+    Ok(dfa)
+}
+
+/// One byte of each class of `classes` (classes numbered from 0 with none skipped).
+pub(crate) fn representatives(classes: &[u8; 256]) -> Vec<u8> {
+    let count = classes.iter().map(|&c| c as usize + 1).max().unwrap_or(1);
+    let mut reps = vec![0u8; count];
+    for b in (0..=255u8).rev() {
+        reps[classes[b as usize] as usize] = b;
+    }
+    reps
+}
+
+/// The epsilon closure of a set of nodes, its buffers reused from one move to the next.
+struct Closure {
+    /// The kernel of the last closure, sorted.
+    kernel: Vec<NodeId>,
+    stack: Vec<NodeId>,
+    /// `seen[n] == generation` when node `n` is in the current closure.
+    seen: Vec<u32>,
+    generation: u32,
+}
+
+impl Closure {
+    fn new(nodes: usize) -> Closure {
+        Closure {
+            kernel: Vec::new(),
+            stack: Vec::new(),
+            seen: vec![0; nodes],
+            generation: 0,
+        }
+    }
+
+    /// Follows every empty move from `from`, leaving the kernel in `self.kernel`; whether the
+    /// match node was reached.
+    fn run(&mut self, nfa: &impl Automaton, from: impl Iterator<Item = NodeId>) -> bool {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.seen.iter_mut().for_each(|s| *s = 0);
+            self.generation = 1;
+        }
+        let generation = self.generation;
+        let Closure {
+            kernel,
+            stack,
+            seen,
+            ..
+        } = self;
+        kernel.clear();
+        stack.clear();
+        let mut visit = |n: NodeId, stack: &mut Vec<NodeId>| {
+            if seen[n as usize] != generation {
+                seen[n as usize] = generation;
+                stack.push(n);
+            }
+        };
+        for n in from {
+            visit(n, stack);
+        }
+        let mut matched = false;
+        while let Some(n) = stack.pop() {
+            match nfa.expand(n, |t| visit(t, stack)) {
+                Visit::Reads => kernel.push(n),
+                Visit::Passes => {}
+                Visit::Matches => matched = true,
+            }
+        }
+        kernel.sort_unstable();
+        matched
+    }
+}
+
+/// The DFA states made so far: each a sorted kernel (in one arena) and whether it accepts,
+/// found again by hash.
+#[derive(Default)]
+struct Sets {
+    members: Vec<NodeId>,
+    /// Set `i`'s kernel is `members[starts[i]..starts[i + 1]]` (the last one's runs to the end).
+    starts: Vec<usize>,
+    accepting: Vec<bool>,
+    /// The last set made with each hash; per set, the one made before it with the same hash.
+    by_hash: IntMap<u64, u32>,
+    older: Vec<u32>,
+}
+
+impl Sets {
+    fn len(&self) -> usize {
+        self.accepting.len()
+    }
+
+    fn kernel(&self, i: usize) -> &[NodeId] {
+        let end = self
+            .starts
+            .get(i + 1)
+            .copied()
+            .unwrap_or(self.members.len());
+        &self.members[self.starts[i]..end]
+    }
+
+    fn hash(kernel: &[NodeId], accepting: bool) -> u64 {
+        use std::hash::Hasher;
+        let mut h = IntHasher::default();
+        h.write_u64(accepting as u64);
+        for &n in kernel {
+            h.write_u32(n);
+        }
+        h.finish()
+    }
+
+    fn find(&self, kernel: &[NodeId], accepting: bool) -> Option<u32> {
+        let mut id = *self.by_hash.get(&Self::hash(kernel, accepting))?;
+        while id != NONE {
+            if self.accepting[id as usize] == accepting && self.kernel(id as usize) == kernel {
+                return Some(id);
+            }
+            id = self.older[id as usize];
+        }
+        None
+    }
+
+    fn insert(&mut self, kernel: &[NodeId], accepting: bool) -> u32 {
+        let id = self.len() as u32;
+        self.starts.push(self.members.len());
+        self.members.extend_from_slice(kernel);
+        self.accepting.push(accepting);
+        let older = self
+            .by_hash
+            .insert(Self::hash(kernel, accepting), id)
+            .unwrap_or(NONE);
+        self.older.push(older);
+        id
+    }
+}
+
+/// A Thompson NFA without look-around assertions, as an [`Automaton`].
+pub(crate) struct ThompsonView<'a>(pub(crate) &'a thompson::NFA);
+
+impl Automaton for ThompsonView<'_> {
+    fn num_nodes(&self) -> usize {
+        self.0.states().len()
+    }
+
+    fn expand(&self, node: NodeId, mut push: impl FnMut(NodeId)) -> Visit {
+        match self.0.state(StateID::new_unchecked(node as usize)) {
+            State::ByteRange { .. } | State::Sparse(_) | State::Dense(_) => Visit::Reads,
+            State::Union { alternates } => {
+                alternates.iter().for_each(|s| push(s.as_u32()));
+                Visit::Passes
+            }
+            State::BinaryUnion { alt1, alt2 } => {
+                push(alt1.as_u32());
+                push(alt2.as_u32());
+                Visit::Passes
+            }
+            State::Capture { next, .. } => {
+                push(next.as_u32());
+                Visit::Passes
+            }
+            // Automata with assertions are not handed here (they need the lazy DFA's look-
+            // behind state); should one come, an assertion matches nothing, as `Fail` does.
+            State::Look { .. } | State::Fail => Visit::Passes,
+            State::Match { .. } => Visit::Matches,
+        }
+    }
+
+    fn step(&self, node: NodeId, _class: usize, byte: u8) -> Option<NodeId> {
+        let next = match self.0.state(StateID::new_unchecked(node as usize)) {
+            State::ByteRange { trans } => trans.matches_byte(byte).then_some(trans.next),
+            State::Sparse(s) => s.matches_byte(byte),
+            State::Dense(d) => d.matches_byte(byte),
+            _ => None,
+        };
+        next.map(|s| s.as_u32())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{HashSet, VecDeque};
+    use std::rc::Rc;
+
+    use crate::algebra::Expr;
+    use crate::dfa::{Dfa, DfaConfig, DEAD};
+
+    /// Whether two DFAs accept the same strings: walked side by side over every byte, each
+    /// pair of states reached must agree on acceptance and on dying (both keep live states
+    /// only, so a dead side and a live side differ).
+    fn same_language(a: &Dfa, b: &Dfa) -> bool {
+        let mut seen = HashSet::from([(0u32, 0u32)]);
+        let mut queue = VecDeque::from([(0u32, 0u32)]);
+        while let Some((s, t)) = queue.pop_front() {
+            if a.is_accepting(s) != b.is_accepting(t) {
+                return false;
+            }
+            for byte in 0..=255u8 {
+                let pair = (a.next(s, byte), b.next(t, byte));
+                match pair {
+                    (DEAD, DEAD) => {}
+                    (DEAD, _) | (_, DEAD) => return false,
+                    _ if seen.insert(pair) => queue.push_back(pair),
+                    _ => {}
+                }
+            }
+        }
+        true
+    }
+
+    /// A small deterministic generator (xorshift).
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+    }
+
+    const LEAVES: [&str; 12] = [
+        "a",
+        "b",
+        "[a-c]",
+        "[^a]",
+        "é",
+        "[0-9]{1,3}",
+        "x*",
+        "(ab|a)",
+        ".",
+        "[α-ω]+",
+        "\"[^\"\\\\]{0,4}\"",
+        "",
+    ];
+
+    /// A random regex over [`LEAVES`]: concatenations, alternations and counted repeats.
+    fn random_regex(rng: &mut Rng, depth: usize) -> String {
+        if depth == 0 || rng.below(3) == 0 {
+            return LEAVES[rng.below(LEAVES.len())].to_string();
+        }
+        let (x, y) = (random_regex(rng, depth - 1), random_regex(rng, depth - 1));
+        match rng.below(4) {
+            0 => format!("(?:{x})(?:{y})"),
+            1 => format!("(?:{x}|{y})"),
+            2 => format!("(?:{x}){{{},{}}}", rng.below(2), 1 + rng.below(3)),
+            _ => format!("(?:{x})*(?:{y})?"),
+        }
+    }
+
+    /// The same language as a regex, with its leaves built into DFA leaves (so that
+    /// [`Expr::to_dfa`] glues DFAs instead of rendering one regex).
+    fn random_expr(rng: &mut Rng, depth: usize, cfg: &DfaConfig) -> (Expr, String) {
+        if depth == 0 || rng.below(3) == 0 {
+            let leaf = LEAVES[rng.below(LEAVES.len())];
+            let dfa = Dfa::from_regex(leaf, cfg).unwrap();
+            return (Expr::Dfa(Rc::new(dfa)), format!("(?:{leaf})"));
+        }
+        let ((a, x), (b, y)) = (
+            random_expr(rng, depth - 1, cfg),
+            random_expr(rng, depth - 1, cfg),
+        );
+        match rng.below(4) {
+            0 => (Expr::concat(vec![a, b]), format!("(?:{x}{y})")),
+            1 => (Expr::union(vec![a, b]), format!("(?:{x}|{y})")),
+            2 => {
+                let (min, max) = (rng.below(2) as u32, 1 + rng.below(3) as u32);
+                (
+                    Expr::repeat(a, min, Some(max)),
+                    format!("(?:(?:{x}){{{min},{max}}})"),
+                )
+            }
+            _ => (
+                Expr::concat(vec![Expr::repeat(a, 0, None), Expr::optional(b)]),
+                format!("(?:{x}*{y}?)"),
+            ),
+        }
+    }
+
+    #[test]
+    fn thompson_subsets_agree_with_the_lazy_dfa() {
+        let cfg = DfaConfig::default();
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let fixed = [
+            "[a-z]{2,5}q",
+            "\\w+@\\w+",
+            "(?s:.){0,3}x",
+            "[^\\x00-\\x7f]+",
+            "(a|ab)(c|bcd)(d*)",
+            "",
+        ];
+        let patterns: Vec<String> = fixed
+            .iter()
+            .map(|p| p.to_string())
+            .chain((0..300).map(|_| random_regex(&mut rng, 4)))
+            .collect();
+        for p in &patterns {
+            let ours = Dfa::from_regex(p, &cfg).unwrap();
+            let lazy = Dfa::from_regex_by_lazy_dfa(p, &cfg).unwrap();
+            assert!(same_language(&ours, &lazy), "{p}");
+            assert_eq!(ours.num_states(), lazy.num_states(), "both minimal: {p}");
+        }
+    }
+
+    #[test]
+    fn glued_dfas_agree_with_the_rendered_regex() {
+        let cfg = DfaConfig::default();
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        for _ in 0..300 {
+            let (expr, regex) = random_expr(&mut rng, 4, &cfg);
+            let glued = expr.to_dfa(&cfg).unwrap().expect("no leaf is empty");
+            let lazy = Dfa::from_regex_by_lazy_dfa(&regex, &cfg).unwrap();
+            assert!(same_language(&glued, &lazy), "{regex}");
+            assert_eq!(
+                glued.num_states(),
+                lazy.num_states(),
+                "both minimal: {regex}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_state_limit_and_empty_languages_are_typed_errors() {
+        use crate::error::GrammarError;
+        let small = DfaConfig {
+            max_states: 30,
+            ..DfaConfig::default()
+        };
+        // `.*a.{8}` needs 2^9 states: the construction stops at twice the limit.
+        assert!(matches!(
+            Dfa::from_regex("(?s:.)*a(?s:.){8}", &small),
+            Err(GrammarError::TooLarge { .. })
+        ));
+        let cfg = DfaConfig::default();
+        let a = Expr::Dfa(Rc::new(Dfa::from_regex("a", &cfg).unwrap()));
+        let never = Expr::concat(vec![a.clone(), Expr::regex("[^\\x00-\\x{10FFFF}]")]);
+        assert!(never.to_dfa(&cfg).unwrap().is_none());
+        assert!(Expr::union(vec![a.clone(), never])
+            .to_dfa(&cfg)
+            .unwrap()
+            .is_some());
+    }
+}
