@@ -41,16 +41,55 @@ use crate::error::{GrammarError, Result};
 const MAX_NFA_STATES: usize = 2_000_000;
 
 /// The canonical texts (no quotes) of the strings in which `node` finds a match.
+///
+/// Plain alternatives (no assertion but their edge anchors, no lookaround) with the same
+/// anchors share one regex, `any*(?:a|b|…)any*` rather than `any*a any*|any*b any*|…`: the
+/// same strings, but a determinization of the latter tracks which alternatives have matched
+/// so far (one state per subset of them, for "contains one of 50 words"), where the former's
+/// states are only how far each word has got.
 pub(crate) fn search_language(node: &Node, ctx: &Ctx, config: &DfaConfig) -> Result<Expr> {
     let alternatives: Vec<&Node> = match node {
         Node::Alt(v) => v.iter().collect(),
         other => vec![other],
     };
     let mut parts = Vec::with_capacity(alternatives.len());
+    // Bodies of plain alternatives, by (anchored at the start, anchored at the end).
+    let mut plain: Vec<((bool, bool), Vec<String>)> = Vec::new();
     for alt in alternatives {
-        parts.push(alternative_language(alt, ctx, config)?);
+        let split = Split::of(alt, ctx)?;
+        if split.lookarounds.is_empty() && !split.body.iter().any(|n| pattern::has_assertions(n)) {
+            let mut text = String::new();
+            split.body.iter().for_each(|n| encode(n, &mut text));
+            let anchors = (split.anchored_start, split.anchored_end);
+            match plain.iter_mut().find(|(a, _)| *a == anchors) {
+                Some((_, bodies)) => bodies.push(text),
+                None => plain.push((anchors, vec![text])),
+            }
+        } else {
+            parts.push(split.language(ctx, config)?);
+        }
+    }
+    for ((anchored_start, anchored_end), bodies) in plain {
+        parts.push(plain_regex(anchored_start, anchored_end, &bodies));
     }
     Ok(Expr::union(parts))
+}
+
+/// The regex of any of `bodies` (encoded regex text), padded with "any canonical characters"
+/// on each side that is not anchored.
+fn plain_regex(anchored_start: bool, anchored_end: bool, bodies: &[String]) -> Expr {
+    let any = format!("{CANONICAL_CHAR}*");
+    let mut text = String::new();
+    if !anchored_start {
+        text.push_str(&any);
+    }
+    text.push_str("(?:");
+    text.push_str(&bodies.join("|"));
+    text.push(')');
+    if !anchored_end {
+        text.push_str(&any);
+    }
+    Expr::regex(text)
 }
 
 fn flatten<'n>(node: &'n Node, out: &mut Vec<&'n Node>) {
@@ -61,80 +100,88 @@ fn flatten<'n>(node: &'n Node, out: &mut Vec<&'n Node>) {
     }
 }
 
-fn alternative_language(node: &Node, ctx: &Ctx, config: &DfaConfig) -> Result<Expr> {
-    let mut items = Vec::new();
-    flatten(node, &mut items);
-    let mut i = 0;
-    while matches!(items.get(i), Some(Node::Look(Look::Start))) {
-        i += 1;
-    }
-    let anchored_start = i > 0;
-    let mut lookarounds: Vec<(Around, &Node)> = Vec::new();
-    if anchored_start {
-        while let Some(Node::Around(a, inner)) = items.get(i) {
-            if !a.ahead {
-                break;
-            }
-            lookarounds.push((*a, inner));
+/// One top-level alternative of a pattern, split into its edge anchors, the lookarounds next
+/// to them, and the body between.
+struct Split<'n> {
+    anchored_start: bool,
+    anchored_end: bool,
+    lookarounds: Vec<(Around, &'n Node)>,
+    body: Vec<&'n Node>,
+}
+
+impl<'n> Split<'n> {
+    /// Splits `node`; lookaround anywhere else than at an anchored edge is refused.
+    fn of(node: &'n Node, ctx: &Ctx) -> Result<Split<'n>> {
+        let mut items = Vec::new();
+        flatten(node, &mut items);
+        let mut i = 0;
+        while matches!(items.get(i), Some(Node::Look(Look::Start))) {
             i += 1;
         }
-    }
-    let mut j = items.len();
-    while j > i && matches!(items[j - 1], Node::Look(Look::End)) {
-        j -= 1;
-    }
-    let anchored_end = j < items.len();
-    while anchored_end && j > i {
-        match items[j - 1] {
-            Node::Around(a, inner) if !a.ahead => lookarounds.push((*a, inner)),
-            _ => break,
-        }
-        j -= 1;
-    }
-    let body = &items[i..j];
-    if let Some(a) = body.iter().find_map(|n| first_around(n)) {
-        return Err(ctx.unsupported(
-            "pattern",
-            format!(
-                "{} is supported only right after a leading ^ (lookahead) or right before a trailing $ (lookbehind)",
-                a.syntax()
-            ),
-        ));
-    }
-    let mut language = if body.iter().any(|n| pattern::has_assertions(n)) {
-        let mut core: Vec<Node> = Vec::with_capacity(body.len() + 2);
+        let anchored_start = i > 0;
+        let mut lookarounds: Vec<(Around, &Node)> = Vec::new();
         if anchored_start {
-            core.push(Node::Look(Look::Start));
+            while let Some(Node::Around(a, inner)) = items.get(i) {
+                if !a.ahead {
+                    break;
+                }
+                lookarounds.push((*a, inner));
+                i += 1;
+            }
         }
-        core.extend(body.iter().map(|n| (*n).clone()));
-        if anchored_end {
-            core.push(Node::Look(Look::End));
+        let mut j = items.len();
+        while j > i && matches!(items[j - 1], Node::Look(Look::End)) {
+            j -= 1;
         }
-        assertion_language(&Node::Concat(core), config)?
-    } else {
-        let any = format!("{CANONICAL_CHAR}*");
-        let mut text = String::new();
-        if !anchored_start {
-            text.push_str(&any);
+        let anchored_end = j < items.len();
+        while anchored_end && j > i {
+            match items[j - 1] {
+                Node::Around(a, inner) if !a.ahead => lookarounds.push((*a, inner)),
+                _ => break,
+            }
+            j -= 1;
         }
-        for n in body {
-            encode(n, &mut text);
+        let body = items[i..j].to_vec();
+        if let Some(a) = body.iter().find_map(|n| first_around(n)) {
+            return Err(ctx.unsupported(
+                "pattern",
+                format!(
+                    "{} is supported only right after a leading ^ (lookahead) or right before a trailing $ (lookbehind)",
+                    a.syntax()
+                ),
+            ));
         }
-        if !anchored_end {
-            text.push_str(&any);
-        }
-        Expr::regex(text)
-    };
-    for (around, inner) in lookarounds {
-        let probe = if around.ahead {
-            Node::Concat(vec![Node::Look(Look::Start), inner.clone()])
-        } else {
-            Node::Concat(vec![inner.clone(), Node::Look(Look::End)])
-        };
-        let sub = search_language(&probe, ctx, config)?;
-        language = if around.negate { language.minus(&sub, config)? } else { language.and(&sub, config)? };
+        Ok(Split { anchored_start, anchored_end, lookarounds, body })
     }
-    Ok(language)
+
+    /// The search language of the alternative.
+    fn language(&self, ctx: &Ctx, config: &DfaConfig) -> Result<Expr> {
+        let mut language = if self.body.iter().any(|n| pattern::has_assertions(n)) {
+            let mut core: Vec<Node> = Vec::with_capacity(self.body.len() + 2);
+            if self.anchored_start {
+                core.push(Node::Look(Look::Start));
+            }
+            core.extend(self.body.iter().map(|n| (*n).clone()));
+            if self.anchored_end {
+                core.push(Node::Look(Look::End));
+            }
+            assertion_language(&Node::Concat(core), config)?
+        } else {
+            let mut text = String::new();
+            self.body.iter().for_each(|n| encode(n, &mut text));
+            plain_regex(self.anchored_start, self.anchored_end, &[text])
+        };
+        for &(around, inner) in &self.lookarounds {
+            let probe = if around.ahead {
+                Node::Concat(vec![Node::Look(Look::Start), inner.clone()])
+            } else {
+                Node::Concat(vec![inner.clone(), Node::Look(Look::End)])
+            };
+            let sub = search_language(&probe, ctx, config)?;
+            language = if around.negate { language.minus(&sub, config)? } else { language.and(&sub, config)? };
+        }
+        Ok(language)
+    }
 }
 
 fn first_around(node: &Node) -> Option<Around> {
@@ -552,6 +599,22 @@ mod tests {
         for s in no {
             assert!(!accepts(s), "{pattern:?} should not match {s:?}");
         }
+    }
+
+    #[test]
+    fn plain_alternatives_share_one_search() {
+        let words = ["Red", "Blue", "Yellow", "Gold", "Silver", "Crystal", "Ruby", "Sapphire", "Emerald", "Pearl", "Black", "White"];
+        let pattern = words.join("|");
+        check(&pattern, &["Red", "a Pearl!", "GoldRuby", "xxWhite"], &["", "Re d", "gold", "Whit"]);
+        // Built as one union of `any*word any*`, the determinization tracks which words have
+        // matched so far (up to 2^12 subsets) and runs past a small state limit; as
+        // `any*(w1|w2|…)any*` it needs about as many states as the words have letters.
+        let small = DfaConfig { max_states: 1_000, ..DfaConfig::default() };
+        let node = pattern::parse(&pattern).unwrap();
+        let d = search_language(&node, &Ctx::root(), &small).unwrap().to_dfa(&small).unwrap().unwrap();
+        assert!(d.num_states() < 100, "{} states", d.num_states());
+        // Anchored and unanchored alternatives keep their own anchors.
+        check("^ab|cd$|ef", &["abx", "xcd", "xefx"], &["xab", "cdx", "e f"]);
     }
 
     #[test]
