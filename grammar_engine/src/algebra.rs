@@ -22,9 +22,10 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::dfa::{Dfa, DfaConfig, DEAD};
-use crate::glued_nfa::{GluedNfa, SharedDfa};
-use crate::subset::NodeId;
 use crate::error::{GrammarError, Result};
+use crate::glued_nfa::{GluedNfa, SharedDfa};
+use crate::int_hash::IntMap;
+use crate::subset::NodeId;
 
 /// Longest regex text rendered for a regex-only subtree.
 const MAX_REGEX_LEN: usize = 16 << 20;
@@ -419,9 +420,11 @@ fn product(a: &Dfa, b: &Dfa, op: Op, config: &DfaConfig) -> Result<Option<Dfa>> 
     }
     let stride = reps.len();
     let limit = config.max_states.saturating_mul(2).saturating_add(64);
-    let mut ids: HashMap<(u32, u32), u32> = HashMap::new();
+    // Pairs by `a`'s state in the high half and `b`'s in the low one.
+    let pair = |sa: u32, sb: u32| (sa as u64) << 32 | sb as u64;
+    let mut ids: IntMap<u64, u32> = IntMap::default();
     let mut order: Vec<(u32, u32)> = vec![(0, 0)];
-    ids.insert((0, 0), 0);
+    ids.insert(pair(0, 0), 0);
     let mut trans: Vec<u32> = Vec::new();
     let mut i = 0;
     while i < order.len() {
@@ -437,7 +440,7 @@ fn product(a: &Dfa, b: &Dfa, op: Op, config: &DfaConfig) -> Result<Option<Dfa>> 
                 trans.push(DEAD);
                 continue;
             }
-            let key = (ta, tb);
+            let key = pair(ta, tb);
             let id = match ids.get(&key) {
                 Some(&id) => id,
                 None => {
@@ -450,7 +453,7 @@ fn product(a: &Dfa, b: &Dfa, op: Op, config: &DfaConfig) -> Result<Option<Dfa>> 
                     }
                     let id = order.len() as u32;
                     ids.insert(key, id);
-                    order.push(key);
+                    order.push((ta, tb));
                     id
                 }
             };

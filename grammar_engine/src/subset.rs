@@ -2,9 +2,10 @@
 //! deadline and cancel flag of a [`DfaConfig`].
 //!
 //! A DFA state is the set of NFA nodes that read bytes (the "kernel") reached after following
-//! every empty move, kept sorted so that two paths to the same set give one state, and
-//! whether the match node was among them. Sets live in one arena and are found again by an
-//! integer hash. Each state is moved on one byte of each byte class.
+//! every empty move, and whether the match node was among them. Sets live in one arena, in
+//! the order the closure met their members, and are found again as sets: by a hash that does
+//! not depend on the order, then by checking a candidate's members against the marks the
+//! closure left (no sorting). Each state is moved on one byte of each byte class.
 //!
 //! Two automata are determinized here: the [`crate::glued_nfa`] of a grammar expression, and
 //! the Thompson NFA `regex-automata` compiles a regex to (without look-around assertions;
@@ -17,7 +18,7 @@ use regex_automata::util::primitives::StateID;
 
 use crate::dfa::{Dfa, DfaConfig, DEAD};
 use crate::error::{GrammarError, Result};
-use crate::int_hash::{IntHasher, IntMap};
+use crate::int_hash::IntMap;
 
 /// A node of an NFA.
 pub(crate) type NodeId = u32;
@@ -80,7 +81,7 @@ pub(crate) fn determinize(
                 raw_trans.push(DEAD);
                 continue;
             }
-            let id = match sets.find(&closure.kernel, accepting) {
+            let id = match sets.find(&closure, accepting) {
                 Some(id) => id,
                 None if sets.len() >= limit => {
                     return Err(config.determinization_overflow(sets.len()))
@@ -113,7 +114,7 @@ pub(crate) fn representatives(classes: &[u8; 256]) -> Vec<u8> {
 
 /// The epsilon closure of a set of nodes, its buffers reused from one move to the next.
 struct Closure {
-    /// The kernel of the last closure, sorted.
+    /// The kernel of the last closure, in the order its members were met.
     kernel: Vec<NodeId>,
     stack: Vec<NodeId>,
     /// `seen[n] == generation` when node `n` is in the current closure.
@@ -165,8 +166,12 @@ impl Closure {
                 Visit::Matches => matched = true,
             }
         }
-        kernel.sort_unstable();
         matched
+    }
+
+    /// Whether node `n` is in the last closure (for a kernel node: in the kernel).
+    fn contains(&self, n: NodeId) -> bool {
+        self.seen[n as usize] == self.generation
     }
 }
 
@@ -197,20 +202,26 @@ impl Sets {
         &self.members[self.starts[i]..end]
     }
 
+    /// A hash of the set, whatever the order of its members: the sum of each member's mix.
     fn hash(kernel: &[NodeId], accepting: bool) -> u64 {
-        use std::hash::Hasher;
-        let mut h = IntHasher::default();
-        h.write_u64(accepting as u64);
-        for &n in kernel {
-            h.write_u32(n);
-        }
-        h.finish()
+        let mix = |n: NodeId| {
+            let x = (n as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            x ^ (x >> 29)
+        };
+        kernel.iter().fold(accepting as u64, |h, &n| h.wrapping_add(mix(n)))
     }
 
-    fn find(&self, kernel: &[NodeId], accepting: bool) -> Option<u32> {
+    /// The set equal to the last closure's kernel with `accepting`, if one was made: equal
+    /// size, and every member in the closure.
+    fn find(&self, closure: &Closure, accepting: bool) -> Option<u32> {
+        let kernel = &closure.kernel;
         let mut id = *self.by_hash.get(&Self::hash(kernel, accepting))?;
         while id != NONE {
-            if self.accepting[id as usize] == accepting && self.kernel(id as usize) == kernel {
+            let other = self.kernel(id as usize);
+            if self.accepting[id as usize] == accepting
+                && other.len() == kernel.len()
+                && other.iter().all(|&n| closure.contains(n))
+            {
                 return Some(id);
             }
             id = self.older[id as usize];
