@@ -33,7 +33,8 @@ const MINIMIZE_MAX_ENTRIES: usize = 4_000_000;
 pub struct DfaConfig {
     /// Most DFA states kept after pruning.
     pub max_states: usize,
-    /// Heap limit, in bytes, for `regex-automata`'s NFA and DFA construction.
+    /// Heap limit, in bytes, for building an NFA and determinizing it (regex-automata's
+    /// Thompson NFA, the glued NFA of a grammar expression, the subset construction's sets).
     pub build_size_limit: usize,
     /// When set, determinization and products stop with a typed `TooLarge` error once it has
     /// passed (a pattern such as `.*a.{20}b` grows exponentially and would otherwise spend
@@ -133,8 +134,8 @@ impl DfaConfig {
     }
 
     /// Most raw states a determinization over `stride` byte classes makes before it gives up:
-    /// twice `max_states` (minimizing may merge states), but only `max_states` once the table
-    /// is too large to minimize, since it will not shrink below the limit then (only pruning
+    /// twice `max_states` (minimizing may merge states), but only `max_states` (and 64) once
+    /// the table is too large to minimize, since it will not shrink below the limit then (only pruning
     /// could: it dropped a single state in each of the 1,838 determinizations past 2,000
     /// states of JSONSchemaBench's slowest schemas).
     pub(crate) fn raw_state_limit(&self, stride: usize) -> usize {
@@ -260,7 +261,7 @@ impl Dfa {
         }
         let reps = subset::representatives(&classes);
         subset::determinize(
-            &subset::ThompsonView(nfa),
+            &subset::ThompsonView::new(nfa),
             nfa.start_anchored().as_u32(),
             classes,
             &reps,
@@ -819,7 +820,7 @@ pub(crate) fn parse(pattern: &str) -> Result<regex_syntax::hir::Hir> {
 }
 
 /// The error for a pattern that no string fully matches.
-fn no_full_match() -> GrammarError {
+pub(crate) fn no_full_match() -> GrammarError {
     GrammarError::EmptyLanguage { detail: "no string fully matches the pattern".into() }
 }
 

@@ -76,7 +76,7 @@ impl GluedNfa {
             copies: Vec::new(),
             dfas: Vec::new(),
             dfa_index: IntMap::default(),
-            max_nodes: config.build_size_limit / std::mem::size_of::<Node>().max(1),
+            max_nodes: (config.build_size_limit / std::mem::size_of::<Node>().max(1)).min(u32::MAX as usize - 1),
         }
     }
 
@@ -174,17 +174,16 @@ impl GluedNfa {
             .iter()
             .filter(|n| matches!(n, Node::Union(t) if t.len() > 1))
             .count();
-        let states: usize = self
-            .copies
+        // Per distinct DFA, then once per copy of it.
+        let per_dfa: Vec<usize> = self
+            .dfas
             .iter()
-            .map(|c| {
-                let d = self.dfas[c.dfa as usize].get();
-                d.num_states()
-                    + (0..d.num_states() as u32)
-                        .filter(|&s| d.is_accepting(s))
-                        .count()
+            .map(|d| {
+                let d = d.get();
+                d.num_states() + (0..d.num_states() as u32).filter(|&s| d.is_accepting(s)).count()
             })
-            .sum();
+            .collect();
+        let states: usize = self.copies.iter().map(|c| per_dfa[c.dfa as usize]).sum();
         (states + unions + 1) as u64
     }
 

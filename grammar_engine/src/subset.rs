@@ -16,7 +16,7 @@
 use regex_automata::nfa::thompson::{self, State};
 use regex_automata::util::primitives::StateID;
 
-use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::dfa::{no_full_match, Dfa, DfaConfig, DEAD};
 use crate::error::{GrammarError, Result};
 use crate::int_hash::IntMap;
 
@@ -25,6 +25,9 @@ pub(crate) type NodeId = u32;
 
 /// The end of a hash chain.
 const NONE: u32 = u32::MAX;
+
+/// Most moves (kernel members × byte classes) between two checks of the deadline.
+const CHECK_EVERY_MOVES: usize = 1 << 20;
 
 /// What a node of an NFA is, for the closure that visits it.
 pub(crate) enum Visit {
@@ -62,18 +65,29 @@ pub(crate) fn determinize(
     let mut sets = Sets::default();
     let mut closure = Closure::new(nfa.num_nodes());
     let start_accepting = closure.run(nfa, std::iter::once(start));
-    sets.insert(&closure.kernel, start_accepting);
+    sets.insert(Sets::hash(&closure.kernel, start_accepting), &closure.kernel, start_accepting);
     let mut raw_trans: Vec<u32> = Vec::new();
     let mut members: Vec<NodeId> = Vec::new();
+    // Moves made since the deadline was last checked: a state of a large kernel over many
+    // classes is much work, so the check counts moves as well as states.
+    let mut moves = 0usize;
     let mut next = 0usize;
     while next < sets.len() {
-        if next % 256 == 255 {
-            config
-                .check_deadline("a DFA")
-                .inspect_err(|_| config.note_states(sets.len()))?;
+        if next % 256 == 255 || moves > CHECK_EVERY_MOVES {
+            moves = 0;
+            config.check_deadline("a DFA").inspect_err(|_| config.note_states(sets.len()))?;
+            // The arena and the table, against the heap limit of the construction.
+            if (sets.members.len() + raw_trans.len()).saturating_mul(4) > config.build_size_limit {
+                return Err(GrammarError::TooLarge {
+                    what: "determinization memory (bytes)",
+                    limit: config.build_size_limit,
+                    detail: format!("{} states of {} NFA nodes on average", sets.len(), sets.members.len() / sets.len()),
+                });
+            }
         }
         members.clear();
         members.extend_from_slice(sets.kernel(next));
+        moves += members.len() * stride;
         for (class, &byte) in reps.iter().enumerate() {
             let moved = members.iter().filter_map(|&n| nfa.step(n, class, byte));
             let accepting = closure.run(nfa, moved);
@@ -81,23 +95,18 @@ pub(crate) fn determinize(
                 raw_trans.push(DEAD);
                 continue;
             }
-            let id = match sets.find(&closure, accepting) {
+            let hash = Sets::hash(&closure.kernel, accepting);
+            let id = match sets.find(hash, &closure, accepting) {
                 Some(id) => id,
-                None if sets.len() >= limit => {
-                    return Err(config.determinization_overflow(sets.len()))
-                }
-                None => sets.insert(&closure.kernel, accepting),
+                None if sets.len() >= limit => return Err(config.determinization_overflow(sets.len())),
+                None => sets.insert(hash, &closure.kernel, accepting),
             };
             raw_trans.push(id);
         }
         next += 1;
     }
     config.check_deadline("a DFA")?;
-    let dfa = Dfa::from_table(classes, stride, &raw_trans, &sets.accepting).ok_or(
-        GrammarError::EmptyLanguage {
-            detail: "the pattern can never match a complete string".into(),
-        },
-    )?;
+    let dfa = Dfa::from_table(classes, stride, &raw_trans, &sets.accepting).ok_or_else(no_full_match)?;
     config.check_built(&dfa)?;
     Ok(dfa)
 }
@@ -175,7 +184,7 @@ impl Closure {
     }
 }
 
-/// The DFA states made so far: each a sorted kernel (in one arena) and whether it accepts,
+/// The DFA states made so far: each a kernel (in one arena) and whether it accepts,
 /// found again by hash.
 #[derive(Default)]
 struct Sets {
@@ -213,9 +222,9 @@ impl Sets {
 
     /// The set equal to the last closure's kernel with `accepting`, if one was made: equal
     /// size, and every member in the closure.
-    fn find(&self, closure: &Closure, accepting: bool) -> Option<u32> {
+    fn find(&self, hash: u64, closure: &Closure, accepting: bool) -> Option<u32> {
         let kernel = &closure.kernel;
-        let mut id = *self.by_hash.get(&Self::hash(kernel, accepting))?;
+        let mut id = *self.by_hash.get(&hash)?;
         while id != NONE {
             let other = self.kernel(id as usize);
             if self.accepting[id as usize] == accepting
@@ -229,22 +238,27 @@ impl Sets {
         None
     }
 
-    fn insert(&mut self, kernel: &[NodeId], accepting: bool) -> u32 {
+    fn insert(&mut self, hash: u64, kernel: &[NodeId], accepting: bool) -> u32 {
         let id = self.len() as u32;
         self.starts.push(self.members.len());
         self.members.extend_from_slice(kernel);
         self.accepting.push(accepting);
-        let older = self
-            .by_hash
-            .insert(Self::hash(kernel, accepting), id)
-            .unwrap_or(NONE);
+        let older = self.by_hash.insert(hash, id).unwrap_or(NONE);
         self.older.push(older);
         id
     }
 }
 
 /// A Thompson NFA without look-around assertions, as an [`Automaton`].
-pub(crate) struct ThompsonView<'a>(pub(crate) &'a thompson::NFA);
+pub(crate) struct ThompsonView<'a>(&'a thompson::NFA);
+
+impl<'a> ThompsonView<'a> {
+    /// The view of `nfa`, which must have no look-around assertion (see `expand`).
+    pub(crate) fn new(nfa: &'a thompson::NFA) -> ThompsonView<'a> {
+        debug_assert!(nfa.look_set_any().is_empty(), "assertions need the lazy DFA");
+        ThompsonView(nfa)
+    }
+}
 
 impl Automaton for ThompsonView<'_> {
     fn num_nodes(&self) -> usize {
@@ -291,7 +305,7 @@ mod tests {
     use std::rc::Rc;
 
     use crate::algebra::Expr;
-    use crate::dfa::{Dfa, DfaConfig, DEAD};
+    use crate::dfa::{no_full_match, Dfa, DfaConfig, DEAD};
 
     /// Whether two DFAs accept the same strings: walked side by side over every byte, each
     /// pair of states reached must agree on acceptance and on dying (both keep live states
@@ -429,7 +443,7 @@ mod tests {
     }
 
     #[test]
-    fn the_state_limit_and_empty_languages_are_typed_errors() {
+    fn limits_and_empty_languages_are_typed_errors() {
         use crate::error::GrammarError;
         let small = DfaConfig {
             max_states: 30,
@@ -440,6 +454,12 @@ mod tests {
             Dfa::from_regex("(?s:.)*a(?s:.){8}", &small),
             Err(GrammarError::TooLarge { .. })
         ));
+        // The sets and the table are held to the heap limit: `[ab]*a[ab]{12}` has a small NFA
+        // and 2^13 DFA states.
+        let tight = DfaConfig { build_size_limit: 16 << 10, ..DfaConfig::default() };
+        let err = Dfa::from_regex("[ab]*a[ab]{12}", &tight).unwrap_err();
+        assert!(matches!(err, GrammarError::TooLarge { what: "determinization memory (bytes)", .. }), "{err:?}");
+        assert!(Dfa::from_regex("[ab]*a[ab]{12}", &DfaConfig::default()).is_ok());
         let cfg = DfaConfig::default();
         let a = Expr::Dfa(Rc::new(Dfa::from_regex("a", &cfg).unwrap()));
         let never = Expr::concat(vec![a.clone(), Expr::regex("[^\\x00-\\x{10FFFF}]")]);
