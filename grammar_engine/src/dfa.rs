@@ -367,11 +367,23 @@ impl Dfa {
     /// acceptance. `None` when the start state cannot reach acceptance.
     fn prune(classes: [u8; 256], stride: usize, raw_trans: &[u32], accepting: &[bool]) -> Option<Dfa> {
         let n = accepting.len();
-        let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
+        // Predecessors in CSR form: `rev[rev_start[t]..rev_start[t + 1]]` lead to `t`.
+        let mut rev_start = vec![0u32; n + 1];
+        for &t in &raw_trans[..n * stride] {
+            if t != DEAD {
+                rev_start[t as usize + 1] += 1;
+            }
+        }
+        for i in 1..=n {
+            rev_start[i] += rev_start[i - 1];
+        }
+        let mut fill = rev_start.clone();
+        let mut rev = vec![0u32; rev_start[n] as usize];
         for s in 0..n {
             for &t in &raw_trans[s * stride..(s + 1) * stride] {
                 if t != DEAD {
-                    rev[t as usize].push(s as u32);
+                    rev[fill[t as usize] as usize] = s as u32;
+                    fill[t as usize] += 1;
                 }
             }
         }
@@ -384,7 +396,7 @@ impl Dfa {
             }
         }
         while let Some(t) = queue.pop_front() {
-            for &s in &rev[t as usize] {
+            for &s in &rev[rev_start[t as usize] as usize..rev_start[t as usize + 1] as usize] {
                 if dist[s as usize] == u32::MAX {
                     dist[s as usize] = dist[t as usize] + 1;
                     queue.push_back(s);

@@ -305,7 +305,7 @@ mod tests {
     use std::rc::Rc;
 
     use crate::algebra::Expr;
-    use crate::dfa::{no_full_match, Dfa, DfaConfig, DEAD};
+    use crate::dfa::{Dfa, DfaConfig, DEAD};
 
     /// Whether two DFAs accept the same strings: walked side by side over every byte, each
     /// pair of states reached must agree on acceptance and on dying (both keep live states
