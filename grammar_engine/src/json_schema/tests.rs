@@ -469,3 +469,15 @@ fn a_recursive_definition_is_compiled_once_per_depth() {
         assert!(!accepts(&d, bad), "{bad}");
     }
 }
+
+#[test]
+fn integer_enums_follow_the_dialects_integers() {
+    // Draft 4 does not count `1.0` as an integer; an enum's literal must not bring it back.
+    let d4 = "http://json-schema.org/draft-04/schema#";
+    check(json!({"$schema": d4, "type": "integer", "enum": [1, 2]}), &["1", "2"], &["1.0", "2.00", "3"]);
+    check(json!({"$schema": d4, "anyOf": [{"type": "null"}, {"type": "integer", "enum": [0]}]}), &["0", "-0", "null"], &["0.0", "-0.0"]);
+    check(json!({"$schema": d4, "type": "number", "enum": [1]}), &["1", "1.0"], &["2"]);
+    // From 2019-09 on, `1.0` is the integer 1.
+    let d2020 = "https://json-schema.org/draft/2020-12/schema";
+    check(json!({"$schema": d2020, "type": "integer", "enum": [1, 2]}), &["1", "1.0", "2"], &["3", "1.5"]);
+}

@@ -593,9 +593,15 @@ impl<'a> Compiler<'a> {
             return Ok(Expr::Empty);
         }
         let values = enum_values(conj, true)?;
+        // A number literal is written in every spelling of its value (`1`, `1.0`, ...); where
+        // only integers are allowed, the typed language says which spellings count (draft 4
+        // does not count `1.0` as an integer).
+        let integer_literals = kinds & K_FRACTION == 0
+            && values.as_ref().is_some_and(|vs| vs.iter().any(|v| matches!(v, Value::Number(_))));
         let constrained = conj.maps().any(|(m, _)| m.keys().any(|k| keyword_type(k).is_some()))
             || !conj.forbidden.is_empty()
-            || !conj.required.is_empty();
+            || !conj.required.is_empty()
+            || integer_literals;
         if let Some(values) = &values {
             let mut lits = Vec::new();
             for v in values.iter().filter(|v| value_kind(v) & kinds != 0) {
