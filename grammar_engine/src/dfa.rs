@@ -790,7 +790,7 @@ impl Partition {
 }
 
 /// One byte of each class, and the number of bytes in each class.
-fn class_tables(classes: &[u8; 256], stride: usize) -> (Vec<u8>, Vec<u16>) {
+pub(crate) fn class_tables(classes: &[u8; 256], stride: usize) -> (Vec<u8>, Vec<u16>) {
     let mut rep = vec![0u8; stride];
     let mut size = vec![0u16; stride];
     for b in (0..=255u8).rev() {

@@ -16,7 +16,7 @@
 use regex_automata::nfa::thompson::{self, State};
 use regex_automata::util::primitives::StateID;
 
-use crate::dfa::{no_full_match, Dfa, DfaConfig, DEAD};
+use crate::dfa::{class_tables, no_full_match, Dfa, DfaConfig, DEAD};
 use crate::error::{GrammarError, Result};
 use crate::int_hash::IntMap;
 
@@ -114,11 +114,7 @@ pub(crate) fn determinize(
 /// One byte of each class of `classes` (classes numbered from 0 with none skipped).
 pub(crate) fn representatives(classes: &[u8; 256]) -> Vec<u8> {
     let count = classes.iter().map(|&c| c as usize + 1).max().unwrap_or(1);
-    let mut reps = vec![0u8; count];
-    for b in (0..=255u8).rev() {
-        reps[classes[b as usize] as usize] = b;
-    }
-    reps
+    class_tables(classes, count).0
 }
 
 /// The epsilon closure of a set of nodes, its buffers reused from one move to the next.
@@ -306,6 +302,7 @@ mod tests {
 
     use crate::algebra::Expr;
     use crate::dfa::{Dfa, DfaConfig, DEAD};
+    use crate::repair::test_support::Rng;
 
     /// Whether two DFAs accept the same strings: walked side by side over every byte, each
     /// pair of states reached must agree on acceptance and on dying (both keep live states
@@ -330,18 +327,6 @@ mod tests {
         true
     }
 
-    /// A small deterministic generator (xorshift).
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
-
     const LEAVES: [&str; 12] = [
         "a",
         "b",
@@ -360,7 +345,7 @@ mod tests {
     /// A random regex over [`LEAVES`]: concatenations, alternations and counted repeats.
     fn random_regex(rng: &mut Rng, depth: usize) -> String {
         if depth == 0 || rng.below(3) == 0 {
-            return LEAVES[rng.below(LEAVES.len())].to_string();
+            return LEAVES[rng.below(LEAVES.len() as u64) as usize].to_string();
         }
         let (x, y) = (random_regex(rng, depth - 1), random_regex(rng, depth - 1));
         match rng.below(4) {
@@ -375,7 +360,7 @@ mod tests {
     /// [`Expr::to_dfa`] glues DFAs instead of rendering one regex).
     fn random_expr(rng: &mut Rng, depth: usize, cfg: &DfaConfig) -> (Expr, String) {
         if depth == 0 || rng.below(3) == 0 {
-            let leaf = LEAVES[rng.below(LEAVES.len())];
+            let leaf = LEAVES[rng.below(LEAVES.len() as u64) as usize];
             let dfa = Dfa::from_regex(leaf, cfg).unwrap();
             return (Expr::Dfa(Rc::new(dfa)), format!("(?:{leaf})"));
         }

@@ -50,7 +50,7 @@ mod path;
 mod search;
 mod table;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 
 use std::time::{Duration, Instant};
 

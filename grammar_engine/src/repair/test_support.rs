@@ -321,7 +321,7 @@ pub(super) fn levenshtein(a: &[u8], b: &[u8], opts: &RepairOptions) -> u32 {
 }
 
 /// A tiny deterministic PRNG (xorshift64*).
-pub(super) struct Rng(pub(super) u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -331,7 +331,7 @@ impl Rng {
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    pub(super) fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 }
