@@ -700,6 +700,38 @@ impl Dfa {
         out
     }
 
+    /// Every string of a finite language, in depth-first byte order, or `None` when the
+    /// language is infinite or has more than `max` strings. Each state is live (it reaches a
+    /// match), so a cycle on the current path means infinitely many strings.
+    pub(crate) fn strings(&self, max: usize) -> Option<Vec<Vec<u8>>> {
+        let mut out = Vec::new();
+        let mut on_path = vec![false; self.num_states()];
+        self.list_from(self.start(), &mut Vec::new(), &mut on_path, max, &mut out).then_some(out)
+    }
+
+    fn list_from(&self, s: u32, path: &mut Vec<u8>, on_path: &mut [bool], max: usize, out: &mut Vec<Vec<u8>>) -> bool {
+        if on_path[s as usize] || path.len() > 4096 {
+            return false;
+        }
+        if self.is_accepting(s) {
+            if out.len() == max {
+                return false;
+            }
+            out.push(path.clone());
+        }
+        on_path[s as usize] = true;
+        let mut edges = Vec::new();
+        self.for_each_transition(s, |b, t| edges.push((b, t)));
+        let ok = edges.into_iter().all(|(b, t)| {
+            path.push(b);
+            let ok = self.list_from(t, path, on_path, max, out);
+            path.pop();
+            ok
+        });
+        on_path[s as usize] = false;
+        ok
+    }
+
     pub fn memory_bytes(&self) -> usize {
         256 + self.trans.len() * 4 + self.accepting.len() + self.byte_distance.len() * 4 + self.class_rep.len() * 3
     }

@@ -27,12 +27,12 @@ use crate::error::{GrammarError, Result};
 /// Most distinct values `uniqueItems` enumerates from a finite element language.
 const MAX_UNIQUE_VALUES: usize = 24;
 
-/// Most DFA states of an element language `uniqueItems` tries to list: [`enumerate`] lists at
+/// Most DFA states of an element language `uniqueItems` tries to list: [`Dfa::strings`] lists at
 /// most 4 × [`MAX_UNIQUE_VALUES`] texts, whose automaton is about as large as their bytes.
 /// Past it the language is not listed, and is not determinized in full to find that out (an
 /// array of unique objects would otherwise build the objects' whole automaton: 2.4 s for one
 /// SARIF schema).
-const MAX_LISTED_STATES: usize = 8_192;
+pub(super) const MAX_LISTED_STATES: usize = 8_192;
 
 /// What one member says about positions.
 struct Positions<'a> {
@@ -292,12 +292,7 @@ fn unique_array<'a>(c: &mut Compiler<'a>, at: Vec<Expr>, rest: Expr, lo: u64, hi
 /// The distinct JSON values of a finite language, one per value (`None`: infinite or more
 /// than [`MAX_UNIQUE_VALUES`]).
 fn finite_values(d: &Dfa) -> Option<Vec<Value>> {
-    let mut texts: Vec<Vec<u8>> = Vec::new();
-    let mut path = Vec::new();
-    let mut on_path = vec![false; d.num_states()];
-    if !enumerate(d, d.start(), &mut path, &mut on_path, &mut texts) {
-        return None;
-    }
+    let texts = d.strings(4 * MAX_UNIQUE_VALUES)?;
     let mut values: Vec<Value> = Vec::new();
     for t in texts {
         let v: Value = serde_json::from_slice(&t).ok()?;
@@ -309,29 +304,4 @@ fn finite_values(d: &Dfa) -> Option<Vec<Value>> {
         }
     }
     Some(values)
-}
-
-/// Depth-first listing of a DFA's strings; false on a cycle (every state is live, so a cycle
-/// means infinitely many strings) or too many strings.
-fn enumerate(d: &Dfa, s: u32, path: &mut Vec<u8>, on_path: &mut [bool], out: &mut Vec<Vec<u8>>) -> bool {
-    if on_path[s as usize] || out.len() > 4 * MAX_UNIQUE_VALUES || path.len() > 4096 {
-        return false;
-    }
-    if d.is_accepting(s) {
-        out.push(path.clone());
-    }
-    on_path[s as usize] = true;
-    let mut edges = Vec::new();
-    d.for_each_transition(s, |b, t| edges.push((b, t)));
-    for (b, t) in edges {
-        path.push(b);
-        let ok = enumerate(d, t, path, on_path, out);
-        path.pop();
-        if !ok {
-            on_path[s as usize] = false;
-            return false;
-        }
-    }
-    on_path[s as usize] = false;
-    true
 }

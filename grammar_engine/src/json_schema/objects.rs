@@ -30,8 +30,8 @@ use super::strings::{string_expr, string_literal, StringFacts};
 use super::values::{any_string, kind_superset, JsonType, ANY_NUMBER};
 use super::walk::{count_keyword, Compiler, Conj, Item, DONE_DEPENDENCIES};
 use crate::algebra::Expr;
-use crate::dfa::{Dfa, DEAD};
-use crate::error::Result;
+use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::error::{GrammarError, Result};
 
 /// Largest number of dependency entries split on; past it, a dependent name is left out
 /// (forbidden) unless something requires it.
@@ -139,7 +139,8 @@ pub(crate) fn object<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> 
     }
     let mut forbidden: HashSet<String> = conj.forbidden.iter().cloned().collect();
     let ws = c.ws.clone();
-    let mut members: Vec<(String, Expr, bool)> = Vec::new();
+    // Each member with whether it is required.
+    let mut members: Vec<(Expr, bool)> = Vec::new();
     // Past the prune depth only the members the counts need are kept (required ones, and as
     // many optional ones as `minProperties` asks for).
     let prune = c.pruning();
@@ -159,7 +160,7 @@ pub(crate) fn object<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> 
         match value {
             Some(v) if !v.is_empty() => {
                 let member = Expr::concat(vec![string_literal(name), Expr::regex(format!("{ws}:{ws}")), v]);
-                members.push((name.clone(), member, is_required));
+                members.push((member, is_required));
             }
             _ if is_required => return Ok(Expr::Empty),
             _ => {
@@ -175,13 +176,21 @@ pub(crate) fn object<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> 
         if rules.iter().any(Rule::invites_extras) {
             c.note_pruned();
         }
-        Expr::Empty
+        Extras::Named(Vec::new())
     } else {
         c.inside(|c| extra_members(c, &rules, &taken, names.as_ref()))?
     };
+    let extras = match extras {
+        Extras::Repeated(e) => Some(e),
+        // Listed extras are optional members after the declared ones.
+        Extras::Named(list) => {
+            members.extend(list.into_iter().map(|m| (m, false)));
+            None
+        }
+    };
 
     // Counts.
-    let n_required = members.iter().filter(|m| m.2).count() as u64;
+    let n_required = members.iter().filter(|m| m.1).count() as u64;
     if max_props.is_some_and(|hi| n_required > hi) {
         return Ok(Expr::Empty);
     }
@@ -190,25 +199,33 @@ pub(crate) fn object<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> 
         if need == 0 {
             break;
         }
-        if !m.2 {
-            m.2 = true;
+        if !m.1 {
+            m.1 = true;
             need -= 1;
         }
     }
     let (mut extra_lo, mut extra_hi) = (0u64, None::<u64>);
     if need > 0 {
-        if extras.is_empty() || need > 1 {
-            return Err(ctx.unsupported(
-                "minProperties",
-                format!("{need} more properties than the schema declares are needed, with distinct names; a grammar cannot keep generated names distinct"),
-            ));
+        match &extras {
+            Some(e) if !e.is_empty() && need == 1 => extra_lo = need,
+            Some(_) => {
+                return Err(ctx.unsupported(
+                    "minProperties",
+                    format!("{need} more properties than the schema names are needed; their names come from an unbounded set, and a grammar cannot keep such names distinct"),
+                ))
+            }
+            None => {
+                return Err(ctx.unsupported(
+                    "minProperties",
+                    format!("{need} more properties are needed than the names the schema lets Onyx generate"),
+                ))
+            }
         }
-        extra_lo = need;
     }
     if let Some(hi) = max_props {
-        let mut room = hi - members.iter().filter(|m| m.2).count() as u64;
+        let mut room = hi - members.iter().filter(|m| m.1).count() as u64;
         members.retain(|m| {
-            if m.2 {
+            if m.1 {
                 return true;
             }
             if room > 0 {
@@ -226,9 +243,9 @@ pub(crate) fn object<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> 
 
     let mut slots: Vec<Slot> = members
         .into_iter()
-        .map(|(_, e, req)| if req { Slot::Required(e) } else { Slot::Optional(e) })
+        .map(|(e, req)| if req { Slot::Required(e) } else { Slot::Optional(e) })
         .collect();
-    if !extras.is_empty() && extra_hi != Some(0) {
+    if let Some(extras) = extras.filter(|e| !e.is_empty() && extra_hi != Some(0)) {
         let lo = u32::try_from(extra_lo).unwrap_or(u32::MAX);
         let hi = extra_hi.map(|h| u32::try_from(h.min(super::walk::MAX_COUNT)).unwrap_or(u32::MAX));
         slots.push(Slot::Extras(extras, lo, hi));
@@ -284,9 +301,21 @@ fn value_of<'a>(c: &mut Compiler<'a>, rules: &[Rule<'a>], name: &str) -> Result<
     Ok(Some(c.compile(Conj::of(items))?))
 }
 
-/// The language of one extra member (name, colon, value), the union over the regions where
-/// the schemas treat names alike; empty when nothing invites extras.
-fn extra_members<'a>(c: &mut Compiler<'a>, rules: &[Rule<'a>], taken: &[&str], names: Option<&Dfa>) -> Result<Expr> {
+/// Most extra member names listed one by one (see [`Extras::Named`]).
+const MAX_NAMED_EXTRAS: usize = 16;
+
+/// The members an object may have beyond its declared and required names.
+enum Extras {
+    /// The extra names are few and known: one optional member each (name, colon, value), in
+    /// byte order of the names, so each name is written at most once. Empty: no extras.
+    Named(Vec<Expr>),
+    /// Infinitely (or too) many names: one member language, repeated. A regular language
+    /// cannot keep the repeated names distinct.
+    Repeated(Expr),
+}
+
+/// The extra members, from the regions where the schemas treat names alike.
+fn extra_members<'a>(c: &mut Compiler<'a>, rules: &[Rule<'a>], taken: &[&str], names: Option<&Dfa>) -> Result<Extras> {
     let ws = c.ws.clone();
     let free = rules.iter().all(|r| r.properties.is_none() && r.patterns.is_empty() && r.additional.is_none() && r.unevaluated.is_none());
     let mut regions: Vec<(Expr, Vec<Item<'a>>)> = Vec::new();
@@ -301,7 +330,7 @@ fn extra_members<'a>(c: &mut Compiler<'a>, rules: &[Rule<'a>], taken: &[&str], n
                     // Built once: each is subtracted from the others' names and the rest.
                     Some(e) => all_patterns.push((p, e.built(c.config)?)),
                     // A pattern we cannot read: its names cannot be told apart, so no extras.
-                    None => return Ok(Expr::Empty),
+                    None => return Ok(Extras::Named(Vec::new())),
                 }
             }
         }
@@ -387,9 +416,38 @@ fn extra_members<'a>(c: &mut Compiler<'a>, rules: &[Rule<'a>], taken: &[&str], n
         if value.is_empty() {
             continue;
         }
-        parts.push(Expr::concat(vec![key, Expr::regex(format!("{ws}:{ws}")), value]));
+        parts.push((key, value));
     }
-    Ok(Expr::union(parts))
+    let colon = || Expr::regex(format!("{ws}:{ws}"));
+    // A short finite list of names: one member per name, so that none is written twice.
+    let mut named = Vec::new();
+    for (key, value) in &parts {
+        let Some(texts) = listed_names(c, key, MAX_NAMED_EXTRAS - named.len())? else {
+            let repeated = parts.into_iter().map(|(k, v)| Expr::concat(vec![k, colon(), v])).collect();
+            return Ok(Extras::Repeated(Expr::union(repeated)));
+        };
+        for t in texts {
+            named.push(Expr::concat(vec![Expr::literal(&t), colon(), value.clone()]));
+        }
+    }
+    Ok(Extras::Named(named))
+}
+
+/// The quoted names of a finite key language of at most `max` names, in byte order (`None`:
+/// infinite, too many, or too large to list).
+fn listed_names(c: &Compiler<'_>, key: &Expr, max: usize) -> Result<Option<Vec<String>>> {
+    let probe = DfaConfig { max_states: super::arrays::MAX_LISTED_STATES, ..c.config.clone() };
+    let dfa = match key.to_dfa(&probe) {
+        Ok(d) => d,
+        Err(GrammarError::TooLarge { .. }) => {
+            // Too large to list, unless it was the compile time that ran out.
+            c.config.check_deadline("a property-name language")?;
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    // Key texts are canonical JSON strings: one text per name, valid UTF-8.
+    Ok(dfa.and_then(|d| d.strings(max)).map(|texts| texts.into_iter().map(|t| String::from_utf8_lossy(&t).into_owned()).collect()))
 }
 
 /// The quoted names a pattern matches (`None` when the pattern cannot be compiled).

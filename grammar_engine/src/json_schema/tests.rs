@@ -481,3 +481,27 @@ fn integer_enums_follow_the_dialects_integers() {
     let d2020 = "https://json-schema.org/draft/2020-12/schema";
     check(json!({"$schema": d2020, "type": "integer", "enum": [1, 2]}), &["1", "1.0", "2"], &["3", "1.5"]);
 }
+
+#[test]
+fn extra_names_from_a_short_list_are_written_once_each() {
+    // The JSONSchemaBench case: propertyNames an enum, values from additionalProperties.
+    let s = json!({"type": "object", "propertyNames": {"enum": ["b", "a", "c"]}, "additionalProperties": {"type": "integer"}});
+    check(s.clone(), &["{}", "{\"a\":1}", "{\"a\":1,\"b\":2,\"c\":3}", "{\"b\":2,\"c\":3}"],
+          &["{\"a\":1,\"a\":2}", "{\"a\":1,\"b\":2,\"a\":3}", "{\"d\":1}", "{\"a\":\"x\"}"]);
+    // Listed names are optional members, so minProperties past one extra is now exact.
+    let mut with_min = s;
+    with_min["minProperties"] = json!(2);
+    check(with_min, &["{\"a\":1,\"b\":2}", "{\"a\":1,\"b\":2,\"c\":3}"], &["{}", "{\"c\":1}", "{\"a\":1,\"a\":2}"]);
+    // Finite pattern regions, beside declared names (never repeated as extras).
+    check(json!({"type": "object", "properties": {"y": {"type": "null"}},
+                 "patternProperties": {"^x[0-2]$": {"type": "boolean"}}, "additionalProperties": false}),
+          &["{\"y\":null}", "{\"x0\":true,\"x2\":false}", "{\"y\":null,\"x0\":true,\"x1\":false}"],
+          &["{\"x0\":true,\"x0\":false}", "{\"y\":null,\"x1\":true,\"x1\":true}", "{\"y\":null,\"y\":null}", "{\"x3\":true}"]);
+    // A free object whose names are listed.
+    check(json!({"type": "object", "propertyNames": {"const": "k"}}), &["{}", "{\"k\":null}"], &["{\"k\":1,\"k\":2}"]);
+    // More members than the listed names: a typed error, never a name written twice.
+    let few = json!({"type": "object", "propertyNames": {"enum": ["a", "b"]}, "additionalProperties": {"type": "null"}, "minProperties": 3});
+    assert!(matches!(error(few), GrammarError::UnsupportedSchemaKeyword { ref keyword, .. } if keyword == "minProperties"));
+    // Unbounded names are still repeated (the known restriction).
+    check(json!({"type": "object", "additionalProperties": {"type": "integer"}}), &["{\"a\":1,\"b\":2,\"c\":3}"], &["{\"a\":\"x\"}"]);
+}
