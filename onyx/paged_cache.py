@@ -22,7 +22,9 @@ in-place update applies because the pool is the only holder of its arrays.
 
 Each sequence also keeps, per layer, a contiguous *working view* ``(1, kv_heads, capacity,
 head_dim)`` of its tokens, updated in place exactly like mlx-lm's ``KVCache``; attention reads the
-view. A block's rows are written from the view into the pool when the block fills (one write per
+view. The views of all sequences are slots of one ``(slots, kv_heads, capacity, head_dim)`` array
+per layer (``pool.views``, ``onyx.view_slots``), so a ragged forward writes and attends for
+every sequence at once. A block's rows are written from the view into the pool when the block fills (one write per
 layer every ``block_size`` decode steps), and before the blocks are shared (``fork``) or the views
 dropped (``drop_views``); ``_flushed`` marks how far the pool is current. Measured on a
 SmolLM2-135M-shaped model (30 layers) on the CPU, per decode step against mlx-lm's KVCache:
@@ -59,6 +61,7 @@ import numpy as np  # noqa: E402
 
 from onyx.errors import CacheFullError  # noqa: E402
 from onyx.paged_sequence import PagedLayerCache, PagedSequence  # noqa: E402
+from onyx.view_slots import ViewSlots  # noqa: E402
 
 __all__ = ["CacheFullError", "PagedKVPool", "PagedSequence", "PagedLayerCache"]
 
@@ -115,6 +118,8 @@ class PagedKVPool:
         self._k = [mx.zeros((rows, h, d), dtype) for h, d in zip(self.kv_heads, self.head_dims)]
         self._v = [mx.zeros((rows, h, d), dtype) for h, d in zip(self.kv_heads, self.v_head_dims)]
         self.materialize()
+        # every sequence's working view, as one slot of these arrays (onyx.view_slots)
+        self.views = ViewSlots(self.kv_heads, self.head_dims, self.v_head_dims, dtype)
         self._ref = [0] * num_blocks
         self._free = list(range(num_blocks - 1, -1, -1))  # a stack: low ids are handed out first
         self._epoch = 0  # bumped by every refcount increase (invalidates cached write plans)

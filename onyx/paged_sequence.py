@@ -23,9 +23,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PagedSequence", "PagedLayerCache"]
 
-_VIEW_STEP = 256  # working-view capacity grows in steps of this many tokens (as mlx-lm's KVCache)
-
-
 def _causal_mask(n: int, offset: int, window: Optional[int], start: int) -> mx.array:
     """Boolean (n, offset + n - start) mask: query offset+i sees key start+j when causal and, with a
     window w, when the key is among the w most recent positions."""
@@ -52,6 +49,7 @@ class PagedSequence:
         self._flushed = 0  # rows [0, _flushed) are in the pool blocks; the rest only in the views
         self._plan_key = None
         self._plan = None
+        self._slot: Optional[int] = None  # this sequence's working view in pool.views
         self._caches = [PagedLayerCache(self, l, pool.windows[l]) for l in range(pool.num_layers)]
         pool._live_sequences += 1
 
@@ -110,8 +108,7 @@ class PagedSequence:
         if not self._closed:
             self._flush_all()
         self._plan_key = None
-        for c in self._caches:
-            c._kv = c._vv = None
+        self._release_slot()
 
     def free(self) -> None:
         """Returns every block to the pool. Idempotent."""
@@ -126,7 +123,7 @@ class PagedSequence:
         self._plan_key = None
         for c in self._caches:
             c.offset = 0
-            c._kv = c._vv = None
+        self._release_slot()
         pool._live_sequences -= 1
 
     def __enter__(self):
@@ -151,6 +148,11 @@ class PagedSequence:
         if self._closed:
             raise RuntimeError("this PagedSequence was freed")
 
+    def _release_slot(self) -> None:
+        if self._slot is not None:
+            self.pool.views.release(self._slot)
+            self._slot = None
+
     def _set_length(self, length: int) -> None:
         """Sets the length of the sequence and of every layer; releases blocks past it."""
         self._length = length
@@ -164,11 +166,12 @@ class PagedSequence:
         o, f = self._length, self._flushed
         if f >= o:
             return
-        assert all(c._kv is not None for c in self._caches), "unflushed rows without views"
+        assert self._slot is not None, "unflushed rows without views"
         plan = self._rows_plan(f, o)
         pool = self.pool
+        views, slot = pool.views, self._slot
         for c in self._caches:
-            c._write_pool(plan, c._kv[0, :, f:o, :], c._vv[0, :, f:o, :])
+            c._write_pool(plan, views.k[c.layer][slot, :, f:o, :], views.v[c.layer][slot, :, f:o, :])
         mx.eval([pool._k[c.layer] for c in self._caches] + [pool._v[c.layer] for c in self._caches])
         self._flushed = o
         self._plan_key = None
@@ -205,13 +208,19 @@ class PagedSequence:
         plan: which pool rows to flush from the views after the write (the blocks that the write
         fills), or None. Computed by the first layer of a step, reused by the others."""
         pool = self.pool
+        if self._slot is None:
+            self._check_open()
+            if o > 0:
+                self._rebuild_views(o)
+            else:
+                self._slot = pool.views.acquire(e)
+            self._plan_key = None
         key = (o, e, self._version, pool._epoch)
         if key == self._plan_key:
             return self._plan
         self._check_open()
+        pool.views.reserve(e)
         bs = pool.block_size
-        if o > 0 and any(c._kv is None for c in self._caches):
-            self._rebuild_views(o)
         need = -(-e // bs) - len(self._blocks)
         if need > 0:
             self._blocks.extend(pool._allocate(need))
@@ -249,9 +258,10 @@ class PagedSequence:
         old = self._blocks[i]
         (nb,) = pool._allocate(1)
         start = i * bs
+        views, slot = pool.views, self._slot
         for c in self._caches:
-            k = c._kv[0, :, start:o, :].transpose(1, 0, 2)
-            v = c._vv[0, :, start:o, :].transpose(1, 0, 2)
+            k = views.k[c.layer][slot, :, start:o, :].transpose(1, 0, 2)
+            v = views.v[c.layer][slot, :, start:o, :].transpose(1, 0, 2)
             pool._k[c.layer][nb * bs: nb * bs + (o - start)] = k.astype(pool.dtype)
             pool._v[c.layer][nb * bs: nb * bs + (o - start)] = v.astype(pool.dtype)
         # evaluate now: the view slices read above must not be pending when the same step writes
@@ -264,26 +274,22 @@ class PagedSequence:
         pool._counters["cow_copies"] += 1
 
     def _rebuild_views(self, o: int) -> None:
-        """Rebuilds every layer's working view for rows [0, o) from the blocks (one gather per
-        layer, evaluated at once so that the pool arrays are not read and written in the same
-        graph, which would make MLX copy them)."""
+        """Takes a view slot and fills its rows [0, o) from the blocks (one gather per layer,
+        evaluated at once so that the pool arrays are not read and written in the same graph,
+        which would make MLX copy them)."""
         pool = self.pool
         bs = pool.block_size
         nblk = -(-o // bs)
         table = np.asarray(self._blocks[:nblk], dtype=np.int64)
         rows = (table[:, None] * bs + np.arange(bs)[None, :]).reshape(-1)[:o]
         idx = mx.array(rows.astype(np.int32))
-        cap = -(-o // _VIEW_STEP) * _VIEW_STEP
-        out = []
+        views = pool.views
+        slot = self._slot = views.acquire(o)
         for c in self._caches:
             l = c.layer
-            for name, arr in (("_kv", pool._k[l]), ("_vv", pool._v[l])):
-                g = mx.take(arr, idx, axis=0).transpose(1, 0, 2)[None]  # (1, H, o, D)
-                if cap > o:
-                    g = mx.concatenate([g, mx.zeros(g.shape[:2] + (cap - o, g.shape[3]), g.dtype)], axis=2)
-                setattr(c, name, g)
-                out.append(g)
-        mx.eval(out)
+            views.k[l][slot, :, :o, :] = mx.take(pool._k[l], idx, axis=0).transpose(1, 0, 2)
+            views.v[l][slot, :, :o, :] = mx.take(pool._v[l], idx, axis=0).transpose(1, 0, 2)
+        mx.eval(views.k, views.v)
         pool._counters["view_rebuilds"] += 1
 
 
@@ -297,8 +303,6 @@ class PagedLayerCache:
         self.layer = layer
         self.window = window
         self.offset = 0
-        self._kv = None  # working view (1, H, capacity, D)
-        self._vv = None
 
     def _start(self, o: int) -> int:
         """First position attention needs when queries start at position o."""
@@ -321,36 +325,31 @@ class PagedLayerCache:
         e = o + n
         flush = seq._prepare_write(o, e)
 
-        # the working view (what attention reads), updated in place
-        kv, vv = self._kv, self._vv
-        if kv is None or e > kv.shape[2]:
-            cap = -(-e // _VIEW_STEP) * _VIEW_STEP
-            if kv is None:
-                kv = mx.zeros((1, H, cap, keys.shape[3]), keys.dtype)
-                vv = mx.zeros((1, H, cap, values.shape[3]), values.dtype)
-            else:
-                kv = mx.concatenate([kv[..., :o, :], mx.zeros((1, H, cap - o, kv.shape[3]), kv.dtype)], axis=2)
-                vv = mx.concatenate([vv[..., :o, :], mx.zeros((1, H, cap - o, vv.shape[3]), vv.dtype)], axis=2)
-            self._kv, self._vv = kv, vv
-        kv[..., o:e, :] = keys
-        vv[..., o:e, :] = values
-        self.offset = e
-        if e > seq._length:
-            seq._length = e
-
+        # the working view (what attention reads): this sequence's slot, updated in place
+        slot = seq._slot
+        kv, vv = pool.views.k[layer], pool.views.v[layer]
+        kv[slot:slot + 1, :, o:e, :] = keys
+        vv[slot:slot + 1, :, o:e, :] = values
+        self._advance(e)
         s = self._start(o)
-        if s == 0 and e == kv.shape[2]:
-            k_out, v_out = kv, vv
-        else:
-            k_out, v_out = kv[..., s:e, :], vv[..., s:e, :]
+        k_out, v_out = kv[slot:slot + 1, :, s:e, :], vv[slot:slot + 1, :, s:e, :]
         if flush is not None:
-            # the blocks this write completed go to the pool (once per block_size tokens in
-            # decoding). Attention does not read them: make the outputs depend on the writes so
-            # evaluating the logits performs them (and releases this step's graph).
-            a, b, plan = flush
-            pk, pv = self._write_pool(plan, kv[0, :, a:b, :], vv[0, :, a:b, :])
-            k_out, v_out = mx.depends([k_out, v_out], [pk, pv])
+            k_out, v_out = mx.depends([k_out, v_out], self._flush(flush, kv, vv, slot))
         return k_out, v_out
+
+    def _advance(self, e: int) -> None:
+        """Rows up to `e` are written."""
+        self.offset = e
+        if e > self._seq._length:
+            self._seq._length = e
+
+    def _flush(self, flush, kv: mx.array, vv: mx.array, slot: int) -> list[mx.array]:
+        """Writes the blocks a write completed from the view into the pool (once per block_size
+        tokens in decoding). Attention does not read them: the caller makes its outputs depend
+        on the returned arrays, so evaluating the logits performs the writes (and releases the
+        step's graph)."""
+        a, b, plan = flush
+        return list(self._write_pool(plan, kv[slot, :, a:b, :], vv[slot, :, a:b, :]))
 
     def _write_pool(self, plan, k_rows: mx.array, v_rows: mx.array):
         """Writes (H, n, D) rows into this layer's pool arrays at ``plan`` (see _rows_plan)."""
@@ -410,11 +409,15 @@ class PagedLayerCache:
     def state(self):
         seq = self._seq
         arrs = [seq.pool._k[self.layer], seq.pool._v[self.layer]]
-        if self._kv is not None:
-            arrs += [self._kv, self._vv]
+        if seq._slot is not None:
+            arrs += [seq.pool.views.k[self.layer], seq.pool.views.v[self.layer]]
         return arrs
 
     @property
     def nbytes(self) -> int:
-        """Bytes of this layer's working view (the blocks are accounted by the pool)."""
-        return 0 if self._kv is None else self._kv.nbytes + self._vv.nbytes
+        """Bytes of this layer's working view (its slot's share; the blocks are accounted by
+        the pool)."""
+        views = self._seq.pool.views
+        if self._seq._slot is None:
+            return 0
+        return (views.k[self.layer].nbytes + views.v[self.layer].nbytes) // views.slots

@@ -271,9 +271,8 @@ def test_rollback_does_no_array_work(tiny, length, monkeypatch):
     monkeypatch.setattr(paged_cache, "mx", _Untouchable())
     monkeypatch.setattr(pool, "_k", [_Untouchable()] * pool.num_layers)
     monkeypatch.setattr(pool, "_v", [_Untouchable()] * pool.num_layers)
-    for c in seq.layer_caches():
-        monkeypatch.setattr(c, "_kv", _Untouchable())
-        monkeypatch.setattr(c, "_vv", _Untouchable())
+    monkeypatch.setattr(pool.views, "k", [_Untouchable()] * pool.num_layers)
+    monkeypatch.setattr(pool.views, "v", [_Untouchable()] * pool.num_layers)
     freed = []
     for k in (1, 7, 8, 16, 3):  # 40 -> 39 -> 32 -> 24 -> 8 -> 5, and the same mod 16 for the others
         used = pool.num_used_blocks
@@ -613,3 +612,37 @@ def test_real_model_greedy_equals_mlx_lm_cache():
     assert seq.length == len(prompt) + 64
     seq.free()
     assert pool.num_free_blocks == pool.num_blocks
+
+
+def test_ragged_forward_matches_each_sequence_alone(model):
+    """Several sequences in one forward (`onyx.decoding.ragged`): segments of a few rows attend
+    together over the view slots, a longer one alone, and every row's logits are those of its
+    sequence run alone: on every architecture here (sliding windows too), across block
+    boundaries, with a fork sharing blocks and a sequence whose view was dropped."""
+    from onyx.decoding import ragged
+
+    assert ragged.install(model)
+    pool = PagedKVPool.for_model(model, block_size=4, num_blocks=8)
+    seqs = []
+    for i, n in enumerate([3, 9, 14, 7]):
+        seqs.append(pool.sequence())
+        run(model, seqs[-1], tokens(n, seed=20 + i))
+    seqs.append(seqs[1].fork())  # shares seqs[1]'s blocks; its view is rebuilt from them
+    seqs[2].drop_views()  # rebuilt on the next forward
+    for step in range(3):
+        rows = [[5], tokens(3, seed=30 + step), tokens(ragged.BATCHED_ROWS + 3, seed=40 + step),
+                [7], tokens(2, seed=50 + step)]
+        caches = ragged.layer_caches(seqs, [len(r) for r in rows])
+        together = model(mx.array([t for r in rows for t in r])[None], cache=caches)[0]
+        mx.eval(together)
+        a = 0
+        for seq, r in zip(seqs, rows):
+            seq.truncate(seq.length - len(r))
+            alone = run(model, seq, r)
+            assert close(together[a:a + len(r)], alone, ATOL_FULL), (step, a)
+            a += len(r)
+    assert pool.views.in_use == len(seqs)
+    for seq in seqs:
+        seq.free()
+    assert pool.views.in_use == 0 and pool.views.slots == 0  # the arrays go with the last slot
+    pool.check()

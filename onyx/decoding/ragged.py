@@ -5,27 +5,30 @@ A batched step gives the model every active sequence's rows (its pending token p
 chunk of its prompt) laid end to end as one row of tokens, shape (1, N). Everything but
 attention is position-wise, so the weight products, which are what a decode step costs on this
 CPU (every weight is read once per forward, whatever the number of rows), run once over all N
-rows. Attention alone is per sequence: each segment's queries attend to its own sequence's
-working view (`onyx.paged_cache`), with its own causal (or sliding-window) mask, and the rotary
-embedding uses each row's own position.
+rows. Attention reads each sequence's own working view, a slot of the pool's view arrays
+(`onyx.view_slots`), with its own causal (or sliding-window) mask, and the rotary embedding uses
+each row's own position.
 
 This needs no change to the model's code. During a ragged forward every layer gets a
 `RaggedLayerCache`:
 - its `offset` is a `RaggedOffset` (per-row positions), which the wrapped rotary embedding
   (`RaggedRoPE`, installed by `install`) reads;
-- its `update_and_fetch` writes each segment's keys and values into its sequence's layer cache
-  (the same code a lone sequence runs: block allocation, copy-on-write, pool flushes) and keeps
-  what each sequence's attention must read;
+- its `update_and_fetch` writes every row's keys and values into its sequence's slot with one
+  scatter (block allocation, copy-on-write and the write plans were settled once for the
+  forward, by `RaggedStep`, with the code a lone sequence runs) and keeps what attention reads;
 - the attention function the model module calls (`scaled_dot_product_attention`, which mlx-lm
   models import from `mlx_lm.models.base` and call with `cache=`) is replaced, in the model's
-  module, by one that runs one fused attention per segment when the cache is ragged and calls
-  the original otherwise.
+  module, by one that runs the ragged attention when the cache is ragged and calls the
+  original otherwise.
 
-Why this layout and not padding (measured by `bench/batch_attention_bench.py`; numbers in the
-README): a padded batch (B, L_max) makes every sequence pay the longest draft row, and its
-attention reads a (B, H, T_max, D) key tensor that must either be kept as one persistent
-padded cache (rebuilt when a sequence joins or leaves) or gathered from the blocks each step,
-and the gather costs more than per-segment attention on the views already kept.
+The ragged attention is one batched attention over the view slots for the segments of a few
+rows (decode rows and drafts: the queries padded to the longest such segment), and one
+attention per segment for longer ones (prompt chunks), which would make every slot pay their
+rows. Before the views shared one array per layer, attention and the view writes ran once per
+sequence per layer, and at 8 sequences of one row that was ~40% of the step (measured by
+replacing it with a no-op). A padded batch of the whole forward (B, L_max) would also make the
+weight products pay for the padding, which the rows laid end to end avoid
+(`bench/batch_attention_bench.py`).
 """
 
 from __future__ import annotations
@@ -35,8 +38,14 @@ from dataclasses import dataclass
 
 import mlx.core as mx
 import mlx.nn as nn
+import numpy as np
 
 from onyx.paged_cache import PagedLayerCache, PagedSequence
+
+
+# A segment of at most this many rows attends in the batched attention over the view slots;
+# a longer one (a prompt chunk) attends alone: padding every slot to its rows would cost more.
+BATCHED_ROWS = 16
 
 
 @dataclass
@@ -50,39 +59,165 @@ class RaggedOffset:
     cuts: list[int]  # where each segment after the first begins (for `mx.split`)
 
 
+class RaggedStep:
+    """What every layer of one ragged forward shares: the sequences, their write plans (made
+    once, before the forward), and the index arrays of the one scatter per layer and of the
+    batched attention.
+
+    Rows are laid end to end, segment after segment. Segments of at most `BATCHED_ROWS` rows
+    ("short") attend together: their queries are placed in a (slots, heads, n_max, D) batch,
+    slot by slot, against the view slots [0, highest such slot] up to the longest length, with
+    a mask per row (its own slot, causal, the layer's window; padding rows see key 0 of their
+    slot and are dropped). Longer segments attend alone on their slot."""
+
+    def __init__(self, seqs: list[PagedSequence], lengths: list[int]) -> None:
+        self.views = seqs[0].pool.views
+        segments, positions, a = [], [], 0
+        for seq, n in zip(seqs, lengths):
+            o = seq.length
+            segments.append((a, n, o))
+            positions.extend(range(o, o + n))
+            a += n
+        self.rows = a
+        self.offset = RaggedOffset(mx.array(positions, dtype=mx.int32), segments, max(positions),
+                                   [a for a, _, _ in segments[1:]])
+        # slots, blocks and capacity for every write, before any layer runs
+        self.flushes = [seq._prepare_write(o, o + n) for seq, (_, n, o) in zip(seqs, segments)]
+        self.slots = [seq._slot for seq in seqs]
+        self._slot_of_row = np.repeat(np.array(self.slots, dtype=np.int64), lengths)
+        self._pos = np.array(positions, dtype=np.int64)
+        self._scatter: dict[int, tuple[mx.array, mx.array, mx.array]] = {}
+        self._masks: dict[object, mx.array] = {}
+        short = [i for i, (_, n, _) in enumerate(segments) if n <= BATCHED_ROWS]
+        self.short = short if len(short) > 1 else []  # one segment alone is cheaper on its slot
+        self.long = [i for i in range(len(segments)) if i not in self.short]
+        if self.short:
+            self.n_max = max(segments[i][1] for i in self.short)
+            self.num_slots = max(self.slots[i] for i in self.short) + 1
+            self.keys = max(segments[i][2] + segments[i][1] for i in self.short)
+            q_index = np.full(self.num_slots * self.n_max, a, dtype=np.int32)  # row a: zeros
+            out_index = []
+            for i in self.short:
+                r0, n, _ = segments[i]
+                at = self.slots[i] * self.n_max
+                q_index[at:at + n] = np.arange(r0, r0 + n)
+                out_index.extend(range(at, at + n))
+            self.q_index = mx.array(q_index)
+            self.out_index = mx.array(np.array(out_index, dtype=np.int32))
+        # the attention's outputs come as [short segments' rows, then each long segment's]
+        order = [r for i in self.short + self.long for r in range(segments[i][0], segments[i][0] + segments[i][1])]
+        self.unpermute = None if order == list(range(a)) else mx.array(np.argsort(order).astype(np.int32))
+
+    def scatter_index(self, heads: int) -> tuple[mx.array, mx.array, mx.array]:
+        """(slot, head, position) of every written (head, row), head-major: the order of a
+        layer's keys (1, heads, N, D) read as (heads * N, D)."""
+        idx = self._scatter.get(heads)
+        if idx is None:
+            idx = (mx.array(np.tile(self._slot_of_row, heads).astype(np.int32)),
+                   mx.array(np.repeat(np.arange(heads), self.rows).astype(np.int32)),
+                   mx.array(np.tile(self._pos, heads).astype(np.int32)))
+            self._scatter[heads] = idx
+        return idx
+
+    def mask(self, window) -> mx.array:
+        """(num_slots, 1, n_max, keys) boolean mask of the short segments' padded queries."""
+        m = self._masks.get(window)
+        if m is None:
+            t = np.arange(self.keys)[None, :]
+            mask = np.zeros((self.num_slots, self.n_max, self.keys), dtype=bool)
+            mask[:, :, 0] = True  # padding rows: one visible key, so no row is all -inf
+            for i in self.short:
+                _, n, o = self.offset.segments[i]
+                p = (o + np.arange(n))[:, None]
+                rows = t <= p
+                if window is not None:
+                    rows &= t > p - window
+                mask[self.slots[i], :n] = rows
+            m = self._masks[window] = mx.array(mask[:, None])
+        return m
+
+
 class RaggedLayerCache:
     """One layer's cache for a ragged forward over several sequences (see the module docstring).
     Not a general cache: it exists for the duration of one forward."""
 
-    def __init__(self, caches: list[PagedLayerCache], offset: RaggedOffset) -> None:
+    def __init__(self, step: RaggedStep, caches: list[PagedLayerCache]) -> None:
+        self.step = step
         self.caches = caches
-        self.offset = offset
-        self.fetched: list[tuple[mx.array, mx.array, object]] = []
+        self.offset = step.offset
+        self.fetched: tuple = ()
 
     def update_and_fetch(self, keys: mx.array, values: mx.array):
-        fetched = []
-        cuts = self.offset.cuts  # one split per layer, not a slice per segment
-        pairs = zip(mx.split(keys, cuts, axis=2), mx.split(values, cuts, axis=2))
-        for c, (_, n, _), (ks, vs) in zip(self.caches, self.offset.segments, pairs):
-            mask = c.make_mask(n, window_size=c.window)  # before the write moves the offset
-            k, v = c.update_and_fetch(ks, vs)
-            fetched.append((k, v, mask))
-        self.fetched = fetched
+        """Writes every row's keys and values into its sequence's view slot (one scatter for K,
+        one for V) and keeps what attention reads."""
+        step = self.step
+        layer = self.caches[0].layer
+        kv, vv = step.views.k[layer], step.views.v[layer]
+        where = step.scatter_index(keys.shape[1])
+        kv[where] = keys[0].reshape(-1, keys.shape[3])
+        vv[where] = values[0].reshape(-1, values.shape[3])
+        deps = []
+        for c, flush, slot, (_, n, o) in zip(self.caches, step.flushes, step.slots, step.offset.segments):
+            c._advance(o + n)
+            if flush is not None:
+                deps.extend(c._flush(flush, kv, vv, slot))
+
+        def after_flushes(k, v):  # the first reader carries the pool writes (see _flush)
+            nonlocal deps
+            if deps:
+                k, v = mx.depends([k, v], deps)
+                deps = []
+            return k, v
+
+        short = None
+        if step.short:
+            k, v = after_flushes(kv[:step.num_slots, :, :step.keys, :], vv[:step.num_slots, :, :step.keys, :])
+            short = (k, v, step.mask(self.caches[0].window))
+        alone = []
+        for i in step.long:
+            c, slot = self.caches[i], step.slots[i]
+            _, n, o = step.offset.segments[i]
+            s = c._start(o)
+            k, v = after_flushes(kv[slot:slot + 1, :, s:o + n, :], vv[slot:slot + 1, :, s:o + n, :])
+            alone.append((k, v, _segment_mask(n, o, s, c.window)))
+        self.fetched = (short, alone)
         return keys, values  # (unused: the attention below reads `fetched`)
 
     def make_mask(self, N: int, window_size=None, return_array: bool = False):
         return None  # masks are per segment (see update_and_fetch)
 
 
+def _segment_mask(n: int, o: int, s: int, window):
+    """The mask of one segment attending alone to keys [s, o + n), as a lone sequence's."""
+    if window is None or o + n - s <= window:
+        return None if n == 1 else "causal"
+    q = mx.arange(o, o + n)[:, None]
+    k = mx.arange(s, o + n)[None]
+    return (q >= k) & (q < k + window)
+
+
 def ragged_attention(queries: mx.array, cache: RaggedLayerCache, scale: float, sinks=None) -> mx.array:
-    """Each segment's queries against its own sequence's keys and values, concatenated back
-    into one row of outputs."""
-    outs = []
+    """The short segments' queries in one batched attention over the view slots, each long
+    segment's alone; the outputs back in row order, as one row of outputs."""
+    step = cache.step
+    short, alone = cache.fetched
+    cache.fetched = ()
     kwargs = {} if sinks is None else {"sinks": sinks}
-    for (k, v, mask), q in zip(cache.fetched, mx.split(queries, cache.offset.cuts, axis=2)):
-        outs.append(mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask=mask, **kwargs))
-    cache.fetched = []
-    return outs[0] if len(outs) == 1 else mx.concatenate(outs, axis=2)
+    heads, dim = queries.shape[1], queries.shape[3]
+    outs = []
+    if short is not None:
+        k, v, mask = short
+        q = mx.concatenate([queries[0], mx.zeros((heads, 1, dim), queries.dtype)], axis=1)
+        q = q[:, step.q_index].reshape(heads, step.num_slots, step.n_max, dim).transpose(1, 0, 2, 3)
+        o = mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask=mask, **kwargs)
+        o = o.transpose(1, 0, 2, 3).reshape(heads, step.num_slots * step.n_max, -1)
+        outs.append(o[:, step.out_index][None])
+    for i, (k, v, mask) in zip(step.long, alone):
+        a, n, _ = step.offset.segments[i]
+        outs.append(mx.fast.scaled_dot_product_attention(queries[:, :, a:a + n, :], k, v, scale=scale,
+                                                         mask=mask, **kwargs))
+    out = outs[0] if len(outs) == 1 else mx.concatenate(outs, axis=2)
+    return out if step.unpermute is None else out[:, :, step.unpermute]
 
 
 class RaggedRoPE(nn.Module):
@@ -154,13 +289,6 @@ def _dispatcher(original):
 def layer_caches(seqs: list[PagedSequence], lengths: list[int]) -> list[RaggedLayerCache]:
     """The per-layer caches of one ragged forward over `seqs`, which get `lengths[i]` rows each
     (laid end to end in that order)."""
-    segments, positions, a = [], [], 0
-    for seq, n in zip(seqs, lengths):
-        o = seq.length
-        segments.append((a, n, o))
-        positions.extend(range(o, o + n))
-        a += n
-    offset = RaggedOffset(mx.array(positions, dtype=mx.int32), segments, max(positions),
-                          [a for a, _, _ in segments[1:]])
+    step = RaggedStep(seqs, lengths)
     per_seq = [s.layer_caches() for s in seqs]
-    return [RaggedLayerCache([caches[l] for caches in per_seq], offset) for l in range(len(per_seq[0]))]
+    return [RaggedLayerCache(step, [caches[l] for caches in per_seq]) for l in range(len(per_seq[0]))]

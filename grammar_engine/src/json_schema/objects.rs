@@ -13,6 +13,10 @@
 //!
 //! Extra names are never a declared, required or forbidden name. A name matching two patterns
 //! is not generated (its value would need both schemas and the pattern regions would overlap).
+//! When the extra names are a short finite list (a `propertyNames` enum, a pattern such as
+//! `^x[0-2]$`), each is an optional member of its own, in byte order of the names, so none is
+//! written twice. Otherwise one member language is repeated, and a regular language cannot
+//! keep the repeated names distinct.
 //! Counts: `minProperties` above the required count makes optional declared properties
 //! required, in order (then one extra member if need be); `maxProperties` keeps the first
 //! optional ones that fit. Both are sound restrictions of the exact rule.

@@ -1,0 +1,87 @@
+"""The working views of every sequence of a pool, as slots of one padded array per layer.
+
+Attention reads a sequence's keys and values from a contiguous *working view* (see
+``onyx.paged_cache``). All of a pool's views live together: per layer one K and one V array of
+shape ``(slots, kv_heads, capacity, head_dim)``, and a sequence that holds a view owns one slot
+(the same index in every layer). A lone sequence's attention reads its slot as a
+``(1, kv_heads, length, head_dim)`` slice, as it read its own array before; a ragged forward
+over several sequences (``onyx.decoding.ragged``) writes all their new rows with one scatter per
+layer and runs one attention over the slots, masked per row, instead of one write and one
+attention per sequence. That is what the layout is for: measured on the default model with 8
+sequences of one row each, the per-sequence writes and attentions were ~40% of the step.
+
+The price is padding: every slot has the capacity of the longest view (grown in steps of
+``STEP`` tokens), so a pool with one long sequence and many short ones holds memory for many
+long ones. Slots are handed out lowest first and the arrays are dropped when no slot is in use.
+Growing either axis copies the arrays (rare: once per ``STEP`` tokens of the longest view, and
+when more sequences hold views at once than ever before).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import mlx.core as mx
+
+STEP = 256  # capacity grows in steps of this many tokens (as mlx-lm's KVCache)
+
+
+class ViewSlots:
+    """Per layer, one K and one V array ``(slots, kv_heads[l], capacity, head_dim[l])``."""
+
+    def __init__(self, kv_heads: list[int], head_dims: list[int], v_head_dims: list[int], dtype) -> None:
+        self.kv_heads = kv_heads
+        self.head_dims = head_dims
+        self.v_head_dims = v_head_dims
+        self.dtype = dtype
+        self.k: list[Optional[mx.array]] = [None] * len(kv_heads)
+        self.v: list[Optional[mx.array]] = [None] * len(kv_heads)
+        self.slots = 0  # allocated along axis 0
+        self.capacity = 0  # allocated along axis 2
+        self._owned: list[bool] = []
+
+    @property
+    def in_use(self) -> int:
+        return sum(self._owned)
+
+    def acquire(self, length: int) -> int:
+        """A free slot (the lowest) with room for `length` tokens; grows the arrays if needed.
+        Its rows are whatever an earlier owner left: the caller writes before it reads."""
+        self.reserve(length)
+        if all(self._owned):
+            self._grow(2 * self.slots, self.capacity)
+        slot = self._owned.index(False)
+        self._owned[slot] = True
+        return slot
+
+    def release(self, slot: int) -> None:
+        self._owned[slot] = False
+        if not any(self._owned):
+            self.k = [None] * len(self.k)
+            self.v = [None] * len(self.v)
+            self.slots = self.capacity = 0
+            self._owned = []
+
+    def reserve(self, length: int) -> None:
+        """Makes every slot hold at least `length` tokens."""
+        if length > self.capacity:
+            self._grow(self.slots, -(-length // STEP) * STEP)
+
+    def _grow(self, slots: int, capacity: int) -> None:
+        slots = max(slots, 1)
+        capacity = max(capacity, STEP)
+        for l in range(len(self.k)):
+            for arrays, d in ((self.k, self.head_dims[l]), (self.v, self.v_head_dims[l])):
+                new = mx.zeros((slots, self.kv_heads[l], capacity, d), self.dtype)
+                old = arrays[l]
+                if old is not None:
+                    new[: old.shape[0], :, : old.shape[2], :] = old
+                arrays[l] = new
+        mx.eval(self.k, self.v)
+        self._owned += [False] * (slots - len(self._owned))
+        self.slots, self.capacity = slots, capacity
+
+    def nbytes_per_slot(self) -> int:
+        if self.slots == 0:
+            return 0
+        return sum(a.nbytes for a in self.k + self.v if a is not None) // self.slots
