@@ -166,6 +166,10 @@ class PagedKVPool:
         kwargs.setdefault("windows", windows)
         return cls(len(layers), heads, dims, **kwargs)
 
+    def private_views(self) -> ViewSlots:
+        """View arrays for one sequence longer than the shared ones hold."""
+        return ViewSlots(self.kv_heads, self.head_dims, self.v_head_dims, self.dtype)
+
     def sequence(self, prefix: Optional["PagedSequence"] = None) -> "PagedSequence":
         """A new empty sequence, or (``prefix=seq``) a copy-on-write fork of ``seq``."""
         if prefix is not None:

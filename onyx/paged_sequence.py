@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Optional  # noqa: E402
 import mlx.core as mx  # noqa: E402
 import numpy as np  # noqa: E402
 
+from onyx.view_slots import SHARED_CAPACITY, ViewSlots  # noqa: E402
+
 if TYPE_CHECKING:
     from onyx.paged_cache import PagedKVPool
 
@@ -49,7 +51,10 @@ class PagedSequence:
         self._flushed = 0  # rows [0, _flushed) are in the pool blocks; the rest only in the views
         self._plan_key = None
         self._plan = None
-        self._slot: Optional[int] = None  # this sequence's working view in pool.views
+        # this sequence's working view: slot `_slot` of `_views` (the pool's shared view arrays,
+        # or arrays of its own once it is longer than they hold: onyx.view_slots)
+        self._views: Optional[ViewSlots] = None
+        self._slot: Optional[int] = None
         self._caches = [PagedLayerCache(self, l, pool.windows[l]) for l in range(pool.num_layers)]
         pool._live_sequences += 1
 
@@ -148,10 +153,32 @@ class PagedSequence:
         if self._closed:
             raise RuntimeError("this PagedSequence was freed")
 
+    def _take_slot(self, length: int) -> None:
+        """A working view with room for `length` tokens: a slot of the pool's shared arrays, or
+        arrays of its own past what they hold."""
+        self._views = self.pool.views if length <= SHARED_CAPACITY else self.pool.private_views()
+        self._slot = self._views.acquire(length)
+
     def _release_slot(self) -> None:
         if self._slot is not None:
-            self.pool.views.release(self._slot)
-            self._slot = None
+            self._views.release(self._slot)
+            self._views = self._slot = None
+
+    def _reserve(self, o: int, e: int) -> None:
+        """Room for `e` tokens in the view; a view outgrowing the shared arrays moves its rows
+        [0, o) to arrays of its own (once)."""
+        views = self._views
+        if views is self.pool.views and e > SHARED_CAPACITY:
+            old = self._slot
+            self._take_slot(e)
+            new, slot = self._views, self._slot
+            for l in range(len(self._caches)):
+                new.k[l][slot, :, :o, :] = views.k[l][old, :, :o, :]
+                new.v[l][slot, :, :o, :] = views.v[l][old, :, :o, :]
+            mx.eval(new.k, new.v)
+            views.release(old)
+        else:
+            views.reserve(e)
 
     def _set_length(self, length: int) -> None:
         """Sets the length of the sequence and of every layer; releases blocks past it."""
@@ -169,7 +196,7 @@ class PagedSequence:
         assert self._slot is not None, "unflushed rows without views"
         plan = self._rows_plan(f, o)
         pool = self.pool
-        views, slot = pool.views, self._slot
+        views, slot = self._views, self._slot
         for c in self._caches:
             c._write_pool(plan, views.k[c.layer][slot, :, f:o, :], views.v[c.layer][slot, :, f:o, :])
         mx.eval([pool._k[c.layer] for c in self._caches] + [pool._v[c.layer] for c in self._caches])
@@ -213,13 +240,13 @@ class PagedSequence:
             if o > 0:
                 self._rebuild_views(o)
             else:
-                self._slot = pool.views.acquire(e)
+                self._take_slot(e)
             self._plan_key = None
         key = (o, e, self._version, pool._epoch)
         if key == self._plan_key:
             return self._plan
         self._check_open()
-        pool.views.reserve(e)
+        self._reserve(o, e)
         bs = pool.block_size
         need = -(-e // bs) - len(self._blocks)
         if need > 0:
@@ -258,7 +285,7 @@ class PagedSequence:
         old = self._blocks[i]
         (nb,) = pool._allocate(1)
         start = i * bs
-        views, slot = pool.views, self._slot
+        views, slot = self._views, self._slot
         for c in self._caches:
             k = views.k[c.layer][slot, :, start:o, :].transpose(1, 0, 2)
             v = views.v[c.layer][slot, :, start:o, :].transpose(1, 0, 2)
@@ -283,8 +310,8 @@ class PagedSequence:
         table = np.asarray(self._blocks[:nblk], dtype=np.int64)
         rows = (table[:, None] * bs + np.arange(bs)[None, :]).reshape(-1)[:o]
         idx = mx.array(rows.astype(np.int32))
-        views = pool.views
-        slot = self._slot = views.acquire(o)
+        self._take_slot(o)
+        views, slot = self._views, self._slot
         for c in self._caches:
             l = c.layer
             views.k[l][slot, :, :o, :] = mx.take(pool._k[l], idx, axis=0).transpose(1, 0, 2)
@@ -327,7 +354,7 @@ class PagedLayerCache:
 
         # the working view (what attention reads): this sequence's slot, updated in place
         slot = seq._slot
-        kv, vv = pool.views.k[layer], pool.views.v[layer]
+        kv, vv = seq._views.k[layer], seq._views.v[layer]
         kv[slot:slot + 1, :, o:e, :] = keys
         vv[slot:slot + 1, :, o:e, :] = values
         self._advance(e)
@@ -410,14 +437,14 @@ class PagedLayerCache:
         seq = self._seq
         arrs = [seq.pool._k[self.layer], seq.pool._v[self.layer]]
         if seq._slot is not None:
-            arrs += [seq.pool.views.k[self.layer], seq.pool.views.v[self.layer]]
+            arrs += [seq._views.k[self.layer], seq._views.v[self.layer]]
         return arrs
 
     @property
     def nbytes(self) -> int:
         """Bytes of this layer's working view (its slot's share; the blocks are accounted by
         the pool)."""
-        views = self._seq.pool.views
-        if self._seq._slot is None:
+        views = self._seq._views
+        if views is None:
             return 0
         return (views.k[self.layer].nbytes + views.v[self.layer].nbytes) // views.slots

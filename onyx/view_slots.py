@@ -11,10 +11,12 @@ attention per sequence. That is what the layout is for: measured on the default 
 sequences of one row each, the per-sequence writes and attentions were ~40% of the step.
 
 The price is padding: every slot has the capacity of the longest view (grown in steps of
-``STEP`` tokens), so a pool with one long sequence and many short ones holds memory for many
-long ones. Slots are handed out lowest first and the arrays are dropped when no slot is in use.
-Growing either axis copies the arrays (rare: once per ``STEP`` tokens of the longest view, and
-when more sequences hold views at once than ever before).
+``STEP`` tokens). So the shared arrays hold at most ``SHARED_CAPACITY`` tokens a slot, and a
+sequence that outgrows them moves to arrays of its own (its rows copied once) and attends alone:
+one long prompt does not make every slot as long. Slots are handed out lowest first and the
+arrays are dropped when no slot is in use. Growing either axis copies the arrays (rare: once per
+``STEP`` tokens of the longest view, and when more sequences hold views at once than ever
+before).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from typing import Optional
 import mlx.core as mx
 
 STEP = 256  # capacity grows in steps of this many tokens (as mlx-lm's KVCache)
+# Most tokens the pool's shared arrays hold per slot. A sequence that outgrows them gets arrays
+# of its own (one slot) and attends alone: one long context must not make every slot as long.
+SHARED_CAPACITY = 2048
 
 
 class ViewSlots:

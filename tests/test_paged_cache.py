@@ -614,20 +614,27 @@ def test_real_model_greedy_equals_mlx_lm_cache():
     assert pool.num_free_blocks == pool.num_blocks
 
 
-def test_ragged_forward_matches_each_sequence_alone(model):
+@pytest.mark.parametrize("shared_capacity", [None, 12])
+def test_ragged_forward_matches_each_sequence_alone(model, shared_capacity, monkeypatch):
     """Several sequences in one forward (`onyx.decoding.ragged`): segments of a few rows attend
     together over the view slots, a longer one alone, and every row's logits are those of its
     sequence run alone: on every architecture here (sliding windows too), across block
-    boundaries, with a fork sharing blocks and a sequence whose view was dropped."""
+    boundaries, with a fork sharing blocks and a sequence whose view was dropped. With shared
+    arrays of 12 tokens a slot, sequences start in or move to view arrays of their own midway."""
+    from onyx import paged_sequence
     from onyx.decoding import ragged
 
+    if shared_capacity is not None:
+        monkeypatch.setattr(paged_sequence, "SHARED_CAPACITY", shared_capacity)
     assert ragged.install(model)
     pool = PagedKVPool.for_model(model, block_size=4, num_blocks=8)
-    seqs = []
+    seqs, history = [], []
     for i, n in enumerate([3, 9, 14, 7]):
         seqs.append(pool.sequence())
-        run(model, seqs[-1], tokens(n, seed=20 + i))
+        history.append(tokens(n, seed=20 + i))
+        run(model, seqs[-1], history[-1])
     seqs.append(seqs[1].fork())  # shares seqs[1]'s blocks; its view is rebuilt from them
+    history.append(list(history[1]))
     seqs[2].drop_views()  # rebuilt on the next forward
     for step in range(3):
         rows = [[5], tokens(3, seed=30 + step), tokens(ragged.BATCHED_ROWS + 3, seed=40 + step),
@@ -636,12 +643,16 @@ def test_ragged_forward_matches_each_sequence_alone(model):
         together = model(mx.array([t for r in rows for t in r])[None], cache=caches)[0]
         mx.eval(together)
         a = 0
-        for seq, r in zip(seqs, rows):
+        for seq, r, h in zip(seqs, rows, history):
             seq.truncate(seq.length - len(r))
             alone = run(model, seq, r)
             assert close(together[a:a + len(r)], alone, ATOL_FULL), (step, a)
+            h.extend(r)  # and both are what the whole sequence gives in one forward
+            assert close(alone, full_logits(model, h)[-len(r):], ATOL_FULL), (step, a)
             a += len(r)
-    assert pool.views.in_use == len(seqs)
+    for seq in seqs:
+        assert (seq._views is pool.views) == (shared_capacity is None or seq.length <= shared_capacity)
+    assert pool.views.in_use == sum(seq._views is pool.views for seq in seqs)
     for seq in seqs:
         seq.free()
     assert pool.views.in_use == 0 and pool.views.slots == 0  # the arrays go with the last slot

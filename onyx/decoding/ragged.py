@@ -65,13 +65,15 @@ class RaggedStep:
     batched attention.
 
     Rows are laid end to end, segment after segment. Segments of at most `BATCHED_ROWS` rows
-    ("short") attend together: their queries are placed in a (slots, heads, n_max, D) batch,
-    slot by slot, against the view slots [0, highest such slot] up to the longest length, with
-    a mask per row (its own slot, causal, the layer's window; padding rows see key 0 of their
-    slot and are dropped). Longer segments attend alone on their slot."""
+    ("short") whose views are in the pool's shared arrays attend together: their queries are
+    placed in a (slots, heads, n_max, D) batch, slot by slot, against the view slots [0, highest
+    such slot] up to the longest length, with a mask per row (its own slot, causal, the layer's
+    window; padding rows see key 0 of their slot and are dropped). Other segments attend alone
+    on their view: prompt chunks, and sequences with view arrays of their own (long ones)."""
 
     def __init__(self, seqs: list[PagedSequence], lengths: list[int]) -> None:
         self.views = seqs[0].pool.views
+        self.seqs = seqs
         segments, positions, a = [], [], 0
         for seq, n in zip(seqs, lengths):
             o = seq.length
@@ -84,11 +86,15 @@ class RaggedStep:
         # slots, blocks and capacity for every write, before any layer runs
         self.flushes = [seq._prepare_write(o, o + n) for seq, (_, n, o) in zip(seqs, segments)]
         self.slots = [seq._slot for seq in seqs]
-        self._slot_of_row = np.repeat(np.array(self.slots, dtype=np.int64), lengths)
-        self._pos = np.array(positions, dtype=np.int64)
+        shared = [seq._views is self.views for seq in seqs]
+        self.private = [i for i, s in enumerate(shared) if not s]  # written one by one
+        in_shared = np.repeat(np.array(shared), lengths)
+        self.shared_rows = None if in_shared.all() else mx.array(np.flatnonzero(in_shared).astype(np.int32))
+        self._slot_of_row = np.repeat(np.array(self.slots, dtype=np.int64), lengths)[in_shared]
+        self._pos = np.array(positions, dtype=np.int64)[in_shared]
         self._scatter: dict[int, tuple[mx.array, mx.array, mx.array]] = {}
         self._masks: dict[object, mx.array] = {}
-        short = [i for i, (_, n, _) in enumerate(segments) if n <= BATCHED_ROWS]
+        short = [i for i, (_, n, _) in enumerate(segments) if n <= BATCHED_ROWS and shared[i]]
         self.short = short if len(short) > 1 else []  # one segment alone is cheaper on its slot
         self.long = [i for i in range(len(segments)) if i not in self.short]
         if self.short:
@@ -114,7 +120,7 @@ class RaggedStep:
         idx = self._scatter.get(heads)
         if idx is None:
             idx = (mx.array(np.tile(self._slot_of_row, heads).astype(np.int32)),
-                   mx.array(np.repeat(np.arange(heads), self.rows).astype(np.int32)),
+                   mx.array(np.repeat(np.arange(heads), len(self._pos)).astype(np.int32)),
                    mx.array(np.tile(self._pos, heads).astype(np.int32)))
             self._scatter[heads] = idx
         return idx
@@ -149,18 +155,27 @@ class RaggedLayerCache:
 
     def update_and_fetch(self, keys: mx.array, values: mx.array):
         """Writes every row's keys and values into its sequence's view slot (one scatter for K,
-        one for V) and keeps what attention reads."""
+        one for V over the shared arrays) and keeps what attention reads."""
         step = self.step
         layer = self.caches[0].layer
-        kv, vv = step.views.k[layer], step.views.v[layer]
-        where = step.scatter_index(keys.shape[1])
-        kv[where] = keys[0].reshape(-1, keys.shape[3])
-        vv[where] = values[0].reshape(-1, values.shape[3])
+        if len(step._pos):
+            k_rows, v_rows = keys[0], values[0]
+            if step.shared_rows is not None:
+                k_rows, v_rows = k_rows[:, step.shared_rows], v_rows[:, step.shared_rows]
+            where = step.scatter_index(keys.shape[1])
+            step.views.k[layer][where] = k_rows.reshape(-1, keys.shape[3])
+            step.views.v[layer][where] = v_rows.reshape(-1, values.shape[3])
+        for i in step.private:
+            a, n, o = step.offset.segments[i]
+            views, slot = step.seqs[i]._views, step.slots[i]
+            views.k[layer][slot:slot + 1, :, o:o + n, :] = keys[:, :, a:a + n, :]
+            views.v[layer][slot:slot + 1, :, o:o + n, :] = values[:, :, a:a + n, :]
         deps = []
-        for c, flush, slot, (_, n, o) in zip(self.caches, step.flushes, step.slots, step.offset.segments):
+        for c, seq, flush, slot, (_, n, o) in zip(self.caches, step.seqs, step.flushes, step.slots,
+                                                  step.offset.segments):
             c._advance(o + n)
             if flush is not None:
-                deps.extend(c._flush(flush, kv, vv, slot))
+                deps.extend(c._flush(flush, seq._views.k[layer], seq._views.v[layer], slot))
 
         def after_flushes(k, v):  # the first reader carries the pool writes (see _flush)
             nonlocal deps
@@ -171,11 +186,13 @@ class RaggedLayerCache:
 
         short = None
         if step.short:
+            kv, vv = step.views.k[layer], step.views.v[layer]
             k, v = after_flushes(kv[:step.num_slots, :, :step.keys, :], vv[:step.num_slots, :, :step.keys, :])
             short = (k, v, step.mask(self.caches[0].window))
         alone = []
         for i in step.long:
             c, slot = self.caches[i], step.slots[i]
+            kv, vv = step.seqs[i]._views.k[layer], step.seqs[i]._views.v[layer]
             _, n, o = step.offset.segments[i]
             s = c._start(o)
             k, v = after_flushes(kv[slot:slot + 1, :, s:o + n, :], vv[slot:slot + 1, :, s:o + n, :])
