@@ -32,7 +32,7 @@ class GammaController:
         self.adaptive = gamma == "auto"
         self.fixed = 0 if self.adaptive else int(gamma)
         # Adaptive rounds draft at most max_gamma tokens in all: past 1 + 7 rows a lone
-        # sequence's rows cost more each (STEP_COST: 8 rows 2x a token, 16 rows 3x).
+        # sequence's rows cost more each (8 rows 1.35x a token, 16 rows 2.2x: `bench/batch_json_bench.py --rows`).
         self.max_gamma = max_gamma
         self.cap = max_gamma if self.adaptive else self.fixed
         self.width_cost = self.default_width_cost = self.WIDTH_COST.get(device, self.WIDTH_COST["cpu"])
@@ -115,14 +115,14 @@ class GammaController:
 
 # The cost of a forward against the rows it runs, in single-token forwards, per device: piecewise
 # linear between the points. CPU: float32 with OpenBLAS and the few-row shim (products of up to 32
-# rows split between two threads), SmolLM2-135M, ragged rows of eight sequences, measured with
-# `bench/batch_json_bench.py --rows` (two runs; see the README): 8 rows 2.0-2.2x, 16 rows
-# 2.8-3.2x, 32 rows 4.2-4.9x (rows past a sequence's first pay per-sequence attention); past 32
-# rows the products leave the shim for OpenBLAS's sgemm, which repacks every weight matrix: 33
-# rows cost 6.9x, 48 rows 8.6x (64: extrapolated).
+# rows split between two threads), SmolLM2-135M, ragged rows of eight sequences attending together
+# over the view slots, measured with `bench/batch_json_bench.py --rows` (two runs; see the
+# README): 8 rows 1.6-1.7x, 16 rows 2.3-2.6x, 32 rows 3.9-4.0x; past 32 rows the products leave
+# the shim for OpenBLAS's sgemm, which repacks every weight matrix: 33 rows cost 6.8x, 48 rows
+# 8.2x (64: extrapolated).
 STEP_COST = {
-    "cpu": ((1, 1.0), (2, 1.1), (4, 1.3), (8, 2.1), (12, 2.5), (16, 3.0), (24, 3.6), (32, 4.5), (33, 6.9),
-            (48, 8.6), (64, 10.4)),
+    "cpu": ((1, 1.0), (2, 1.1), (4, 1.3), (8, 1.65), (12, 2.2), (16, 2.45), (24, 3.0), (32, 3.9), (33, 6.8),
+            (48, 8.2), (64, 9.7)),
     "gpu": ((1, 1.0), (8, 1.2), (16, 1.4), (64, 2.5)),
 }
 
