@@ -22,15 +22,16 @@ in-place update applies because the pool is the only holder of its arrays.
 
 Each sequence also keeps, per layer, a contiguous *working view* ``(1, kv_heads, capacity,
 head_dim)`` of its tokens, updated in place exactly like mlx-lm's ``KVCache``; attention reads the
-view. The views of all sequences are slots of one ``(slots, kv_heads, capacity, head_dim)`` array
-per layer (``pool.views``, ``onyx.view_slots``), so a ragged forward writes and attends for
-every sequence at once. A block's rows are written from the view into the pool when the block fills (one write per
+view. The views are slots of one ``(slots, kv_heads, capacity, head_dim)`` array per layer
+shared by the pool's sequences (``pool.views``, ``onyx.view_slots``; a sequence longer than
+those arrays hold has arrays of its own), so a ragged forward writes and attends for the
+sequences in them at once. A block's rows are written from the view into the pool when the block fills (one write per
 layer every ``block_size`` decode steps), and before the blocks are shared (``fork``) or the views
 dropped (``drop_views``); ``_flushed`` marks how far the pool is current. Measured on a
 SmolLM2-135M-shaped model (30 layers) on the CPU, per decode step against mlx-lm's KVCache:
 gathering the blocks out of the pool each step +9%; a view with every token also written to the
 pool +2-4%; this design +0-1%. The view is derived data: rebuilt from the blocks when missing
-(after ``fork``/``lookup_prefix``, or ``drop_views()`` to release its memory), and rows past the
+(after ``fork``/``lookup_prefix``, or ``drop_views()`` to release its slot), and rows past the
 length are simply overwritten later, which is what makes ``rollback`` free.
 
 Invariants
@@ -117,9 +118,9 @@ class PagedKVPool:
         rows = num_blocks * block_size
         self._k = [mx.zeros((rows, h, d), dtype) for h, d in zip(self.kv_heads, self.head_dims)]
         self._v = [mx.zeros((rows, h, d), dtype) for h, d in zip(self.kv_heads, self.v_head_dims)]
-        self.materialize()
         # every sequence's working view, as one slot of these arrays (onyx.view_slots)
         self.views = ViewSlots(self.kv_heads, self.head_dims, self.v_head_dims, dtype)
+        self.materialize()
         self._ref = [0] * num_blocks
         self._free = list(range(num_blocks - 1, -1, -1))  # a stack: low ids are handed out first
         self._epoch = 0  # bumped by every refcount increase (invalidates cached write plans)
@@ -197,7 +198,7 @@ class PagedKVPool:
         """Evaluates the pool's arrays now. MLX streams are per thread: a lazy array made in one
         thread cannot be evaluated in another, so the pool is kept evaluated at creation and at
         the end of each generation, and any thread may run the next one."""
-        mx.eval(self._k, self._v)
+        mx.eval(self._k, self._v, self.views.arrays())
 
     def stats(self) -> dict:
         """Counters for leak checks and health endpoints (plain ints)."""
@@ -211,6 +212,8 @@ class PagedKVPool:
             prefix_cached_blocks=len(self._prefix),
             live_sequences=self._live_sequences,
             pool_bytes=self.num_blocks * self.block_nbytes,
+            view_slots=self.views.in_use,  # in the shared view arrays (long sequences have their own)
+            view_bytes=self.views.nbytes,
             **self._counters,
         )
 

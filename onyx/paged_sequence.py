@@ -23,9 +23,10 @@ from onyx.view_slots import SHARED_CAPACITY, ViewSlots  # noqa: E402
 if TYPE_CHECKING:
     from onyx.paged_cache import PagedKVPool
 
-__all__ = ["PagedSequence", "PagedLayerCache"]
+__all__ = ["PagedSequence", "PagedLayerCache", "causal_mask"]
 
-def _causal_mask(n: int, offset: int, window: Optional[int], start: int) -> mx.array:
+
+def causal_mask(n: int, offset: int, window: Optional[int], start: int) -> mx.array:
     """Boolean (n, offset + n - start) mask: query offset+i sees key start+j when causal and, with a
     window w, when the key is among the w most recent positions."""
     q = mx.arange(offset, offset + n)[:, None]
@@ -108,8 +109,9 @@ class PagedSequence:
         return child
 
     def drop_views(self) -> None:
-        """Releases the contiguous working copies (they are rebuilt from the blocks on the next
-        model call): a parked sequence then costs only its blocks."""
+        """Releases the working view's slot (rebuilt from the blocks on the next model call): a
+        parked sequence then holds only its blocks (the view arrays are freed with their last
+        slot)."""
         if not self._closed:
             self._flush_all()
         self._plan_key = None
@@ -153,11 +155,18 @@ class PagedSequence:
         if self._closed:
             raise RuntimeError("this PagedSequence was freed")
 
-    def _take_slot(self, length: int) -> None:
-        """A working view with room for `length` tokens: a slot of the pool's shared arrays, or
-        arrays of its own past what they hold."""
-        self._views = self.pool.views if length <= SHARED_CAPACITY else self.pool.private_views()
-        self._slot = self._views.acquire(length)
+    def _take_slot(self, length: int, fill) -> None:
+        """A working view with room for `length` tokens (a slot of the pool's shared arrays, or
+        arrays of its own past what they hold), filled by `fill(views, slot)` before it becomes
+        this sequence's: if filling fails, the slot goes back."""
+        views = self.pool.views if length <= SHARED_CAPACITY else self.pool.private_views()
+        slot = views.acquire(length)
+        try:
+            fill(views, slot)
+        except BaseException:
+            views.release(slot)
+            raise
+        self._views, self._slot = views, slot
 
     def _release_slot(self) -> None:
         if self._slot is not None:
@@ -167,18 +176,28 @@ class PagedSequence:
     def _reserve(self, o: int, e: int) -> None:
         """Room for `e` tokens in the view; a view outgrowing the shared arrays moves its rows
         [0, o) to arrays of its own (once)."""
-        views = self._views
-        if views is self.pool.views and e > SHARED_CAPACITY:
-            old = self._slot
-            self._take_slot(e)
-            new, slot = self._views, self._slot
+        views, old = self._views, self._slot
+        if views is not self.pool.views or e <= SHARED_CAPACITY:
+            views.reserve(e)
+            return
+
+        def copy(new: ViewSlots, slot: int) -> None:
             for l in range(len(self._caches)):
                 new.k[l][slot, :, :o, :] = views.k[l][old, :, :o, :]
                 new.v[l][slot, :, :o, :] = views.v[l][old, :, :o, :]
             mx.eval(new.k, new.v)
-            views.release(old)
-        else:
-            views.reserve(e)
+
+        self._take_slot(e, copy)
+        views.release(old)
+
+    def discard_failed_write(self, length: int) -> None:
+        """A forward that appended to this sequence from `length` on failed: its rows are
+        forgotten, and so are the pool writes it planned (they may not have run), so the rows of
+        the last partly written block are written from the view again when that block fills."""
+        self.truncate(length)
+        bs = self.pool.block_size
+        self._flushed = min(self._flushed, length // bs * bs)
+        self._plan_key = None
 
     def _set_length(self, length: int) -> None:
         """Sets the length of the sequence and of every layer; releases blocks past it."""
@@ -240,7 +259,7 @@ class PagedSequence:
             if o > 0:
                 self._rebuild_views(o)
             else:
-                self._take_slot(e)
+                self._take_slot(e, lambda views, slot: None)
             self._plan_key = None
         key = (o, e, self._version, pool._epoch)
         if key == self._plan_key:
@@ -289,8 +308,8 @@ class PagedSequence:
         for c in self._caches:
             k = views.k[c.layer][slot, :, start:o, :].transpose(1, 0, 2)
             v = views.v[c.layer][slot, :, start:o, :].transpose(1, 0, 2)
-            pool._k[c.layer][nb * bs: nb * bs + (o - start)] = k.astype(pool.dtype)
-            pool._v[c.layer][nb * bs: nb * bs + (o - start)] = v.astype(pool.dtype)
+            pool._k[c.layer][nb * bs: nb * bs + (o - start)] = k
+            pool._v[c.layer][nb * bs: nb * bs + (o - start)] = v
         # evaluate now: the view slices read above must not be pending when the same step writes
         # the views in place (MLX would copy a buffer that is still read)
         mx.eval([pool._k[c.layer] for c in self._caches] + [pool._v[c.layer] for c in self._caches])
@@ -310,13 +329,15 @@ class PagedSequence:
         table = np.asarray(self._blocks[:nblk], dtype=np.int64)
         rows = (table[:, None] * bs + np.arange(bs)[None, :]).reshape(-1)[:o]
         idx = mx.array(rows.astype(np.int32))
-        self._take_slot(o)
-        views, slot = self._views, self._slot
-        for c in self._caches:
-            l = c.layer
-            views.k[l][slot, :, :o, :] = mx.take(pool._k[l], idx, axis=0).transpose(1, 0, 2)
-            views.v[l][slot, :, :o, :] = mx.take(pool._v[l], idx, axis=0).transpose(1, 0, 2)
-        mx.eval(views.k, views.v)
+
+        def gather(views: ViewSlots, slot: int) -> None:
+            for c in self._caches:
+                l = c.layer
+                views.k[l][slot, :, :o, :] = mx.take(pool._k[l], idx, axis=0).transpose(1, 0, 2)
+                views.v[l][slot, :, :o, :] = mx.take(pool._v[l], idx, axis=0).transpose(1, 0, 2)
+            mx.eval(views.k, views.v)
+
+        self._take_slot(o, gather)
         pool._counters["view_rebuilds"] += 1
 
 
@@ -381,10 +402,8 @@ class PagedLayerCache:
     def _write_pool(self, plan, k_rows: mx.array, v_rows: mx.array):
         """Writes (H, n, D) rows into this layer's pool arrays at ``plan`` (see _rows_plan)."""
         pool = self._seq.pool
-        kt = k_rows.transpose(1, 0, 2)
+        kt = k_rows.transpose(1, 0, 2)  # the views are in the pool's dtype
         vt = v_rows.transpose(1, 0, 2)
-        if kt.dtype != pool.dtype:
-            kt, vt = kt.astype(pool.dtype), vt.astype(pool.dtype)
         pk, pv = pool._k[self.layer], pool._v[self.layer]
         contiguous, where = plan
         if contiguous:
@@ -406,14 +425,14 @@ class PagedLayerCache:
             if s == 0:
                 if N == 1:
                     return None
-                return _causal_mask(N, o, None, 0) if return_array else "causal"
+                return causal_mask(N, o, None, 0) if return_array else "causal"
             window_size = self.window  # this layer's own window
         if o + N - s <= window_size:  # every kept key is inside every query's window
             if N == 1:
                 return None
             if not return_array:
                 return "causal"
-        return _causal_mask(N, o, window_size, s)
+        return causal_mask(N, o, window_size, s)
 
     # -- mlx-lm cache protocol -----------------------------------------------------------------
 

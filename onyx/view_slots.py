@@ -34,7 +34,7 @@ SHARED_CAPACITY = 2048
 class ViewSlots:
     """Per layer, one K and one V array ``(slots, kv_heads[l], capacity, head_dim[l])``."""
 
-    def __init__(self, kv_heads: list[int], head_dims: list[int], v_head_dims: list[int], dtype) -> None:
+    def __init__(self, kv_heads: list[int], head_dims: list[int], v_head_dims: list[int], dtype: mx.Dtype) -> None:
         self.kv_heads = kv_heads
         self.head_dims = head_dims
         self.v_head_dims = v_head_dims
@@ -73,20 +73,27 @@ class ViewSlots:
             self._grow(self.slots, -(-length // STEP) * STEP)
 
     def _grow(self, slots: int, capacity: int) -> None:
+        """New arrays of `slots` x `capacity` holding the old ones; they replace the old ones
+        only once all are built and evaluated."""
         slots = max(slots, 1)
         capacity = max(capacity, STEP)
-        for l in range(len(self.k)):
-            for arrays, d in ((self.k, self.head_dims[l]), (self.v, self.v_head_dims[l])):
-                new = mx.zeros((slots, self.kv_heads[l], capacity, d), self.dtype)
-                old = arrays[l]
+        grown = []
+        for arrays, dims in ((self.k, self.head_dims), (self.v, self.v_head_dims)):
+            layers = []
+            for old, h, d in zip(arrays, self.kv_heads, dims):
+                new = mx.zeros((slots, h, capacity, d), self.dtype)
                 if old is not None:
                     new[: old.shape[0], :, : old.shape[2], :] = old
-                arrays[l] = new
-        mx.eval(self.k, self.v)
+                layers.append(new)
+            grown.append(layers)
+        mx.eval(grown)
+        self.k, self.v = grown
         self._owned += [False] * (slots - len(self._owned))
         self.slots, self.capacity = slots, capacity
 
-    def nbytes_per_slot(self) -> int:
-        if self.slots == 0:
-            return 0
-        return sum(a.nbytes for a in self.k + self.v if a is not None) // self.slots
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.k + self.v if a is not None)
+
+    def arrays(self) -> list[mx.array]:
+        return [a for a in self.k + self.v if a is not None]

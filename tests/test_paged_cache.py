@@ -657,3 +657,21 @@ def test_ragged_forward_matches_each_sequence_alone(model, shared_capacity, monk
         seq.free()
     assert pool.views.in_use == 0 and pool.views.slots == 0  # the arrays go with the last slot
     pool.check()
+
+
+def test_a_failed_write_is_written_again(tiny):
+    """A forward that was to fill a block failed before its pool writes ran (a shared batched
+    step that raised): `discard_failed_write` forgets them, so the block's rows are written from
+    the view when it fills again, and a fork (whose view is rebuilt from the blocks) sees them."""
+    pool = PagedKVPool.for_model(tiny, block_size=16)
+    seq = pool.sequence()
+    toks = tokens(17, seed=9)
+    run(tiny, seq, toks[:15])
+    seq._prepare_write(15, 16)  # what a forward writing row 15 plans first; then it fails
+    seq.discard_failed_write(15)
+    run(tiny, seq, toks[15:16])
+    child = seq.fork()
+    assert close(run(tiny, child, toks[16:]), full_logits(tiny, toks)[-1:], ATOL_FULL)
+    child.free()
+    seq.free()
+    pool.check()

@@ -233,7 +233,7 @@ class Batch:
         generation's rows alone; the ones that fail again end with their error."""
         for g, _, _, _, length in entries:
             try:
-                g.seq.truncate(length)
+                g.seq.discard_failed_write(length)
             except Exception as e:  # noqa: BLE001 - a sequence in a bad state: its generation fails
                 g.fail(e)
         out = []

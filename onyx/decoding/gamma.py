@@ -32,7 +32,8 @@ class GammaController:
         self.adaptive = gamma == "auto"
         self.fixed = 0 if self.adaptive else int(gamma)
         # Adaptive rounds draft at most max_gamma tokens in all: past 1 + 7 rows a lone
-        # sequence's rows cost more each (8 rows 1.35x a token, 16 rows 2.2x: `bench/batch_json_bench.py --rows`).
+        # sequence's rows cost more each (8 rows 1.3-1.7x a token, 16 rows 1.8-2.9x:
+        # `bench/batch_json_bench.py --rows`, cases "1x8" and "1x16").
         self.max_gamma = max_gamma
         self.cap = max_gamma if self.adaptive else self.fixed
         self.width_cost = self.default_width_cost = self.WIDTH_COST.get(device, self.WIDTH_COST["cpu"])

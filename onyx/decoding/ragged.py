@@ -41,6 +41,7 @@ import mlx.nn as nn
 import numpy as np
 
 from onyx.paged_cache import PagedLayerCache, PagedSequence
+from onyx.paged_sequence import causal_mask
 
 
 # A segment of at most this many rows attends in the batched attention over the view slots;
@@ -111,7 +112,8 @@ class RaggedStep:
             self.q_index = mx.array(q_index)
             self.out_index = mx.array(np.array(out_index, dtype=np.int32))
         # the attention's outputs come as [short segments' rows, then each long segment's]
-        order = [r for i in self.short + self.long for r in range(segments[i][0], segments[i][0] + segments[i][1])]
+        order = [r for i in self.short + self.long
+                 for r in range(segments[i][0], segments[i][0] + segments[i][1])]
         self.unpermute = None if order == list(range(a)) else mx.array(np.argsort(order).astype(np.int32))
 
     def scatter_index(self, heads: int) -> tuple[mx.array, mx.array, mx.array]:
@@ -125,7 +127,7 @@ class RaggedStep:
             self._scatter[heads] = idx
         return idx
 
-    def mask(self, window) -> mx.array:
+    def mask(self, window: int | None) -> mx.array:
         """(num_slots, 1, n_max, keys) boolean mask of the short segments' padded queries."""
         m = self._masks.get(window)
         if m is None:
@@ -151,6 +153,7 @@ class RaggedLayerCache:
         self.step = step
         self.caches = caches
         self.offset = step.offset
+        # (short: (keys, values, mask) or None, alone: [(keys, values, mask)] per long segment)
         self.fetched: tuple = ()
 
     def update_and_fetch(self, keys: mx.array, values: mx.array):
@@ -187,7 +190,8 @@ class RaggedLayerCache:
         short = None
         if step.short:
             kv, vv = step.views.k[layer], step.views.v[layer]
-            k, v = after_flushes(kv[:step.num_slots, :, :step.keys, :], vv[:step.num_slots, :, :step.keys, :])
+            k, v = after_flushes(kv[:step.num_slots, :, :step.keys, :],
+                                 vv[:step.num_slots, :, :step.keys, :])
             short = (k, v, step.mask(self.caches[0].window))
         alone = []
         for i in step.long:
@@ -204,13 +208,11 @@ class RaggedLayerCache:
         return None  # masks are per segment (see update_and_fetch)
 
 
-def _segment_mask(n: int, o: int, s: int, window):
+def _segment_mask(n: int, o: int, s: int, window: int | None) -> mx.array | str | None:
     """The mask of one segment attending alone to keys [s, o + n), as a lone sequence's."""
     if window is None or o + n - s <= window:
         return None if n == 1 else "causal"
-    q = mx.arange(o, o + n)[:, None]
-    k = mx.arange(s, o + n)[None]
-    return (q >= k) & (q < k + window)
+    return causal_mask(n, o, window, s)
 
 
 def ragged_attention(queries: mx.array, cache: RaggedLayerCache, scale: float, sinks=None) -> mx.array:

@@ -52,12 +52,17 @@ class ModelRunner:
         rows, segment after segment, shape (sum k, V), not yet evaluated; or None when no row
         wants logits (the forward, a prompt chunk, has then been evaluated).
 
-        The weight products run once over all rows; attention is per sequence
-        (`onyx.decoding.ragged`). A model whose architecture the ragged path does not know runs
-        the segments one by one instead."""
+        The weight products run once over all rows; attention is batched over the sequences'
+        view slots (`onyx.decoding.ragged`). A model whose architecture the ragged path does not
+        know runs the segments one by one instead, each evaluated before the next writes into
+        the shared view arrays (a pending reader would make MLX copy them)."""
         inner = getattr(self.model, "model", None)
         if not self.ragged or inner is None or len(segments) == 1:
-            outs = [self._rows(seq, tokens, k) for seq, tokens, k in segments]
+            outs = []
+            for seq, tokens, k in segments:
+                outs.append(self._rows(seq, tokens, k))
+                if len(segments) > 1 and outs[-1] is not None:
+                    mx.eval(outs[-1])
             return _join(outs)
         seqs = [s for s, _, _ in segments]
         lengths = [len(t) for _, t, _ in segments]

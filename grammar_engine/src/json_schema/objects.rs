@@ -17,9 +17,10 @@
 //! `^x[0-2]$`), each is an optional member of its own, in byte order of the names, so none is
 //! written twice. Otherwise one member language is repeated, and a regular language cannot
 //! keep the repeated names distinct.
-//! Counts: `minProperties` above the required count makes optional declared properties
-//! required, in order (then one extra member if need be); `maxProperties` keeps the first
-//! optional ones that fit. Both are sound restrictions of the exact rule.
+//! Counts: `minProperties` above the required count makes optional members required, in order
+//! (declared ones, then listed extra names; then one repeated extra member if need be);
+//! `maxProperties` keeps the first optional ones that fit. Both are sound restrictions of the
+//! exact rule.
 //!
 //! Dependencies (`dependentRequired`, `dependentSchemas`, draft-7 `dependencies`) split the
 //! conjunction into "the name is absent" and "the name is present and so is what it needs".
@@ -215,7 +216,7 @@ pub(crate) fn object<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> 
             Some(_) => {
                 return Err(ctx.unsupported(
                     "minProperties",
-                    format!("{need} more properties than the schema names are needed; their names come from an unbounded set, and a grammar cannot keep such names distinct"),
+                    format!("{need} more properties than the schema names are needed; their names come from a set too large to list, and a grammar cannot keep such names distinct"),
                 ))
             }
             None => {
@@ -330,6 +331,9 @@ fn extra_members<'a>(c: &mut Compiler<'a>, rules: &[Rule<'a>], taken: &[&str], n
         let mut all_patterns: Vec<(&'a str, Expr)> = Vec::new();
         for r in rules {
             for &(p, _) in &r.patterns {
+                if all_patterns.iter().any(|(q, _)| *q == p) {
+                    continue; // the same pattern in another member of the conjunction
+                }
                 match pattern_names(c, p) {
                     // Built once: each is subtracted from the others' names and the rest.
                     Some(e) => all_patterns.push((p, e.built(c.config)?)),
@@ -338,31 +342,31 @@ fn extra_members<'a>(c: &mut Compiler<'a>, rules: &[Rule<'a>], taken: &[&str], n
                 }
             }
         }
-        // One region per pattern: the names it matches and no other pattern does.
-        for (ri, r) in rules.iter().enumerate() {
-            for &(p, sub) in &r.patterns {
-                let Some((_, own)) = all_patterns.iter().find(|(q, _)| *q == p) else { continue };
-                let mut names_here = own.clone();
-                for (q, other) in &all_patterns {
-                    if *q != p {
-                        names_here = names_here.minus(other, c.config)?;
-                    }
+        // One region per distinct pattern: the names it matches and no other pattern does. A
+        // member of the conjunction with that pattern applies its schema there; one without it
+        // applies its additionalProperties.
+        for (p, own) in &all_patterns {
+            let mut names_here = own.clone();
+            for (q, other) in &all_patterns {
+                if q != p {
+                    names_here = names_here.minus(other, c.config)?;
                 }
-                let mut items = vec![r.item.child(sub, &format!("patternProperties/{}", pointer_token(p)), &c.resolver)?];
-                let mut ok = true;
-                for (rj, other) in rules.iter().enumerate() {
-                    if rj == ri || other.patterns.iter().any(|(q, _)| *q == p) {
-                        continue;
-                    }
-                    match other.additional {
-                        Some(Value::Bool(false)) => ok = false,
-                        Some(s @ Value::Object(_)) => items.push(other.item.child(s, "additionalProperties", &c.resolver)?),
-                        _ => {}
-                    }
+            }
+            let mut items = Vec::new();
+            let mut ok = true;
+            for r in rules {
+                if let Some(&(_, sub)) = r.patterns.iter().find(|(q, _)| q == p) {
+                    items.push(r.item.child(sub, &format!("patternProperties/{}", pointer_token(p)), &c.resolver)?);
+                    continue;
                 }
-                if ok {
-                    regions.push((names_here, items));
+                match r.additional {
+                    Some(Value::Bool(false)) => ok = false,
+                    Some(s @ Value::Object(_)) => items.push(r.item.child(s, "additionalProperties", &c.resolver)?),
+                    _ => {}
                 }
+            }
+            if ok {
+                regions.push((names_here, items));
             }
         }
         // Names no pattern matches: every rule's additionalProperties, else unevaluatedProperties.
@@ -423,15 +427,20 @@ fn extra_members<'a>(c: &mut Compiler<'a>, rules: &[Rule<'a>], taken: &[&str], n
         parts.push((key, value));
     }
     let colon = || Expr::regex(format!("{ws}:{ws}"));
-    // A short finite list of names: one member per name, so that none is written twice.
+    // A short finite list of names: one member per name, so that none is written twice. (The
+    // regions are disjoint; a name listed twice would still be kept once.)
     let mut named = Vec::new();
+    let mut listed: Vec<String> = Vec::new();
     for (key, value) in &parts {
-        let Some(texts) = listed_names(c, key, MAX_NAMED_EXTRAS - named.len())? else {
+        let Some(texts) = listed_names(c, key, MAX_NAMED_EXTRAS - listed.len())? else {
             let repeated = parts.into_iter().map(|(k, v)| Expr::concat(vec![k, colon(), v])).collect();
             return Ok(Extras::Repeated(Expr::union(repeated)));
         };
         for t in texts {
-            named.push(Expr::concat(vec![Expr::literal(&t), colon(), value.clone()]));
+            if !listed.contains(&t) {
+                named.push(Expr::concat(vec![Expr::literal(&t), colon(), value.clone()]));
+                listed.push(t);
+            }
         }
     }
     Ok(Extras::Named(named))
@@ -450,8 +459,9 @@ fn listed_names(c: &Compiler<'_>, key: &Expr, max: usize) -> Result<Option<Vec<S
         }
         Err(e) => return Err(e),
     };
+    let Some(dfa) = dfa else { return Ok(Some(Vec::new())) };
     // Key texts are canonical JSON strings: one text per name, valid UTF-8.
-    Ok(dfa.and_then(|d| d.strings(max)).map(|texts| texts.into_iter().map(|t| String::from_utf8_lossy(&t).into_owned()).collect()))
+    Ok(dfa.strings(max).map(|texts| texts.into_iter().map(|t| String::from_utf8_lossy(&t).into_owned()).collect()))
 }
 
 /// The quoted names a pattern matches (`None` when the pattern cannot be compiled).

@@ -505,3 +505,13 @@ fn extra_names_from_a_short_list_are_written_once_each() {
     // Unbounded names are still repeated (the known restriction).
     check(json!({"type": "object", "additionalProperties": {"type": "integer"}}), &["{\"a\":1,\"b\":2,\"c\":3}"], &["{\"a\":\"x\"}"]);
 }
+
+#[test]
+fn a_pattern_in_two_members_of_all_of_applies_both_schemas_once() {
+    // Found in review: each member's copy of the pattern made a region of its own, so a name
+    // was listed twice and its value had to satisfy only one of the two schemas.
+    let s = json!({"allOf": [
+        {"type": "object", "patternProperties": {"^x[0-2]$": {"type": "integer"}}, "additionalProperties": false},
+        {"type": "object", "patternProperties": {"^x[0-2]$": {"minimum": 5}}, "additionalProperties": false}]});
+    check(s, &["{}", "{\"x0\":7}", "{\"x0\":7,\"x2\":5}"], &["{\"x0\":1}", "{\"x0\":7,\"x0\":8}", "{\"x0\":5.5}"]);
+}
