@@ -25,10 +25,11 @@ head_dim)`` of its tokens, updated in place exactly like mlx-lm's ``KVCache``; a
 view. The views are slots of one ``(slots, kv_heads, capacity, head_dim)`` array per layer
 shared by the pool's sequences (``pool.views``, ``onyx.view_slots``; a sequence longer than
 those arrays hold has arrays of its own), so a ragged forward writes and attends for the
-sequences in them at once. A block's rows are written from the view into the pool when the block fills (one write per
-layer every ``block_size`` decode steps), and before the blocks are shared (``fork``) or the views
-dropped (``drop_views``); ``_flushed`` marks how far the pool is current. Measured on a
-SmolLM2-135M-shaped model (30 layers) on the CPU, per decode step against mlx-lm's KVCache:
+sequences in them at once. A block's rows are written from the view into the pool when the
+block fills (one write per layer every ``block_size`` decode steps), and before the blocks are
+shared (``fork``) or the views dropped (``drop_views``); ``_flushed`` marks how far the pool
+is current. Measured on a SmolLM2-135M-shaped model (30 layers) on the CPU, per decode step
+against mlx-lm's KVCache:
 gathering the blocks out of the pool each step +9%; a view with every token also written to the
 pool +2-4%; this design +0-1%. The view is derived data: rebuilt from the blocks when missing
 (after ``fork``/``lookup_prefix``, or ``drop_views()`` to release its slot), and rows past the

@@ -23,10 +23,10 @@ from onyx.view_slots import SHARED_CAPACITY, ViewSlots  # noqa: E402
 if TYPE_CHECKING:
     from onyx.paged_cache import PagedKVPool
 
-__all__ = ["PagedSequence", "PagedLayerCache", "causal_mask"]
+__all__ = ["PagedSequence", "PagedLayerCache"]
 
 
-def causal_mask(n: int, offset: int, window: Optional[int], start: int) -> mx.array:
+def _causal_mask(n: int, offset: int, window: Optional[int], start: int) -> mx.array:
     """Boolean (n, offset + n - start) mask: query offset+i sees key start+j when causal and, with a
     window w, when the key is among the w most recent positions."""
     q = mx.arange(offset, offset + n)[:, None]
@@ -425,14 +425,14 @@ class PagedLayerCache:
             if s == 0:
                 if N == 1:
                     return None
-                return causal_mask(N, o, None, 0) if return_array else "causal"
+                return _causal_mask(N, o, None, 0) if return_array else "causal"
             window_size = self.window  # this layer's own window
         if o + N - s <= window_size:  # every kept key is inside every query's window
             if N == 1:
                 return None
             if not return_array:
                 return "causal"
-        return causal_mask(N, o, window_size, s)
+        return _causal_mask(N, o, window_size, s)
 
     # -- mlx-lm cache protocol -----------------------------------------------------------------
 

@@ -41,7 +41,6 @@ import mlx.nn as nn
 import numpy as np
 
 from onyx.paged_cache import PagedLayerCache, PagedSequence
-from onyx.paged_sequence import causal_mask
 
 
 # A segment of at most this many rows attends in the batched attention over the view slots;
@@ -57,7 +56,6 @@ class RaggedOffset:
     positions: mx.array  # (N,) int32
     segments: list[tuple[int, int, int]]
     max_position: int
-    cuts: list[int]  # where each segment after the first begins (for `mx.split`)
 
 
 class RaggedStep:
@@ -82,8 +80,7 @@ class RaggedStep:
             positions.extend(range(o, o + n))
             a += n
         self.rows = a
-        self.offset = RaggedOffset(mx.array(positions, dtype=mx.int32), segments, max(positions),
-                                   [a for a, _, _ in segments[1:]])
+        self.offset = RaggedOffset(mx.array(positions, dtype=mx.int32), segments, max(positions))
         # slots, blocks and capacity for every write, before any layer runs
         self.flushes = [seq._prepare_write(o, o + n) for seq, (_, n, o) in zip(seqs, segments)]
         self.slots = [seq._slot for seq in seqs]
@@ -173,6 +170,9 @@ class RaggedLayerCache:
             views, slot = step.seqs[i]._views, step.slots[i]
             views.k[layer][slot:slot + 1, :, o:o + n, :] = keys[:, :, a:a + n, :]
             views.v[layer][slot:slot + 1, :, o:o + n, :] = values[:, :, a:a + n, :]
+        # a long segment's mask is its sequence's own, taken before the offsets move
+        masks = [self.caches[i].make_mask(step.offset.segments[i][1], window_size=self.caches[i].window)
+                 for i in step.long]
         deps = []
         for c, seq, flush, slot, (_, n, o) in zip(self.caches, step.seqs, step.flushes, step.slots,
                                                   step.offset.segments):
@@ -194,25 +194,18 @@ class RaggedLayerCache:
                                  vv[:step.num_slots, :, :step.keys, :])
             short = (k, v, step.mask(self.caches[0].window))
         alone = []
-        for i in step.long:
+        for i, mask in zip(step.long, masks):
             c, slot = self.caches[i], step.slots[i]
             kv, vv = step.seqs[i]._views.k[layer], step.seqs[i]._views.v[layer]
             _, n, o = step.offset.segments[i]
             s = c._start(o)
             k, v = after_flushes(kv[slot:slot + 1, :, s:o + n, :], vv[slot:slot + 1, :, s:o + n, :])
-            alone.append((k, v, _segment_mask(n, o, s, c.window)))
+            alone.append((k, v, mask))
         self.fetched = (short, alone)
         return keys, values  # (unused: the attention below reads `fetched`)
 
     def make_mask(self, N: int, window_size=None, return_array: bool = False):
         return None  # masks are per segment (see update_and_fetch)
-
-
-def _segment_mask(n: int, o: int, s: int, window: int | None) -> mx.array | str | None:
-    """The mask of one segment attending alone to keys [s, o + n), as a lone sequence's."""
-    if window is None or o + n - s <= window:
-        return None if n == 1 else "causal"
-    return causal_mask(n, o, window, s)
 
 
 def grouped_attention(q: mx.array, k: mx.array, v: mx.array, mask: mx.array, scale: float) -> mx.array:

@@ -32,7 +32,7 @@ const MAX_UNIQUE_VALUES: usize = 24;
 /// Past it the language is not listed, and is not determinized in full to find that out (an
 /// array of unique objects would otherwise build the objects' whole automaton: 2.4 s for one
 /// SARIF schema).
-pub(super) const MAX_LISTED_STATES: usize = 8_192;
+const MAX_LISTED_STATES: usize = 8_192;
 
 /// What one member says about positions.
 struct Positions<'a> {
@@ -243,16 +243,7 @@ fn unique_array<'a>(c: &mut Compiler<'a>, at: Vec<Expr>, rest: Expr, lo: u64, hi
         }
         return Err(ctx.unsupported("uniqueItems", "uniqueItems together with a tuple (prefixItems) is not supported"));
     }
-    let probe = DfaConfig { max_states: MAX_LISTED_STATES, ..c.config.clone() };
-    let values = match rest.to_dfa(&probe) {
-        Ok(d) => d.and_then(|d| finite_values(&d)),
-        Err(GrammarError::TooLarge { .. }) => {
-            // Too large to list, unless it was the compile time that ran out.
-            c.config.check_deadline("an element language")?;
-            None
-        }
-        Err(e) => return Err(e),
-    };
+    let values = listable(c, &rest, "an element language")?.flatten().and_then(|d| finite_values(&d));
     let Some(values) = values else {
         if lo <= 1 {
             return Ok(wrap(elements(Vec::new(), rest, lo, Some(1), &ws), &ws));
@@ -287,6 +278,21 @@ fn unique_array<'a>(c: &mut Compiler<'a>, at: Vec<Expr>, rest: Expr, lo: u64, hi
         });
     }
     Ok(wrap(Expr::concat(parts), &ws))
+}
+
+/// `e`'s automaton when it is small enough to list its strings: `None` past
+/// [`MAX_LISTED_STATES`] states (found without determinizing it in full), unless it was the
+/// compile time that ran out (an error); `Some(None)` for the empty language.
+pub(super) fn listable(c: &Compiler<'_>, e: &Expr, what: &str) -> Result<Option<Option<Dfa>>> {
+    let probe = DfaConfig { max_states: MAX_LISTED_STATES, ..c.config.clone() };
+    match e.to_dfa(&probe) {
+        Ok(d) => Ok(Some(d)),
+        Err(GrammarError::TooLarge { .. }) => {
+            c.config.check_deadline(what)?;
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The distinct JSON values of a finite language, one per value (`None`: infinite or more

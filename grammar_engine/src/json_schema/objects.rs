@@ -17,6 +17,7 @@
 //! `^x[0-2]$`), each is an optional member of its own, in byte order of the names, so none is
 //! written twice. Otherwise one member language is repeated, and a regular language cannot
 //! keep the repeated names distinct.
+//!
 //! Counts: `minProperties` above the required count makes optional members required, in order
 //! (declared ones, then listed extra names; then one repeated extra member if need be);
 //! `maxProperties` keeps the first optional ones that fit. Both are sound restrictions of the
@@ -35,8 +36,8 @@ use super::strings::{string_expr, string_literal, StringFacts};
 use super::values::{any_string, kind_superset, JsonType, ANY_NUMBER};
 use super::walk::{count_keyword, Compiler, Conj, Item, DONE_DEPENDENCIES};
 use crate::algebra::Expr;
-use crate::dfa::{Dfa, DfaConfig, DEAD};
-use crate::error::{GrammarError, Result};
+use crate::dfa::{Dfa, DEAD};
+use crate::error::Result;
 
 /// Largest number of dependency entries split on; past it, a dependent name is left out
 /// (forbidden) unless something requires it.
@@ -449,16 +450,7 @@ fn extra_members<'a>(c: &mut Compiler<'a>, rules: &[Rule<'a>], taken: &[&str], n
 /// The quoted names of a finite key language of at most `max` names, in byte order (`None`:
 /// infinite, too many, or too large to list).
 fn listed_names(c: &Compiler<'_>, key: &Expr, max: usize) -> Result<Option<Vec<String>>> {
-    let probe = DfaConfig { max_states: super::arrays::MAX_LISTED_STATES, ..c.config.clone() };
-    let dfa = match key.to_dfa(&probe) {
-        Ok(d) => d,
-        Err(GrammarError::TooLarge { .. }) => {
-            // Too large to list, unless it was the compile time that ran out.
-            c.config.check_deadline("a property-name language")?;
-            return Ok(None);
-        }
-        Err(e) => return Err(e),
-    };
+    let Some(dfa) = super::arrays::listable(c, key, "a property-name language")? else { return Ok(None) };
     let Some(dfa) = dfa else { return Ok(Some(Vec::new())) };
     // Key texts are canonical JSON strings: one text per name, valid UTF-8.
     Ok(dfa.strings(max).map(|texts| texts.into_iter().map(|t| String::from_utf8_lossy(&t).into_owned()).collect()))
