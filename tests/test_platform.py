@@ -29,12 +29,13 @@ def test_platform_choices_and_blas():
         if platform.find_blas_library() and "OpenBLAS" in status:
             assert platform.ensure_fast_blas() is True
     # Whatever BLAS (and shim) is in use, one-row, one-column and few-row products (the shim's
-    # own kernels: 1..32 rows, any K and N, with tails; 33 rows go to OpenBLAS) must be right,
+    # own kernels: 1..512 rows, past 32 in pieces, any K and N, with tails; 513 rows go to
+    # OpenBLAS) must be right,
     # transposed or not, and with alpha/beta.
     rng = np.random.default_rng(0)
     for m, n, k in [(1, 300, 70), (1, 130, 1541), (300, 1, 70), (1, 1, 9), (5, 6, 7), (2, 300, 70), (8, 130, 17),
                     (3, 64, 576), (7, 1000, 8), (9, 40, 33), (12, 67, 700), (16, 130, 1541), (17, 40, 33),
-                    (25, 70, 640), (32, 130, 1541), (33, 40, 33)]:
+                    (25, 70, 640), (32, 130, 1541), (33, 40, 33), (70, 130, 576), (513, 40, 33)]:
         a = rng.standard_normal((m, k)).astype(np.float32)
         b = rng.standard_normal((k, n)).astype(np.float32)
         c = rng.standard_normal((m, n)).astype(np.float32)
@@ -97,9 +98,9 @@ SHAPES = [(n, k) for k in (1, 7, 16, 17, 70, 576, 641, 1300, 1541) for n in (1, 
 
 
 @needs_shim
-def test_shim_matches_numpy_for_1_to_33_rows_strides_tails_alpha_beta():
+def test_shim_matches_numpy_for_1_to_512_rows_strides_tails_alpha_beta():
     sgemm, rng = _shim_sgemm(), np.random.default_rng(1)
-    for m in range(1, 34):
+    for m in [*range(1, 34), 47, 64, 65, 97, 512]:  # past 32 rows: pieces of at most 32
         for n, k in SHAPES:
             x, w = _strided(rng, m, k, 3), _strided(rng, n, k, 5)
             want = x.astype(np.float64) @ w.astype(np.float64).T
@@ -114,31 +115,34 @@ def test_shim_matches_numpy_for_1_to_33_rows_strides_tails_alpha_beta():
 
 @needs_shim
 def test_shim_gives_a_row_the_same_bits_whatever_rows_share_the_call():
-    # Verifying drafts (and batching) must reproduce the decode step's logits exactly: every
-    # output is summed in the same order whatever M is.
+    # Verifying drafts (and batching, and prompt chunks) must reproduce the decode step's logits
+    # exactly: every output is summed in the same order whatever M is.
     sgemm, rng = _shim_sgemm(), np.random.default_rng(2)
     for n, k in [(130, 576), (67, 1541), (9, 33), (5, 1300)]:
         w = _strided(rng, n, k, 4)
-        x = _strided(rng, 32, k, 1)
-        alone = np.stack([_x_wt(sgemm, x[i:i + 1], w, np.empty((1, n), np.float32))[0] for i in range(32)])
-        for m in range(2, 33):
+        x = _strided(rng, 100, k, 1)
+        alone = np.stack([_x_wt(sgemm, x[i:i + 1], w, np.empty((1, n), np.float32))[0] for i in range(100)])
+        for m in [*range(2, 40), 64, 65, 99, 100]:
             together = _x_wt(sgemm, x[:m], w, np.empty((m, n), np.float32))
             assert np.array_equal(together, alone[:m]), (m, n, k)
 
 
 @needs_shim
 def test_mlx_products_go_through_the_shim_bit_for_bit():
-    # MLX's x @ W.T for 1..32 rows reaches the shim (so a row's logits do not depend on how many
-    # tokens a forward carries), and 33 rows do not.
+    # MLX's x @ W.T for 1..512 rows reaches the shim (so a row's logits do not depend on how many
+    # tokens a forward carries: a decode step, a verification, a prompt chunk), and 513 rows do
+    # not.
     sgemm, rng = _shim_sgemm(), np.random.default_rng(3)
     w = rng.standard_normal((192, 576)).astype(np.float32)
-    x = rng.standard_normal((33, 576)).astype(np.float32)
+    x = rng.standard_normal((513, 576)).astype(np.float32)
     W = mx.array(w)
-    for m in (1, 2, 5, 8, 16, 17, 32):
+    alone = _x_wt(sgemm, x[:1], w, np.empty((1, 192), np.float32))
+    for m in (1, 2, 5, 8, 16, 17, 32, 33, 70, 256, 512):
         got = np.array(mx.array(x[:m]) @ W.T)
         assert np.array_equal(got, _x_wt(sgemm, x[:m], w, np.empty((m, 192), np.float32))), m
-    got33 = np.array(mx.array(x) @ W.T)
-    np.testing.assert_allclose(got33, x @ w.T, rtol=1e-4, atol=1e-3)
+        assert np.array_equal(got[:1], alone), m
+    got513 = np.array(mx.array(x) @ W.T)
+    np.testing.assert_allclose(got513, x @ w.T, rtol=1e-4, atol=1e-3)
 
 
 def _split_stats(lib) -> list[int]:
