@@ -184,10 +184,12 @@ def load(spec: str | None = None, *, dequantize: bool | None = None) -> LoadedMo
         dtype = "float32"
     else:
         dtype = _describe_dtype(model)
-    if device == "cpu":  # mx.fast.rope computes sin/cos per element there: read them from a table
+    if device == "cpu":  # transcendental functions are scalar there: a table for rope, a vectorised exp
+        from onyx.cpu_exp import use_fast_swiglu
         from onyx.cpu_rope import use_table_rope
 
         use_table_rope(model)
+        use_fast_swiglu(model)
     mx.eval(model.parameters())
     eos = sorted(set(tokenizer.eos_token_ids or []))
     return LoadedModel(model=model, tokenizer=tokenizer, path=path, name=name,

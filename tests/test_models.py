@@ -75,6 +75,31 @@ def test_cpu_rope_reads_a_table_and_metal_keeps_mlx_rope(name, request):
     assert all(isinstance(r, TableRoPE) == (loaded.device == "cpu") for r in ropes)
 
 
+@pytest.mark.parametrize("name,swiglu", [("smollm2", True), ("gemma3", False)])
+def test_cpu_mlps_take_the_vectorised_swiglu_only_where_they_compute_it(name, swiglu, request):
+    # SmolLM2's MLPs are SwiGLU and take onyx.cpu_exp's on the CPU; Gemma 3's GELU ones keep theirs.
+    from onyx.cpu_exp import takes_fast_swiglu
+
+    loaded = request.getfixturevalue(name)
+    mlps = [m for _, m in loaded.model.named_modules() if hasattr(m, "gate_proj")]
+    switched = [takes_fast_swiglu(m) for m in mlps]
+    assert mlps and all(s == (swiglu and loaded.device == "cpu") for s in switched)
+    if not any(switched):
+        return
+    ids = mx.array(loaded.chat_ids([{"role": "user", "content": "Name a color."}]))[None]
+    got = loaded.model(ids)
+    classes = [type(m) for m in mlps]
+    try:
+        for m, cls in zip(mlps, classes):
+            m.__class__ = cls.__mro__[1]
+        want = loaded.model(ids)
+    finally:
+        for m, cls in zip(mlps, classes):
+            m.__class__ = cls
+    assert float(mx.abs(got - want).max().item()) < 1e-4 * float(mx.abs(want).max().item())
+    assert mx.array_equal(mx.argmax(got, axis=-1), mx.argmax(want, axis=-1))
+
+
 def test_greedy_generate_matches_recomputing_without_a_cache(smollm2):
     ids = smollm2.chat_ids([{"role": "user", "content": "Name a color."}])
     fast = models.greedy_generate(smollm2, ids, 6, stop_at_eos=False)

@@ -40,6 +40,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
+from onyx.cpu_exp import masked_softmax
 from onyx.paged_cache import PagedLayerCache, PagedSequence
 
 
@@ -219,8 +220,7 @@ def grouped_attention(q: mx.array, k: mx.array, v: mx.array, mask: mx.array, sca
     groups = k.shape[1]
     q = (q * scale).reshape(b, groups, heads // groups * n, dim)
     scores = (q @ k.swapaxes(-1, -2)).reshape(b, groups, heads // groups, n, -1)
-    scores = mx.where(mask[:, :, None], scores, -mx.inf)
-    p = mx.softmax(scores, axis=-1, precise=True).reshape(b, groups, heads // groups * n, -1)
+    p = masked_softmax(scores, mask[:, :, None]).reshape(b, groups, heads // groups * n, -1)
     return (p @ v).reshape(b, heads, n, -1)
 
 
