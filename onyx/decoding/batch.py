@@ -9,7 +9,7 @@ One step:
    against the batch's marginal row cost, `gamma.batch_row_cost`). When no prompt rows come
    along, the step keeps the drafts most likely to be accepted, as many as pay for the width
    they add to the step (`gamma.fit_rows`: the measured step cost against rows, which on the
-   CPU jumps past 32 rows).
+   CPU steps up past 32 rows).
 3. Prefilling generations take up to `prefill_chunk` prompt tokens in all, first come first
    served: a long prompt delays the rows already decoding by at most one chunk per step. A
    generation whose prompt ends within the chunk also brings its first round in the same rows.
@@ -176,8 +176,8 @@ class Batch:
     def _fit(self, entries: list) -> None:
         """Chooses the drafts a decode-only step of several sequences runs (`gamma.fit_rows`):
         the ones most likely to be accepted, as many as pay for the rows they add to everyone's
-        step, within the device's row limit (on the CPU, past 32 rows the products leave the
-        few-row kernels and a row costs several times more). A lone sequence keeps its own
+        step, within the device's row limit (on the CPU, past 32 rows the few-row kernels run
+        in pieces that each read the weights again). A lone sequence keeps its own
         pricing (`GammaController`) under the row limit; a step with prompt rows is wide
         anyway."""
         device = self.runner.loaded.device

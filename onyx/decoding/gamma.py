@@ -115,22 +115,22 @@ class GammaController:
 
 
 # The cost of a forward against the rows it runs, in single-token forwards, per device: piecewise
-# linear between the points. CPU: float32 with OpenBLAS and the few-row shim (products of up to 32
-# rows split between two threads), SmolLM2-135M, ragged rows of eight sequences attending together
-# over the view slots, measured with `bench/batch_json_bench.py --rows` (two runs; see the
-# README): 8 rows 1.6-1.7x, 16 rows 2.3-2.6x, 32 rows 3.9-4.0x; past 32 rows the products leave
-# the shim for OpenBLAS's sgemm, which repacks every weight matrix: 33 rows cost 6.8x, 48 rows
-# 8.2x (64: extrapolated).
+# linear between the points. CPU: float32 with OpenBLAS and the few-row shim (products of up to
+# 32 rows in its kernels, wider ones in pieces of at most 32, split between two threads),
+# SmolLM2-135M, ragged rows of eight sequences attending together over the view slots, measured
+# with `bench/batch_json_bench.py --rows` (four runs; see the README): 8 rows 1.5-1.6x, 12 rows
+# 1.8-2.0x, 16 rows 1.9-2.2x, 24 rows 2.4-2.7x, 32 rows 3.0-3.2x, 33 rows 3.4-3.6x (the
+# second piece reads the weights again), 48 rows 4.4-4.7x (64: extrapolated).
 STEP_COST = {
-    "cpu": ((1, 1.0), (2, 1.1), (4, 1.3), (8, 1.65), (12, 2.2), (16, 2.45), (24, 3.0), (32, 3.9), (33, 6.8),
-            (48, 8.2), (64, 9.7)),
+    "cpu": ((1, 1.0), (2, 1.1), (4, 1.3), (8, 1.55), (12, 1.85), (16, 2.05), (24, 2.6), (32, 3.15), (33, 3.5),
+            (48, 4.5), (64, 5.8)),
     "gpu": ((1, 1.0), (8, 1.2), (16, 1.4), (64, 2.5)),
 }
 
 # The most decode rows one batched step takes, per device (None: no limit): on the CPU, the
-# widest product the few-row kernels run (onyx/platform.py). A step whose rounds ask for more
-# keeps the drafts most likely to be accepted (`fit_rows`).
-MAX_ROWS = {"cpu": 32, "gpu": None}
+# table above stops being measured. A step whose rounds ask for more keeps the drafts most
+# likely to be accepted (`fit_rows`).
+MAX_ROWS = {"cpu": 64, "gpu": None}
 
 
 def step_cost(rows: int, device: str = "cpu") -> float:
