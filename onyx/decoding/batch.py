@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, field
 
 import mlx.core as mx
+import numpy as np
 
 from onyx.decoding.gamma import batch_row_cost, fit_rows, row_limit
 from onyx.decoding.generation import Generation
@@ -67,10 +68,13 @@ class Batch:
         return len(self.gens)
 
     def add(self, gen: Generation) -> None:
-        """Admits a generation: it takes its cached prompt prefix now and its rows from the next
-        step on."""
+        """Admits a generation: it takes its cached prompt prefix now (or the part of its prompt
+        that another generation holds or is prefilling, `_share_prompt`) and its rows from the
+        next step on."""
         try:
             gen.admit()
+            if gen.phase == "prefill":
+                self._share_prompt(gen)
         except Exception as e:  # noqa: BLE001 - the generation's own failure
             gen.fail(e)
         self.gens.append(gen)
@@ -163,6 +167,27 @@ class Batch:
         return list(dict.fromkeys(touched))
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _share_prompt(self, gen: Generation) -> None:
+        """When another generation's prompt starts with more of this one's than the prefix cache
+        gave it, this one forks that generation's KV for the shared tokens (`share_prompt_of`),
+        at once or after the other's prefill reaches them. The cache holds full blocks of
+        finished prompts only; this covers prompts arriving together (a burst of the same
+        request, a long system prompt) and the partial last block."""
+        ids = np.asarray(gen.prompt_ids[:-1])
+        best, best_n = None, gen.fed
+        for other in self.gens:
+            if other.done or other.phase not in ("prefill", "decode") or other.seq is None:
+                continue
+            m = min(len(ids), len(other.prompt_ids) - 1)
+            if m <= best_n:
+                continue
+            differ = np.flatnonzero(ids[:m] != np.asarray(other.prompt_ids[:m]))
+            n = int(differ[0]) if len(differ) else m
+            if n > best_n:
+                best, best_n = other, n
+        if best is not None:
+            gen.share_prompt_of(best, best_n)
 
     @staticmethod
     def _guard(g: Generation, fn, *args):

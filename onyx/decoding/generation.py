@@ -43,6 +43,7 @@ class Generation:
         self.constraint = constraint
         self.cancel = cancel
         self.fork_of = fork_of
+        self.fork_at = len(self.prompt_ids) - 1  # prompt tokens whose KV comes from fork_of
         self.stats = DecodeStats(prompt_tokens=len(prompt_ids))
         self.counts = DraftCounts()
         params = options.sampling
@@ -100,7 +101,8 @@ class Generation:
 
     def admit(self) -> None:
         """Takes the longest cached prefix of the prompt (or waits for a sibling to fork from)."""
-        self.t_admit = time.perf_counter()
+        if self.t_admit is None:
+            self.t_admit = time.perf_counter()
         if self.fork_of is not None and not self.fork_of.done:
             return  # waiting: `try_fork` once the sibling's prompt is in
         self.fork_of = None
@@ -108,9 +110,21 @@ class Generation:
         self.fed = self.stats.cached_prompt_tokens = cached
         self.phase = "prefill"
 
+    def share_prompt_of(self, leader: "Generation", length: int) -> None:
+        """Takes the KV of the first `length` prompt tokens from `leader`, whose prompt starts
+        the same way and which holds them or is prefilling them, instead of computing them
+        again: at once when they are in, otherwise when they are (`try_fork`)."""
+        if self.seq is not None:
+            self.seq.free()
+            self.seq = None
+        self.fork_of, self.fork_at, self.phase = leader, length, "waiting"
+        self.try_fork()
+
     def try_fork(self) -> bool:
-        """A waiting sample: forks its sibling's KV once the sibling's prompt is in (or takes its
-        own prefix when the sibling ended first). Returns True when it is no longer waiting."""
+        """A waiting generation (a sample of a request with n > 1, or a prompt that starts like
+        another's): forks the other's KV once its first `fork_at` prompt tokens are in (or takes
+        its own cached prefix when the other ended first). Returns True when it is no longer
+        waiting."""
         leader = self.fork_of
         if self.phase != "waiting":
             return True
@@ -118,11 +132,12 @@ class Generation:
             self.fork_of = None
             self.admit()
             return True
-        if leader.phase != "decode":
+        if leader.seq is None or (leader.phase != "decode" and leader.fed < self.fork_at):
             return False
         self.seq = leader.seq.fork()
-        self.seq.truncate(len(self.prompt_ids) - 1)
-        self.fed = self.stats.cached_prompt_tokens = len(self.prompt_ids) - 1
+        self.seq.truncate(self.fork_at)
+        self.fed = self.stats.cached_prompt_tokens = self.fork_at
+        self.fork_of = None
         self.phase = "prefill"
         return True
 

@@ -235,6 +235,30 @@ def test_kv_pressure_makes_requests_wait(engine):
     assert sched.reserved_blocks == 0 and pool.stats()["live_sequences"] == 0
 
 
+def test_prompts_arriving_together_are_computed_once(engine):
+    # A burst of one request and one whose prompt starts the same way: the prefix cache has
+    # neither (it holds full blocks of prompts already in), so the later ones fork the first
+    # one's KV, the partial last block included, and each answer is the one it gets alone.
+    pool = engine.runner.pool
+    start = f"Run {np.random.randint(1 << 30)}. Fruits: apple, banana, cherry, date, elderberry, fig. "
+    same, other = ask(start + "Which one is red?"), ask(start + "Which one is yellow?")
+    ids_same, ids_other = engine.chat_ids(same), engine.chat_ids(other)
+    common = next(i for i, (a, b) in enumerate(zip(ids_same, ids_other)) if a != b)
+    steps = engine.scheduler.batch.steps
+    burst = engine.chat_many([same, same, same, other], max_tokens=12)
+    log = [s for s in engine.scheduler.batch.log if s.index >= steps]
+    cached = burst[0].stats["cached_prompt_tokens"]  # the chat template's system prompt, in blocks
+    assert cached < common
+    assert [r.stats["cached_prompt_tokens"] for r in burst] == [cached, len(ids_same) - 1, len(ids_same) - 1, common]
+    assert sum(s.prefill_tokens for s in log) == (len(ids_same) - 1 - cached) + (len(ids_other) - 1 - common)
+    assert pool.stats()["live_sequences"] == 0
+    for messages, r in zip([same, same, same, other], burst):
+        want = engine.chat(messages, max_tokens=12)
+        margin = greedy_margin(engine, engine.chat_ids(messages), want.token_ids, GenerateOptions.parse(max_tokens=12))
+        assert margin > 1e-2, f"near-tie in the reference output: pick another prompt ({margin})"
+        assert r.token_ids == want.token_ids
+
+
 def test_n_samples_fork_one_prompt(engine):
     pool = engine.runner.pool
     messages = ask("Name an animal.")
