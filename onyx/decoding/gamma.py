@@ -118,12 +118,14 @@ class GammaController:
 # linear between the points. CPU: float32 with OpenBLAS and the few-row shim (products of up to
 # 32 rows in its kernels, wider ones in pieces of at most 32, split between two threads),
 # SmolLM2-135M, ragged rows of eight sequences attending together over the view slots, measured
-# with `bench/batch_json_bench.py --rows` (four runs; see the README): 8 rows 1.5-1.6x, 12 rows
-# 1.8-2.0x, 16 rows 1.9-2.2x, 24 rows 2.4-2.7x, 32 rows 3.0-3.2x, 33 rows 3.4-3.6x (the
-# second piece reads the weights again), 48 rows 4.4-4.7x (64: extrapolated).
+# with `bench/batch_json_bench.py --rows` (four runs; see the README): 8 rows 1.5-1.6x, 9 rows
+# 1.6-1.7x, 10 rows 1.7-1.8x (a sequence with a second row makes every slot's attention two rows
+# wide), 12 rows 1.8-2.0x, 14 rows 1.9-2.1x, 16 rows 1.9-2.2x, 24 rows 2.4-2.7x, 32 rows
+# 3.0-3.2x, 33 rows 3.4-3.6x (the second piece reads the weights again), 48 rows 4.4-4.7x (64:
+# extrapolated).
 STEP_COST = {
-    "cpu": ((1, 1.0), (2, 1.1), (4, 1.3), (8, 1.55), (12, 1.85), (16, 2.05), (24, 2.6), (32, 3.15), (33, 3.5),
-            (48, 4.5), (64, 5.8)),
+    "cpu": ((1, 1.0), (2, 1.1), (4, 1.3), (8, 1.55), (9, 1.65), (10, 1.77), (12, 1.87), (14, 2.0), (16, 2.07),
+            (24, 2.6), (32, 3.15), (33, 3.5), (48, 4.5), (64, 5.8)),
     "gpu": ((1, 1.0), (8, 1.2), (16, 1.4), (64, 2.5)),
 }
 
