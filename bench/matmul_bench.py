@@ -29,6 +29,7 @@ measured on one core here (4 bytes x peak / k).
 
     python bench/matmul_bench.py            # about 5 minutes
     python bench/matmul_bench.py --quick    # two shapes, k = 1, 4, 16, a small pool
+    python bench/matmul_bench.py --before 029e840 --rows 8,9,12,33,64,256   # against another shim
 
 Prints one table, writes matmul_bench.json and matmul_bench.png to --out (default bench/results).
 """
@@ -143,7 +144,7 @@ def _sgemm_of_shim(path: Path, blas: str):
     return lib, ctypes.cast(lib.cblas_sgemm, ctypes.c_void_p).value
 
 
-def variants(tmp: Path) -> tuple[dict, dict, list]:
+def variants(tmp: Path, before_rev: str = BEFORE_REV) -> tuple[dict, dict, list]:
     """{name: cblas_sgemm address}, notes, and the libraries to keep loaded."""
     blas = platform.find_blas_library()
     if not sys.platform.startswith("linux") or blas is None:
@@ -163,13 +164,15 @@ def variants(tmp: Path) -> tuple[dict, dict, list]:
         lib.onyx_blas_shim_threads(threads)
         keep.append(lib)
         notes["split"] = f"the same kernels, each product split between {threads} threads (as Onyx runs them)"
-    old = _shim_source_at(BEFORE_REV)
+    old = _shim_source_at(before_rev)
     if old is None:
-        notes["before"] = f"left out: no git or no commit {BEFORE_REV}"
+        notes["before"] = f"left out: no git or no commit {before_rev}"
     else:
-        lib, fns["before"] = _sgemm_of_shim(_compile(old, tmp / "shim_before.so", ["-ldl"]), blas)
+        lib, fns["before"] = _sgemm_of_shim(_compile(old, tmp / "shim_before.so", ["-ldl", "-pthread"]), blas)
+        if hasattr(lib, "onyx_blas_shim_threads"):
+            lib.onyx_blas_shim_threads(1)  # one thread, as `now`
         keep.append(lib)
-        notes["before"] = f"shim source at commit {BEFORE_REV}"
+        notes["before"] = f"shim source at commit {before_rev}"
     ob = ctypes.CDLL(blas, mode=ctypes.RTLD_LOCAL)
     try:
         ob.openblas_set_num_threads(1)
@@ -292,15 +295,15 @@ def plot(res: dict, path: Path) -> bool:
 
 
 def run(quick: bool = False, out_dir: Path | None = None, *, pool_mb: int | None = None, reps: int | None = None,
-        verbose: bool = True) -> dict:
+        verbose: bool = True, before_rev: str = BEFORE_REV, rows: list[int] | None = None) -> dict:
     out_dir = Path(out_dir) if out_dir is not None else harness.RESULTS
     pool_mb = pool_mb or (64 if quick else 512)
     reps = reps or (1 if quick else 3)
     shapes = [s for s in SHAPES if not quick or s[0] in QUICK_SHAPES]
-    rows = QUICK_ROWS if quick else ROWS
+    rows = rows or (QUICK_ROWS if quick else ROWS)
     flags = set(platform._cpu_flags().split())
     meta = {**harness.machine_meta(), "quick": quick, "loadavg_start": harness.loadavg(),
-            "blas": platform.blas_status(), "pool_mb": pool_mb, "reps": reps,
+            "blas": platform.blas_status(), "pool_mb": pool_mb, "reps": reps, "before_rev": before_rev,
             "cpu_vector_flags": sorted(flags & {"avx", "avx2", "fma", "avx512f", "neon", "asimd"})}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -311,7 +314,7 @@ def run(quick: bool = False, out_dir: Path | None = None, *, pool_mb: int | None
         timer.time_calls.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                      ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long, ctypes.c_int,
                                      ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        fns, notes, _keep = variants(tmp)
+        fns, notes, _keep = variants(tmp, before_rev)
         meta["variants"] = notes
         peak = max(timer.fma_peak(20_000_000 if not quick else 2_000_000) for _ in range(3))
         meta["fma_peak_glanes_per_s"] = round(peak / 1e9, 1)
@@ -338,8 +341,11 @@ def main(argv=None) -> int:
     ap = harness.arg_parser(__doc__, "two shapes, k = 1, 4, 16, a 64 MB pool (smoke test)")
     ap.add_argument("--pool-mb", type=int, default=None, help="weight copies per shape, in MB (default 512)")
     ap.add_argument("--reps", type=int, default=None, help="passes over the pool per (shape, k) (default 3)")
+    ap.add_argument("--before", default=BEFORE_REV, help=f"revision of the `before` shim (default {BEFORE_REV})")
+    ap.add_argument("--rows", default=None, help="comma-separated k (default 1,2,4,5,8,12,16,24,32)")
     a = ap.parse_args(argv)
-    run(a.quick, a.out, pool_mb=a.pool_mb, reps=a.reps)
+    rows = [int(r) for r in a.rows.split(",")] if a.rows else None
+    run(a.quick, a.out, pool_mb=a.pool_mb, reps=a.reps, before_rev=a.before, rows=rows)
     return 0
 
 
