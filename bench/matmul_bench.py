@@ -261,9 +261,10 @@ def print_table(rows: list[dict], have_before: bool, split: bool = False) -> Non
         cells = [f"{r['shape']} {r['N']}x{r['K']}", str(r["k"]), f"{r['now_gbs']:.1f}"]
         if have_before:
             cells += [f"{r['before_gbs']:.1f}", f"{r['now_over_before']:.2f}x"]
-        cells += [f"{r['openblas_gbs']:.1f}", f"{r['now_over_openblas']:.2f}x", f"{r['now_over_now_k1']:.2f}"]
+        ref = lambda key: f"{r[key]:.2f}" if key in r else "-"  # noqa: E731 - needs k = 1 in --rows
+        cells += [f"{r['openblas_gbs']:.1f}", f"{r['now_over_openblas']:.2f}x", ref("now_over_now_k1")]
         if have_before:
-            cells.append(f"{r['now_over_before_k1']:.2f}")
+            cells.append(ref("now_over_before_k1"))
         cells += [f"{r['fma_ceiling_gbs']:.0f}", f"{r['now_us']:.0f}"]
         if split:
             cells += [f"{r['split_gbs_wall']:.1f}", f"{r['split_over_now_wall']:.2f}x"]
