@@ -19,8 +19,9 @@ Nothing here is hard-coded for one OS: every choice is made from what the runnin
   a small shim that exports `cblas_sgemm`, runs x @ W^T with 1..32 rows in its own kernels (each
   weight row read once for all rows, register tiles sized for the machine's vector registers; a
   row's result has the same bits whatever other rows share the call), and up to 512 rows (prompt
-  chunks) in pieces of at most 32 (each reads the weights again: measured 1.4-2.2x faster than
-  OpenBLAS's single-threaded sgemm from 33 to 512 rows), sends other one-row /
+  chunks, wide steps) in pieces of at most 32 (each reads the weights again; on one thread
+  0.8-1.6x the speed of OpenBLAS's single-threaded sgemm from 33 to 256 rows, and split between
+  two threads like the other products, which OpenBLAS's are not here), sends other one-row /
   one-column products to `cblas_sgemv` and everything else to OpenBLAS's `cblas_sgemm`. Without
   a compiler it falls back to plain OpenBLAS. `bench/matmul_bench.py` measures the kernels.
 
