@@ -13,7 +13,8 @@ written straight into the exponent bits. Under `mx.compile` (shapeless, so one t
 every shape) the arithmetic is one fused loop; the bit cast and the last product are two more
 operations, as a bit cast cannot be compiled shapeless. Measured against float64 over
 [-87, 88]: relative error at most 8e-8 (MLX's own CPU `exp`: 3.9e-6); the input is clamped to
-[-87.34, 88], so the result is never 0, NaN or inf (1.2e-38 at the low end, 1.7e38 at the high).
+[-87.34, 88], so the result is never 0 or inf (1.2e-38 at the low end, 1.7e38 at the high; NaN
+stays NaN).
 
 `use_fast_swiglu(model)` gives each MLP that computes down(silu(gate(x)) * up(x)) this SwiGLU,
 after checking on a random input that it computes the same (a model whose MLP does something
@@ -59,25 +60,24 @@ def _silu_times(gate: mx.array, x: mx.array, e: mx.array) -> mx.array:
 
 
 def swiglu(gate: mx.array, x: mx.array) -> mx.array:
-    """silu(gate) * x = gate / (1 + e^-gate) * x."""
+    """silu(gate) * x = gate / (1 + e^-gate) * x, for `gate` and `x` of one shape."""
     p, bits = _exp_parts(-gate)
-    return _silu_times(gate, x, p * mx.view(bits, mx.float32))
-
-
-@partial(mx.compile, shapeless=True)
-def _normalized(e: mx.array, mask: mx.array) -> mx.array:
-    e = mx.where(mask, e, 0.0)
-    return e / e.sum(axis=-1, keepdims=True)
+    return _silu_times(gate, x, p * mx.view(bits, mx.float32)).astype(gate.dtype)
 
 
 def masked_softmax(scores: mx.array, mask: mx.array) -> mx.array:
     """Softmax over the last axis of the entries where the boolean `mask` (broadcast to
-    `scores`) is true; the others are 0. Every row must have one entry that is true."""
+    `scores`) is true; the others are 0. Every row must have one entry that is true. (Only `exp`
+    is compiled: a shapeless trace records a broadcast only where the first call's shapes
+    differ, so a first call with one key would divide without one ever after.)"""
     s = mx.where(mask, scores, -mx.inf)
-    return _normalized(exp(s - s.max(axis=-1, keepdims=True)), mask)
+    e = mx.where(mask, exp(s - s.max(axis=-1, keepdims=True)), 0.0)
+    return (e / e.sum(axis=-1, keepdims=True)).astype(scores.dtype)
 
 
-def _swiglu_mlp(self, x: mx.array) -> mx.array:
+def _swiglu_mlp(self, x: mx.array, *args, **kwargs) -> mx.array:
+    if args or kwargs:  # a call this module did not check: the MLP's own
+        return super(type(self), self).__call__(x, *args, **kwargs)
     return self.down_proj(swiglu(self.gate_proj(x), self.up_proj(x)))
 
 
@@ -110,8 +110,8 @@ def use_fast_swiglu(model) -> int:
             switched += 1
             continue
         width = getattr(module.gate_proj, "weight", None)
-        if width is None or width.ndim != 2:
-            continue
+        if width is None or width.ndim != 2 or width.dtype != mx.float32:
+            continue  # (quantized or half-precision MLPs: MLX's CPU path is not the bottleneck there)
         x = mx.random.normal((4, width.shape[1]), key=mx.random.key(0)).astype(width.dtype)
         try:
             # gate values of a few units, where SiLU and its look-alikes (GELU) differ

@@ -18,8 +18,9 @@ Nothing here is hard-coded for one OS: every choice is made from what the runnin
   also builds (once, cached next to the assets, with the host's vector instructions) and preloads
   a small shim that exports `cblas_sgemm`, runs x @ W^T with 1..32 rows in its own kernels (each
   weight row read once for all rows, register tiles sized for the machine's vector registers; a
-  row's result has the same bits whatever other rows share the call), and up to 512 rows (prompt
-  chunks, wide steps) in pieces of at most 32 (each reads the weights again; on one thread
+  row's result has the same bits whatever other rows share the call), and up to 512 rows of
+  weight products (K >= 256: prompt chunks, wide steps) in pieces of at most 32 (each reads the
+  weights again; on one thread
   0.8-1.6x the speed of OpenBLAS's single-threaded sgemm from 33 to 256 rows, and split between
   two threads like the other products, which OpenBLAS's are not here), sends other one-row /
   one-column products to `cblas_sgemv` and everything else to OpenBLAS's `cblas_sgemm`. Without
@@ -108,9 +109,9 @@ static void gemv(int trans, int m, int n, float alpha, const float *a, int lda, 
     real_gemv(RowMajor, trans, m, n, alpha, a, lda, x, incx, beta, y, incy);
 }
 
-/* x @ W^T for 1 to 32 rows of x: C = alpha * A @ B^T + beta * C with A (M x K), B (N x K), both
-   row-major. A decode step multiplies one row (M = 1); verifying drafts and batched decoding a
-   few (M = 2..32). Each weight row is read from memory once for all M rows of A. (OpenBLAS's
+/* x @ W^T for 1 to 32 rows of x (more in pieces: `few_rows_product`): C = alpha * A @ B^T +
+   beta * C with A (M x K), B (N x K), both row-major. A decode step multiplies one row (M = 1);
+   verifying drafts and batched decoding a few (M = 2..32). Each weight row is read from memory once for all M rows of A. (OpenBLAS's
    sgemm repacks the whole matrix on every call: a 2-row product cost twice a 1-row one.)
 
    One row costs what its weights take to stream in. With more rows the multiply-adds catch up:
@@ -147,7 +148,7 @@ enum { VL = 4, ACCS = 8 };
 #endif
 /* IN_REGISTER(x): keep an activation vector in a register. Left alone, GCC folds its load into
    each of the R multiply-adds that use it, and the load ports, not the FMA pipes, set the pace. */
-enum { KB_MAX = 640, MAX_TILE = 24, MAX_ROWS = 32, CHUNKED_ROWS = 512 };  /* K blocks of <= 640 floats; tiles of <= 24 outputs */
+enum { KB_MAX = 640, MAX_TILE = 24, MAX_ROWS = 32, CHUNKED_ROWS = 512, PIECES_MIN_K = 256 };  /* K blocks of <= 640 floats; tiles of <= 24 outputs */
 #define INLINE static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 16")  /* constant trip counts: registers, not arrays, after this */
 
@@ -566,15 +567,17 @@ static void run_gemm(const struct gemm *g) {
     atomic_flag_clear_explicit(&busy, memory_order_release);
 }
 
-/* 0 (not done): more than MAX_ROWS rows, or K split into blocks with beta not 0 (C's old values
-   would be gone by the last block). */
+/* 0 (not done): more than CHUNKED_ROWS rows, more than MAX_ROWS with K under PIECES_MIN_K, or
+   K split into blocks with beta not 0 (C's old values would be gone by the last block). */
 static int few_rows_product(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                             int ldb, float beta, float *C, int ldc) {
     const int KV = K - K % VL;
-    if (M < 1 || M > CHUNKED_ROWS || (KV > KB_MAX && beta != 0.0f)) return 0;
+    if (M < 1 || M > CHUNKED_ROWS || (M > MAX_ROWS && K < PIECES_MIN_K) || (KV > KB_MAX && beta != 0.0f))
+        return 0;
     /* past MAX_ROWS: pieces of at most MAX_ROWS rows, as even as possible (each reads the
-       weights again, still far cheaper than OpenBLAS repacking them; a row's bits do not
-       depend on its piece) */
+       weights again; a row's bits do not depend on its piece). Only for weight-sized K: with
+       K = 64 (attention's scores over a prompt chunk) each output's reduction weighs more than
+       its multiply-adds, and OpenBLAS's sgemm was 1.4-1.6x faster there. */
     const int pieces = (M + MAX_ROWS - 1) / MAX_ROWS, base = M / pieces, extra = M % pieces;
     for (int i = 0, m0 = 0; i < pieces; i++) {
         const int rows = base + (i < extra);
@@ -594,7 +597,7 @@ void cblas_sgemm(int order, int ta, int tb, int M, int N, int K, float alpha, co
     }
     if (order == RowMajor && K > 0 && real_gemv) {
         if (ta == NoTrans && tb == Trans && few_rows_product(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
-            return;  /* x @ W^T with 1..32 rows: a decode step, a verification, a batch */
+            return;  /* x @ W^T: a decode step, a verification, a batch, a prompt chunk */
         if (M == 1) {  /* C[0,:] = alpha * A[0,:] @ op(B) + beta * C[0,:] */
             int incx = ta == NoTrans ? 1 : lda;
             if (tb == Trans) gemv(NoTrans, N, K, alpha, B, ldb, A, incx, beta, C, 1, N);
@@ -840,7 +843,7 @@ def blas_status() -> str:
         extras = [_state["note"]]
         if _state["threads"]:
             extras.append(f"{_state['threads']} thread(s)")
-        extras.append(f"sgemm shim: x @ W^T with 1..32 rows -> its own kernels on {shim_threads()} thread(s)"
+        extras.append(f"sgemm shim: x @ W^T with 1..512 rows -> its own kernels on {shim_threads()} thread(s)"
                       if _state["shim"] else "no sgemm shim")
         return f"OpenBLAS {_state['loaded']} ({'; '.join(extras)})"
     return f"MLX's bundled reference BLAS (slow): {_state['note']}"

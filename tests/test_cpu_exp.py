@@ -32,6 +32,16 @@ def test_masked_softmax_matches_mlx_softmax_and_zeroes_the_masked(shape):
     assert np.all(got[~np.broadcast_to(mask, shape)] == 0.0)
 
 
+def test_masked_softmax_broadcasts_whatever_shape_came_first():
+    # one key, then five: a compiled trace of the first call must not fix the broadcasts
+    for keys in (1, 5, 1, 3):
+        rng = np.random.default_rng(keys)
+        s = mx.array(rng.standard_normal((2, 3, 3, 1, keys)).astype(np.float32))
+        m = mx.array(np.ones((2, 1, 1, 1, keys), bool))
+        np.testing.assert_allclose(np.array(masked_softmax(s, m)), np.array(mx.softmax(s, axis=-1, precise=True)),
+                                   rtol=2e-6, atol=1e-7)
+
+
 def test_swiglu_matches_silu_times_the_up_projection():
     rng = np.random.default_rng(0)
     gate = (rng.standard_normal((3, 700)) * 12).astype(np.float32)

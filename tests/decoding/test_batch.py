@@ -240,7 +240,7 @@ def test_prompts_arriving_together_are_computed_once(engine):
     # neither (it holds full blocks of prompts already in), so the later ones fork the first
     # one's KV, the partial last block included, and each answer is the one it gets alone.
     pool = engine.runner.pool
-    start = f"Run {np.random.randint(1 << 30)}. Fruits: apple, banana, cherry, date, elderberry, fig. "
+    start = "Run 4817. Fruits: apple, banana, cherry, date, elderberry, fig. "  # in no other test
     same, other = ask(start + "Which one is red?"), ask(start + "Which one is yellow?")
     ids_same, ids_other = engine.chat_ids(same), engine.chat_ids(other)
     common = next(i for i, (a, b) in enumerate(zip(ids_same, ids_other)) if a != b)
