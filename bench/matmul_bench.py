@@ -30,6 +30,7 @@ measured on one core here (4 bytes x peak / k).
     python bench/matmul_bench.py            # about 5 minutes
     python bench/matmul_bench.py --quick    # two shapes, k = 1, 4, 16, a small pool
     python bench/matmul_bench.py --before 029e840 --rows 8,9,12,33,64,256   # against another shim
+    python bench/matmul_bench.py --before 99c97c2 --rows 64,256 --shape 512x64   # attention-sized K
 
 Prints one table, writes matmul_bench.json and matmul_bench.png to --out (default bench/results).
 """
@@ -296,11 +297,12 @@ def plot(res: dict, path: Path) -> bool:
 
 
 def run(quick: bool = False, out_dir: Path | None = None, *, pool_mb: int | None = None, reps: int | None = None,
-        verbose: bool = True, before_rev: str = BEFORE_REV, rows: list[int] | None = None) -> dict:
+        verbose: bool = True, before_rev: str = BEFORE_REV, rows: list[int] | None = None,
+        shapes: list[tuple[str, int, int]] | None = None) -> dict:
     out_dir = Path(out_dir) if out_dir is not None else harness.RESULTS
     pool_mb = pool_mb or (64 if quick else 512)
     reps = reps or (1 if quick else 3)
-    shapes = [s for s in SHAPES if not quick or s[0] in QUICK_SHAPES]
+    shapes = shapes or [s for s in SHAPES if not quick or s[0] in QUICK_SHAPES]
     rows = rows or (QUICK_ROWS if quick else ROWS)
     flags = set(platform._cpu_flags().split())
     meta = {**harness.machine_meta(), "quick": quick, "loadavg_start": harness.loadavg(),
@@ -344,9 +346,12 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=None, help="passes over the pool per (shape, k) (default 3)")
     ap.add_argument("--before", default=BEFORE_REV, help=f"revision of the `before` shim (default {BEFORE_REV})")
     ap.add_argument("--rows", default=None, help="comma-separated k (default 1,2,4,5,8,12,16,24,32)")
+    ap.add_argument("--shape", action="append", default=None,
+                    help="NxK of W instead of SmolLM2's shapes (repeatable), e.g. 512x64")
     a = ap.parse_args(argv)
     rows = [int(r) for r in a.rows.split(",")] if a.rows else None
-    run(a.quick, a.out, pool_mb=a.pool_mb, reps=a.reps, before_rev=a.before, rows=rows)
+    shapes = [(w, *map(int, w.split("x"))) for w in a.shape] if a.shape else None
+    run(a.quick, a.out, pool_mb=a.pool_mb, reps=a.reps, before_rev=a.before, rows=rows, shapes=shapes)
     return 0
 
 

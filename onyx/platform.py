@@ -577,7 +577,7 @@ static int few_rows_product(int M, int N, int K, float alpha, const float *A, in
     /* past MAX_ROWS: pieces of at most MAX_ROWS rows, as even as possible (each reads the
        weights again; a row's bits do not depend on its piece). Only for weight-sized K: with
        K = 64 (attention's scores over a prompt chunk) each output's reduction weighs more than
-       its multiply-adds, and OpenBLAS's sgemm was 1.4-1.6x faster there. */
+       its multiply-adds, and OpenBLAS's sgemm was 1.1-1.5x faster there on one thread. */
     const int pieces = (M + MAX_ROWS - 1) / MAX_ROWS, base = M / pieces, extra = M % pieces;
     for (int i = 0, m0 = 0; i < pieces; i++) {
         const int rows = base + (i < extra);
