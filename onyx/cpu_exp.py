@@ -61,8 +61,7 @@ def _silu_times(gate: mx.array, x: mx.array, e: mx.array) -> mx.array:
 
 def swiglu(gate: mx.array, x: mx.array) -> mx.array:
     """silu(gate) * x = gate / (1 + e^-gate) * x, for `gate` and `x` of one shape."""
-    p, bits = _exp_parts(-gate)
-    return _silu_times(gate, x, p * mx.view(bits, mx.float32)).astype(gate.dtype)
+    return _silu_times(gate, x, exp(-gate)).astype(gate.dtype)
 
 
 def masked_softmax(scores: mx.array, mask: mx.array) -> mx.array:

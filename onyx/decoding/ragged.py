@@ -74,6 +74,7 @@ class RaggedStep:
     def __init__(self, seqs: list[PagedSequence], lengths: list[int]) -> None:
         self.views = seqs[0].pool.views
         self.seqs = seqs
+        self.cpu = mx.default_device() == mx.cpu  # batched attention as grouped products there
         segments, positions, a = [], [], 0
         for seq, n in zip(seqs, lengths):
             o = seq.length
@@ -237,7 +238,7 @@ def ragged_attention(queries: mx.array, cache: RaggedLayerCache, scale: float, s
         k, v, mask = short
         q = mx.concatenate([queries[0], mx.zeros((heads, 1, dim), queries.dtype)], axis=1)
         q = q[:, step.q_index].reshape(heads, step.num_slots, step.n_max, dim).transpose(1, 0, 2, 3)
-        if sinks is None and mx.default_device() == mx.cpu:
+        if sinks is None and step.cpu:
             o = grouped_attention(q, k, v, mask, scale)
         else:
             o = mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask=mask, **kwargs)
