@@ -208,7 +208,7 @@ class Batch:
         device = self.runner.loaded.device
         if any(fed for _, _, _, fed, _ in entries):
             return
-        odds = [g.gamma.odds(g.proposal.sources) for g, *_ in entries]
+        odds = [g.gamma.odds(g.proposal.sources, g.proposal.match) for g, *_ in entries]
         if len(entries) > 1:
             keep = fit_rows(odds, len(entries), device)
         else:

@@ -25,6 +25,7 @@ import mlx.core as mx
 import onyx._grammar as _g
 from onyx import structure as st
 from onyx.constraint import MaskCache
+from onyx.decoding.gamma import GammaController
 from onyx.decoding.sampling import Sampler, apply_mask, distribution
 from onyx.options import SamplingParams
 
@@ -34,6 +35,7 @@ class Proposal:
     tokens: list[int] = field(default_factory=list)
     probs: list[mx.array | None] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    match: int | None = None  # lookup drafts: the length of the n-gram they continue
 
     def add(self, token: int, prob: mx.array | None, source: str) -> None:
         self.tokens.append(token)
@@ -133,9 +135,10 @@ class ForcedTokens:
         return False
 
 
-def lookup(context: list[int], k: int, *, max_ngram: int = 3, min_ngram: int = 1) -> list[int]:
-    """Prompt lookup: up to `k` tokens that followed the most recent earlier occurrence of the
-    longest suffix n-gram of `context`."""
+def lookup(context: list[int], k: int, *, max_ngram: int = 3, min_ngram: int = 1) -> tuple[int, list[int]]:
+    """Prompt lookup: the longest suffix n-gram of `context` (n from `max_ngram` down to
+    `min_ngram`) that occurred earlier, and up to `k` tokens that followed its most recent
+    earlier occurrence; (0, []) when no suffix repeats."""
     n_ctx = len(context)
     for n in range(min(max_ngram, n_ctx - 1), min_ngram - 1, -1):
         tail = context[n_ctx - n:]
@@ -143,8 +146,8 @@ def lookup(context: list[int], k: int, *, max_ngram: int = 3, min_ngram: int = 1
             if context[start:start + n] == tail:
                 follow = context[start + n:start + n + k]
                 if follow:
-                    return follow
-    return []
+                    return n, follow
+    return 0, []
 
 
 class DraftModel:
@@ -191,29 +194,41 @@ class DraftModel:
                 logits = self.runner.logits(mx.array([token]), self.seq, last_only=True)
 
 
-def propose(out: Proposal, k: int, forced_limit: int | None, room: int, context: list[int], grammar,
+def propose(out: Proposal, gamma: GammaController, room: int, context: list[int], grammar,
             masks: MaskCache | None, state, *, aware: bool, forced: ForcedTokens | None,
             draft: DraftModel | None, eos: set[int], remaining: int, timings: dict) -> None:
-    """Fills `out` with one round's drafts, at most `room`: forced tokens first, then up to `k`
-    model or lookup drafts. With `forced_limit` None (a fixed γ) forced tokens count toward
-    `k`; otherwise up to `forced_limit` of them come on top of it. `aware` drafts stay inside
-    the grammar; time spent in the draft model is added to `timings["draft_s"]`."""
+    """Fills `out` with one round's drafts, at most `room`: forced tokens first, then as many
+    model or lookup drafts as `gamma` asks for (`gamma.next`, for lookup drafts given the
+    length of the n-gram they continue). With a fixed γ (`forced_limit()` None) forced tokens
+    count toward it; otherwise up to `forced_limit()` of them come on top. `aware` drafts stay
+    inside the grammar; time spent in the draft model is added to `timings["draft_s"]`."""
     aware = aware and grammar is not None
+    forced_limit = gamma.forced_limit()
     s = state
     if forced is not None:
-        for t in forced.at(s)[:min(room, k if forced_limit is None else forced_limit)]:
+        for t in forced.at(s)[:min(room, gamma.next() if forced_limit is None else forced_limit)]:
             out.add(t, None, "forced")
             s = grammar.advance(s, t)
-    k = min(k - len(out.tokens) if forced_limit is None else k, room - len(out.tokens))
-    if k <= 0 or (aware and masks.only_eos(s)):
+
+    def after_forced(k: int) -> int:
+        return min(k - len(out.tokens) if forced_limit is None else k, room - len(out.tokens))
+
+    if room - len(out.tokens) <= 0 or (aware and masks.only_eos(s)):
         return
     if draft is not None:
+        k = after_forced(gamma.next())
+        if k <= 0:
+            return
         t0 = time.perf_counter()
         draft.propose(context, k, out, grammar=grammar if aware else None, masks=masks if aware else None,
                       state=s, budget=remaining - len(out.tokens), eos=eos)
         timings["draft_s"] = timings.get("draft_s", 0.0) + time.perf_counter() - t0
         return
-    for t in lookup(context + out.tokens, k):
+    match, follow = lookup(context + out.tokens, room - len(out.tokens))
+    k = after_forced(gamma.next(match)) if follow else 0
+    if k > 0:
+        out.match = match
+    for t in follow[:max(k, 0)]:
         if t in eos:
             break
         if aware:

@@ -23,9 +23,16 @@ class GammaController:
     Width cost, measured with `bench/spec_bench.py`'s forward timings: on the CPU (float32,
     OpenBLAS, the few-row kernel) a forward over 1 + g tokens costs about 1 + 0.12 g single
     steps (2 tokens 1.1x, 4 tokens 1.3x, 8 tokens 2x); on Metal, verifying a few more tokens is
-    nearly free."""
+    nearly free.
+
+    Prompt-lookup drafts are priced by the length of the n-gram they continue (`match`): each
+    length has its own acceptance rate, since a draft that continues three repeated tokens is
+    far likelier to be right than one that continues a single common token (on the serving
+    bench's regex load, greedy: trigram matches 88% first-token acceptance, unigram ones 0%).
+    One rate for all would let a few failed unigram guesses stop every lookup draft."""
 
     WIDTH_COST = {"cpu": 0.12, "gpu": 0.03}
+    PRIOR = 0.6  # acceptance of model / lookup drafts before a request has seen any
 
     def __init__(self, gamma: int | str, *, max_gamma: int = 7, device: str = "cpu",
                  draft_cost: float = 0.0) -> None:
@@ -37,7 +44,8 @@ class GammaController:
         self.max_gamma = max_gamma
         self.cap = max_gamma if self.adaptive else self.fixed
         self.width_cost = self.default_width_cost = self.WIDTH_COST.get(device, self.WIDTH_COST["cpu"])
-        self.acceptance = 0.6  # of model / lookup drafts
+        self.acceptance = self.PRIOR  # of model drafts (and lookup drafts of no known match)
+        self.by_match: dict[int, float] = {}  # of lookup drafts, per matched n-gram length
         # Grammar-forced drafts (jump-forward) fail mostly at a span's first token, where the
         # target may spell the bytes its own way; past it they are nearly always taken. So
         # two rates: the first forced token's, and each later one's given the one before.
@@ -52,11 +60,17 @@ class GammaController:
         with `batch_row_cost`."""
         self.width_cost = self.default_width_cost if row_cost is None else row_cost
 
-    def next(self) -> int:
-        """Model or lookup drafts to ask for this round."""
+    def rate(self, match: int | None = None) -> float:
+        """The acceptance rate of model drafts (`match` None) or of lookup drafts continuing a
+        `match`-token n-gram."""
+        return self.acceptance if match is None else self.by_match.get(match, self.PRIOR)
+
+    def next(self, match: int | None = None) -> int:
+        """Model drafts (or lookup drafts continuing a `match`-token n-gram) to ask for this
+        round."""
         if not self.adaptive:
             return self.fixed
-        best = self._best(min(max(self.acceptance, 0.0), 0.99))
+        best = self._best(min(max(self.rate(match), 0.0), 0.99))
         if best == 0 and self._best(0.99) > 0:
             # Probe again now and then: the text may have become predictable (never when even
             # near-perfect acceptance would not pay for the drafts).
@@ -89,24 +103,32 @@ class GammaController:
                 best, best_rate = g, tokens / cost
         return best
 
-    def odds(self, sources: list[str]) -> list[float]:
-        """For each draft of a round (its sources in order: forced ones first), the estimated
-        probability that it is accepted, i.e. that it and every draft before it are taken."""
+    def odds(self, sources: list[str], match: int | None = None) -> list[float]:
+        """For each draft of a round (its sources in order: forced ones first; lookup drafts
+        continuing a `match`-token n-gram), the estimated probability that it is accepted, i.e.
+        that it and every draft before it are taken."""
         out, p, forced = [], 1.0, 0
+        rate = self.rate(match)
         for source in sources:
             if source == "forced":
                 p *= self.forced_first if forced == 0 else self.forced_rest
                 forced += 1
             else:
-                p *= self.acceptance
+                p *= rate
             out.append(p)
         return out
 
-    def update(self, drafted: int, accepted: int, forced_drafted: int = 0, forced_accepted: int = 0) -> None:
-        """Counts of one round. Model / lookup drafts after a rejected forced one were never
-        tested: call with drafted <= 0 then (nothing is learnt about them)."""
+    def update(self, drafted: int, accepted: int, forced_drafted: int = 0, forced_accepted: int = 0,
+               match: int | None = None) -> None:
+        """Counts of one round (its lookup drafts continued a `match`-token n-gram; None for model
+        drafts). Model / lookup drafts after a rejected forced one were never tested: call with
+        drafted <= 0 then (nothing is learnt about them)."""
         if drafted > 0 and accepted >= 0:
-            self.acceptance = 0.8 * self.acceptance + 0.2 * (accepted / drafted)
+            rate = 0.8 * self.rate(match) + 0.2 * (accepted / drafted)
+            if match is None:
+                self.acceptance = rate
+            else:
+                self.by_match[match] = rate
         if forced_drafted:
             self.forced_first = 0.8 * self.forced_first + 0.2 * (forced_accepted > 0)
             tested = min(forced_drafted, forced_accepted + 1) - 1  # later forced tokens verified

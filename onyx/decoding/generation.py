@@ -191,7 +191,7 @@ class Generation:
             gamma.price(row_cost)
             constraint = self.constraint
             grammar = constraint.grammar if constraint is not None else None
-            propose(proposal, gamma.next(), gamma.forced_limit(), min(room, gamma.cap), self.context, grammar,
+            propose(proposal, gamma, min(room, gamma.cap), self.context, grammar,
                     constraint.masks if constraint is not None else None,
                     constraint.state if constraint is not None else None,
                     aware=spec.mode == "aware", forced=self.forced, draft=self.draft, eos=self.eos,
@@ -229,7 +229,8 @@ class Generation:
         self.stats.target_forwards += 1
         self.counts.add(self.proposal.sources, accepted)
         n_forced = self.proposal.sources.count("forced")  # forced drafts come first
-        self.gamma.update(len(drafts) - n_forced, accepted - n_forced, n_forced, min(accepted, n_forced))
+        self.gamma.update(len(drafts) - n_forced, accepted - n_forced, n_forced, min(accepted, n_forced),
+                          match=self.proposal.match)
         constraint = self.constraint
         emitted = self.emitted
         entries = self._check.logprob_out if self._check is not None else None

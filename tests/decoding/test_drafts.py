@@ -60,10 +60,11 @@ def test_forced_spans_emit_special_tokens_as_their_ids(engine):
 
 def test_lookup_continues_the_longest_earlier_ngram():
     ctx = [1, 2, 3, 9, 9, 1, 2, 3]
-    assert lookup(ctx, 3) == [9, 9, 1]  # the trigram 1 2 3 occurred before: what followed it
-    assert lookup([5, 6, 7], 2) == []  # nothing repeats
-    assert lookup([4, 4, 4, 4], 2) == [4]  # the latest earlier occurrence wins
-    assert lookup(ctx, 1) == [9]
+    assert lookup(ctx, 3) == (3, [9, 9, 1])  # the trigram 1 2 3 occurred before: what followed it
+    assert lookup([5, 6, 7], 2) == (0, [])  # nothing repeats
+    assert lookup([4, 4, 4, 4], 2) == (3, [4])  # the latest earlier occurrence wins
+    assert lookup(ctx, 1) == (3, [9])
+    assert lookup([7, 1, 2, 8, 2], 2) == (1, [8, 2])  # only the last token repeats: a unigram match
 
 
 def test_a_proposal_keeps_tokens_probabilities_and_sources_aligned():

@@ -43,6 +43,24 @@ def test_adaptive_gamma_prices_drafts():
     assert head.forced_limit() == 1
 
 
+def test_lookup_drafts_are_priced_by_the_length_of_their_match():
+    g = GammaController("auto")
+    g.price(0.52)  # a first extra row's price among eight sequences (`batch_row_cost(8, 8)`)
+    for _ in range(10):
+        g.update(1, 0, match=1)  # unigram matches: never right
+        g.update(3, 3, match=3)  # trigram matches: always right
+    assert g.next(1) == 0 and g.next(3) >= 3
+    assert g.rate(2) == g.rate() == GammaController.PRIOR  # no other length (nor model drafts) learnt from these
+    assert g.odds(["lookup"] * 2, 3)[1] > 0.8 > 0.1 > g.odds(["lookup"], 1)[0]
+    # one shared rate would have stopped every lookup draft
+    shared = GammaController("auto")
+    shared.price(0.52)
+    for _ in range(10):
+        shared.update(1, 0)
+        shared.update(3, 3)
+    assert shared.next() < 3
+
+
 def test_a_wide_step_keeps_the_drafts_that_pay():
     g = GammaController("auto")
     for _ in range(30):
