@@ -184,12 +184,16 @@ def load(spec: str | None = None, *, dequantize: bool | None = None) -> LoadedMo
         dtype = "float32"
     else:
         dtype = _describe_dtype(model)
-    if device == "cpu":  # transcendental functions are scalar there: a table for rope, a vectorised exp
+    if device == "cpu":
+        # transcendental functions are scalar there: a table for rope, a vectorised exp; and
+        # the layers compute while Python builds the rest of the forward
         from onyx.cpu_exp import use_fast_swiglu
+        from onyx.cpu_overlap import use_overlapped_layers
         from onyx.cpu_rope import use_table_rope
 
         use_table_rope(model)
         use_fast_swiglu(model)
+        use_overlapped_layers(model)
     mx.eval(model.parameters())
     eos = sorted(set(tokenizer.eos_token_ids or []))
     return LoadedModel(model=model, tokenizer=tokenizer, path=path, name=name,

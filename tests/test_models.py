@@ -163,3 +163,40 @@ def test_unreachable_hugging_face_id_says_so():
         models.load(spec)
     message = str(e.value)
     assert spec in message and "not a local file or folder" in message and "download" in message
+
+
+@pytest.mark.parametrize("name", ["smollm2", "gemma3"])
+def test_every_second_cpu_layer_starts_evaluating_while_the_rest_is_built(name, request):
+    # onyx.cpu_overlap: on the CPU every second decoder layer but the last starts evaluating its
+    # output (mx.async_eval) once its graph is built; the logits stay bit-identical.
+    from onyx import cpu_overlap
+    from onyx.cpu_overlap import decoder_layers, starts_evaluation
+
+    loaded = request.getfixturevalue(name)
+    layers = decoder_layers(loaded.model)
+    marked = [i for i, layer in enumerate(layers) if starts_evaluation(layer)]
+    assert len(layers) > 4
+    assert marked == (list(range(1, len(layers) - 1, 2)) if loaded.device == "cpu" else [])
+    if not marked:
+        return
+    ids = mx.array(loaded.chat_ids([{"role": "user", "content": "Name three rivers."}]))[None]
+    started = []
+    real = cpu_overlap._start
+    cpu_overlap._start = lambda out: (started.append(out), real(out))
+    try:
+        got = loaded.model(ids)
+    finally:
+        cpu_overlap._start = real
+    assert len(started) == len(marked)
+    classes = [type(layer) for layer in layers]
+    try:
+        for i in marked:
+            layers[i].__class__ = classes[i].__mro__[1]
+        want = loaded.model(ids)
+    finally:
+        for layer, cls in zip(layers, classes):
+            layer.__class__ = cls
+    assert mx.array_equal(got, want)  # the same arithmetic: only when it runs changes
+    assert cpu_overlap.use_overlapped_layers(loaded.model) == len(marked)  # again: nothing changes
+    assert [type(layer) for layer in layers] == classes
+    assert cpu_overlap.use_overlapped_layers(nn.Linear(2, 2)) == 0  # no decoder layers
