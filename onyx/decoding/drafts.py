@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 import mlx.core as mx
+import numpy as np
 
 import onyx._grammar as _g
 from onyx import structure as st
@@ -138,15 +139,27 @@ class ForcedTokens:
 def lookup(context: list[int], k: int, *, max_ngram: int = 3, min_ngram: int = 1) -> tuple[int, list[int]]:
     """Prompt lookup: the longest suffix n-gram of `context` (n from `max_ngram` down to
     `min_ngram`) that occurred earlier, and up to `k` tokens that followed its most recent
-    earlier occurrence; (0, []) when no suffix repeats."""
+    earlier occurrence; (0, []) when no suffix repeats.
+
+    Vectorised (it runs for every sequence every step): the earlier places of the last token,
+    then how far back each one agrees with the suffix, in one pass over the context each."""
     n_ctx = len(context)
+    if n_ctx < 2 or k <= 0:
+        return 0, []
+    tokens = np.asarray(context, dtype=np.int64)
+    ends = np.flatnonzero(tokens[:-1] == tokens[-1])  # where an earlier occurrence would end
+    agree = np.ones(len(ends), dtype=np.int64)  # how many tokens each agrees with the suffix
+    alive = np.ones(len(ends), dtype=bool)
+    for back in range(1, min(max_ngram, n_ctx - 1)):
+        at = ends - back
+        alive &= at >= 0
+        alive[alive] = tokens[at[alive]] == tokens[n_ctx - 1 - back]
+        agree += alive
     for n in range(min(max_ngram, n_ctx - 1), min_ngram - 1, -1):
-        tail = context[n_ctx - n:]
-        for start in range(n_ctx - n - 1, -1, -1):
-            if context[start:start + n] == tail:
-                follow = context[start + n:start + n + k]
-                if follow:
-                    return n, follow
+        hits = ends[agree >= n]
+        if len(hits):
+            start = int(hits[-1]) + 1
+            return n, context[start:start + k]
     return 0, []
 
 

@@ -3,6 +3,8 @@ continues the latest n-gram's earlier occurrence."""
 
 from __future__ import annotations
 
+import random
+
 from onyx.decoding.drafts import ForcedTokens, Proposal, lookup
 
 
@@ -65,6 +67,28 @@ def test_lookup_continues_the_longest_earlier_ngram():
     assert lookup([4, 4, 4, 4], 2) == (3, [4])  # the latest earlier occurrence wins
     assert lookup(ctx, 1) == (3, [9])
     assert lookup([7, 1, 2, 8, 2], 2) == (1, [8, 2])  # only the last token repeats: a unigram match
+
+
+def _lookup_by_scanning(context, k, max_ngram, min_ngram):
+    """The definition, slowly: for n from longest to shortest, the latest earlier start of the
+    suffix n-gram with something after it."""
+    for n in range(min(max_ngram, len(context) - 1), min_ngram - 1, -1):
+        tail = context[len(context) - n:]
+        for start in range(len(context) - n - 1, -1, -1):
+            if context[start:start + n] == tail and context[start + n:start + n + k]:
+                return n, context[start + n:start + n + k]
+    return 0, []
+
+
+def test_vectorised_lookup_finds_what_scanning_finds():
+    rng = random.Random(7)
+    for _ in range(5000):
+        vocab = rng.randint(1, 5)  # small vocabularies: many partial matches of every length
+        context = [rng.randrange(vocab) for _ in range(rng.randint(0, 30))]
+        k, max_ngram = rng.randint(0, 5), rng.randint(1, 4)
+        min_ngram = rng.randint(1, max_ngram)
+        assert lookup(context, k, max_ngram=max_ngram, min_ngram=min_ngram) == \
+            _lookup_by_scanning(context, k, max_ngram, min_ngram), (context, k, max_ngram, min_ngram)
 
 
 def test_a_proposal_keeps_tokens_probabilities_and_sources_aligned():
