@@ -20,10 +20,12 @@ class GammaController:
     unit cost, so a poor or expensive draft source drives g to 0, i.e. plain decoding. The costs
     are fixed per device, not timed, so a seeded request draws the same output every run.
 
-    Width cost, measured with `bench/spec_bench.py`'s forward timings: on the CPU (float32,
-    OpenBLAS, the few-row kernel) a forward over 1 + g tokens costs about 1 + 0.12 g single
-    steps (2 tokens 1.1x, 4 tokens 1.3x, 8 tokens 2x); on Metal, verifying a few more tokens is
-    nearly free.
+    Width cost: on the CPU (float32, OpenBLAS, the few-row kernel, layers evaluated while the
+    rest of the graph is built) a lone sequence's forward over 1 + g tokens costs about
+    1 + 0.06 g single steps (`bench/batch_json_bench.py --rows`: 8 tokens 1.32-1.38x, 16 tokens
+    1.96x); on Metal, verifying a few more tokens is nearly free. (It was 0.12 before the
+    overlap hid a forward's fixed Python time; with 0.06 `bench/spec_bench.py`'s adaptive rows
+    draw 0.38-0.40 forwards per token on the JSON schemas instead of 0.41-0.43.)
 
     Prompt-lookup drafts are priced by the length of the n-gram they continue (`match`): each
     length has its own acceptance rate, since a draft that continues three repeated tokens is
@@ -31,7 +33,7 @@ class GammaController:
     bench's regex load, greedy: trigram matches 88% first-token acceptance, unigram ones 0%).
     One rate for all would let a few failed unigram guesses stop every lookup draft."""
 
-    WIDTH_COST = {"cpu": 0.12, "gpu": 0.03}
+    WIDTH_COST = {"cpu": 0.06, "gpu": 0.03}
     PRIOR = 0.6  # acceptance of model / lookup drafts before a request has seen any
 
     def __init__(self, gamma: int | str, *, max_gamma: int = 7, device: str = "cpu",
