@@ -293,6 +293,8 @@ class Scheduler:
                     self._queue.clear()
                     return
                 admitted = self._admit()
+            if len(admitted) > 1 or (admitted and admitted[0].n > 1):
+                self.batch.make_room(len(self.batch.gens) + sum(r.n for r in admitted))
             for r in admitted:
                 self._begin(r)
             if not self.batch.gens:

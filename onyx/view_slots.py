@@ -67,6 +67,12 @@ class ViewSlots:
             self.slots = self.capacity = 0
             self._owned = []
 
+    def make_room(self, slots: int) -> None:
+        """At least `slots` slots (at least doubling when it grows): a burst of sequences
+        arriving together grows the arrays once, not once per doubling."""
+        if slots > self.slots:
+            self._grow(max(slots, 2 * self.slots), self.capacity)
+
     def reserve(self, length: int) -> None:
         """Makes every slot hold at least `length` tokens."""
         if length > self.capacity:

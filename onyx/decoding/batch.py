@@ -79,6 +79,15 @@ class Batch:
             gen.fail(e)
         self.gens.append(gen)
 
+    def make_room(self, sequences: int) -> None:
+        """Working-view slots for `sequences` generations at once (the scheduler calls this before
+        admitting several). Only a saving: if the arrays cannot grow now, each sequence asks for
+        its slot when it needs one, as without this call."""
+        try:
+            self.runner.pool.views.make_room(sequences)
+        except Exception:  # noqa: BLE001 - e.g. out of memory: a sequence that needs a slot fails alone
+            pass
+
     def end(self, gen: Generation, reason: str) -> None:
         """Ends a generation now (a stop string, a caller going away): its KV is freed."""
         gen.close(reason)
