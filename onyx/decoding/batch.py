@@ -110,7 +110,7 @@ class Batch:
                 g.close("cancelled")
                 touched.append(g)
             elif g.phase == "waiting":
-                self._guard(g, g.try_fork)
+                self._guard(g, self._fork_when_ready, g)
                 if g.done:
                     touched.append(g)
         live = [g for g in self.gens if not g.done]
@@ -177,6 +177,16 @@ class Batch:
 
     # -- internals ---------------------------------------------------------------------------
 
+    def _fork_when_ready(self, g: Generation) -> None:
+        """A waiting generation forks its leader's KV once the shared tokens are in. When the
+        leader ended first (cancelled mid-prefill), it takes its own cached prefix and looks for
+        another live generation to share the prompt with: a burst whose first request goes
+        away still computes the prompt once."""
+        leader = g.fork_of
+        g.try_fork()
+        if leader is not None and leader.done and g.phase == "prefill":
+            self._share_prompt(g)
+
     def _share_prompt(self, gen: Generation) -> None:
         """When another generation's prompt starts with more of this one's than the prefix cache
         gave it, this one forks that generation's KV for the shared tokens (`share_prompt_of`),
@@ -186,7 +196,7 @@ class Batch:
         ids = np.asarray(gen.prompt_ids[:-1])
         best, best_n = None, gen.fed
         for other in self.gens:
-            if other.done or other.phase not in ("prefill", "decode") or other.seq is None:
+            if other is gen or other.done or other.phase not in ("prefill", "decode") or other.seq is None:
                 continue
             m = min(len(ids), len(other.prompt_ids) - 1)
             if m <= best_n:

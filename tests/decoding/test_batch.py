@@ -277,6 +277,41 @@ def test_a_burst_into_an_idle_engine_grows_the_view_arrays_once(engine):
     assert views.slots == 0  # dropped again once the burst ended
 
 
+def test_when_the_leader_goes_away_mid_prefill_the_others_share_the_prompt_again(engine):
+    # Three requests with one long prompt: the later two wait to fork the first one's KV. The
+    # first is cancelled after its first prompt chunk; one of the others then computes the
+    # prompt and the last forks it, so the prompt goes in once more, not twice.
+    from onyx.decoding.batch import Batch
+    from onyx.decoding.generation import Generation
+
+    chunk = 32
+    batch = Batch(engine.runner, prefill_chunk=chunk)
+    ids = engine.chat_ids(ask("Run 5213. " + "Rivers: Nile, Amazon, Yangtze, Danube, Rhine, Volga. " * 6
+                              + "Which one is the longest?"))
+    options = GenerateOptions.parse(max_tokens=5)
+    cancel = threading.Event()
+    first = Generation(engine.runner, ids, options, cancel=cancel)
+    others = [Generation(engine.runner, ids, options) for _ in range(2)]
+    for g in [first, *others]:
+        batch.add(g)
+    cached = first.fed  # the chat template's system prompt, in whole blocks
+    assert len(ids) - 1 - cached > 3 * chunk
+    assert all(g.phase == "waiting" and g.fork_of is first for g in others)
+    batch.step()
+    assert first.fed == cached + chunk and all(g.phase == "waiting" for g in others)
+    cancel.set()
+    start = batch.steps
+    while batch.gens:
+        batch.step()
+    log = [s for s in batch.log if s.index >= start]
+    assert first.finish == "cancelled"
+    assert sum(s.prefill_tokens for s in log) == len(ids) - 1 - cached
+    assert sorted(g.stats.cached_prompt_tokens for g in others) == [cached, len(ids) - 1]
+    assert all(g.finish == "length" for g in others)
+    assert others[0].context == others[1].context  # the same prompt, greedy: the same answer
+    assert engine.runner.pool.stats()["live_sequences"] == 0
+
+
 def test_n_samples_fork_one_prompt(engine):
     pool = engine.runner.pool
     messages = ask("Name an animal.")
