@@ -29,6 +29,8 @@ from functools import partial
 import mlx.core as mx
 import mlx.nn as nn
 
+from onyx.call_override import CallOverride
+
 _LOG2E = 1.4426950408889634
 _LN2_HI = 0.693359375  # ln 2 to 11 bits: n * _LN2_HI is exact for the n that occur
 _LN2_LO = -2.12194440e-4  # ln 2 - _LN2_HI
@@ -80,18 +82,12 @@ def _swiglu_mlp(self, x: mx.array, *args, **kwargs) -> mx.array:
     return self.down_proj(swiglu(self.gate_proj(x), self.up_proj(x)))
 
 
-_FAST_CLASSES: dict[type, type] = {}
-
-
-def _fast_class(cls: type) -> type:
-    if cls not in _FAST_CLASSES:
-        _FAST_CLASSES[cls] = type(cls.__name__, (cls,), {"__call__": _swiglu_mlp, "__module__": cls.__module__})
-    return _FAST_CLASSES[cls]
+_FAST = CallOverride(_swiglu_mlp)
 
 
 def takes_fast_swiglu(module) -> bool:
     """Whether `use_fast_swiglu` switched this module."""
-    return type(module) in _FAST_CLASSES.values()
+    return _FAST.applies_to(module)
 
 
 def use_fast_swiglu(model) -> int:
@@ -116,7 +112,7 @@ def use_fast_swiglu(model) -> int:
             # gate values of a few units, where SiLU and its look-alikes (GELU) differ
             x = x * (3.0 / (float(mx.std(module.gate_proj(x)).item()) + 1e-12))
             before = module(x)
-            module.__class__ = _fast_class(cls)
+            _FAST.switch(module)
             after = module(x)
         except Exception:  # noqa: BLE001 - an MLP of another shape: leave it as it was
             module.__class__ = cls

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import mlx.core as mx
 
+from onyx.call_override import CallOverride
+
 EVERY = 2  # a layer in this many starts the evaluation of what came before it
 
 _start = mx.async_eval  # (a name of this module, so that tests can count the evaluations started)
@@ -31,18 +33,12 @@ def _overlapped_call(self, *args, **kwargs):
     return out
 
 
-_CLASSES: dict[type, type] = {}
-
-
-def _overlapped_class(cls: type) -> type:
-    if cls not in _CLASSES:
-        _CLASSES[cls] = type(cls.__name__, (cls,), {"__call__": _overlapped_call, "__module__": cls.__module__})
-    return _CLASSES[cls]
+_OVERLAPPED = CallOverride(_overlapped_call)
 
 
 def starts_evaluation(layer) -> bool:
     """Whether `use_overlapped_layers` made this layer start evaluating its output."""
-    return type(layer) in _CLASSES.values()
+    return _OVERLAPPED.applies_to(layer)
 
 
 def decoder_layers(model) -> list:
@@ -60,7 +56,6 @@ def use_overlapped_layers(model, every: int = EVERY) -> int:
     switched = 0
     for i, layer in enumerate(layers[:-1]):
         if (i + 1) % every == 0:
-            if not starts_evaluation(layer):
-                layer.__class__ = _overlapped_class(type(layer))
+            _OVERLAPPED.switch(layer)
             switched += 1
     return switched
