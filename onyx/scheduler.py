@@ -293,7 +293,7 @@ class Scheduler:
                     self._queue.clear()
                     return
                 admitted = self._admit()
-            if len(admitted) > 1 or (admitted and admitted[0].n > 1):
+            if sum(r.n for r in admitted) > 1:
                 self.batch.make_room(len(self.batch.gens) + sum(r.n for r in admitted))
             for r in admitted:
                 self._begin(r)
@@ -458,7 +458,9 @@ class Scheduler:
             r.cancel.set()
 
     def _idle(self) -> None:
-        """Nothing is running: keep the pools evaluated so any thread may use the model."""
+        """Nothing is running: keep the pools evaluated so any thread may use the model, and drop
+        view arrays grown for a burst that ended before using them."""
+        self.runner.pool.views.drop_if_unused()
         self.runner.pool.materialize()
         if self.draft_runner is not None:
             self.draft_runner.pool.materialize()

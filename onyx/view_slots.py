@@ -61,6 +61,11 @@ class ViewSlots:
 
     def release(self, slot: int) -> None:
         self._owned[slot] = False
+        self.drop_if_unused()
+
+    def drop_if_unused(self) -> None:
+        """Drops the arrays when no slot is in use (also ones `make_room` grew for sequences
+        that ended before taking a slot)."""
         if not any(self._owned):
             self.k = [None] * len(self.k)
             self.v = [None] * len(self.v)

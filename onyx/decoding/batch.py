@@ -28,6 +28,7 @@ so only the one that fails again ends.
 from __future__ import annotations
 
 import collections
+import logging
 import time
 from dataclasses import dataclass, field
 
@@ -38,6 +39,8 @@ from onyx.decoding.gamma import batch_row_cost, fit_rows, row_limit
 from onyx.decoding.generation import Generation
 from onyx.decoding.runner import PREFILL_CHUNK
 from onyx.decoding.verify import verify_many
+
+log = logging.getLogger("onyx.batch")
 
 
 @dataclass
@@ -86,7 +89,7 @@ class Batch:
         try:
             self.runner.pool.views.make_room(sequences)
         except Exception:  # noqa: BLE001 - e.g. out of memory: a sequence that needs a slot fails alone
-            pass
+            log.debug("could not grow the view arrays for %d sequences", sequences, exc_info=True)
 
     def end(self, gen: Generation, reason: str) -> None:
         """Ends a generation now (a stop string, a caller going away): its KV is freed."""

@@ -143,6 +143,7 @@ def lookup(context: list[int], k: int, *, max_ngram: int = 3, min_ngram: int = 1
 
     Vectorised (it runs for every sequence every step): the earlier places of the last token,
     then how far back each one agrees with the suffix, in one pass over the context each."""
+    assert min_ngram >= 1, "a match is at least one token (0 means none)"
     n_ctx = len(context)
     if n_ctx < 2 or k <= 0:
         return 0, []
@@ -226,8 +227,9 @@ def propose(out: Proposal, gamma: GammaController, room: int, context: list[int]
     def after_forced(k: int) -> int:
         return min(k - len(out.tokens) if forced_limit is None else k, room - len(out.tokens))
 
-    if room - len(out.tokens) <= 0 or (aware and masks.only_eos(s)):
-        return
+    if room - len(out.tokens) <= 0 or (forced_limit is None and after_forced(gamma.next()) <= 0) or (
+            aware and masks.only_eos(s)):
+        return  # no room, forced tokens filled a fixed γ, or only the end may follow
     if draft is not None:
         k = after_forced(gamma.next())
         if k <= 0:
@@ -239,8 +241,6 @@ def propose(out: Proposal, gamma: GammaController, room: int, context: list[int]
         return
     match, follow = lookup(context + out.tokens, room - len(out.tokens))
     k = after_forced(gamma.next(match)) if follow else 0
-    if k > 0:
-        out.match = match
     for t in follow[:max(k, 0)]:
         if t in eos:
             break
@@ -250,3 +250,4 @@ def propose(out: Proposal, gamma: GammaController, room: int, context: list[int]
             except _g.GrammarError:
                 break
         out.add(t, None, "lookup")
+        out.match = match

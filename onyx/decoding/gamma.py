@@ -46,7 +46,7 @@ class GammaController:
         self.max_gamma = max_gamma
         self.cap = max_gamma if self.adaptive else self.fixed
         self.width_cost = self.default_width_cost = self.WIDTH_COST.get(device, self.WIDTH_COST["cpu"])
-        self.acceptance = self.PRIOR  # of model drafts (and lookup drafts of no known match)
+        self.acceptance = self.PRIOR  # of model drafts
         self.by_match: dict[int, float] = {}  # of lookup drafts, per matched n-gram length
         # Grammar-forced drafts (jump-forward) fail mostly at a span's first token, where the
         # target may spell the bytes its own way; past it they are nearly always taken. So
@@ -54,7 +54,7 @@ class GammaController:
         self.forced_first = 0.9
         self.forced_rest = 0.9
         self.draft_cost = draft_cost
-        self.idle_rounds = 0
+        self.idle: dict[int | None, int] = {}  # rounds in which drafting did not pay, per rate
 
     def price(self, row_cost: float | None) -> None:
         """Sets the cost of one draft row for the next rounds, in units of this sequence's share
@@ -75,9 +75,10 @@ class GammaController:
         best = self._best(min(max(self.rate(match), 0.0), 0.99))
         if best == 0 and self._best(0.99) > 0:
             # Probe again now and then: the text may have become predictable (never when even
-            # near-perfect acceptance would not pay for the drafts).
-            self.idle_rounds += 1
-            if self.idle_rounds % 16 == 0:
+            # near-perfect acceptance would not pay for the drafts). Counted per rate, so that
+            # each match length gets its own probes.
+            self.idle[match] = idle = self.idle.get(match, 0) + 1
+            if idle % 16 == 0:
                 return 1
         return best
 

@@ -260,20 +260,25 @@ def test_prompts_arriving_together_are_computed_once(engine):
 
 
 def test_a_burst_into_an_idle_engine_grows_the_view_arrays_once(engine):
-    # Five requests arriving together take their view slots from arrays grown once to five
-    # slots (after one slot for the first, when the worker admits it before the others are
-    # queued), not doubled again and again (1, 2, 4, 8) while the first steps run.
+    # Five requests admitted together take their view slots from arrays grown once to five
+    # slots, not doubled again and again (1, 2, 4, 8) while the first steps run. (They are
+    # queued while the worker is held, so that it admits them in one go.)
     views = engine.runner.pool.views
     assert views.in_use == 0 and views.slots == 0  # idle: the arrays were dropped
     grows = []
     real = views._grow
     views._grow = lambda slots, capacity: (grows.append(slots), real(slots, capacity))[1]
+    options = GenerateOptions.parse(max_tokens=4)
     try:
-        results = engine.chat_many([ask(f"Count to {i + 2}.") for i in range(5)], max_tokens=4)
+        with engine.scheduler._cv:
+            burst = [engine.submit(engine.chat_ids(ask(f"Count to {i + 2}.")), options, on_event=lambda i, x: None)
+                     for i in range(5)]
+        for r in burst:
+            assert r.ended.wait(300)
     finally:
         del views._grow
-    assert [r.finish_reason for r in results] == ["length"] * 5
-    assert grows[-1] == 5 and len(grows) <= 2
+    assert [r.gens[0].finish for r in burst] == ["length"] * 5
+    assert grows == [5]
     assert views.slots == 0  # dropped again once the burst ended
 
 

@@ -91,6 +91,51 @@ def test_vectorised_lookup_finds_what_scanning_finds():
             _lookup_by_scanning(context, k, max_ngram, min_ngram), (context, k, max_ngram, min_ngram)
 
 
+class _Counting:
+    """A grammar that takes every token (its state counts them), masks that never force the end,
+    and forced spans given per state: enough for `propose`'s bookkeeping."""
+
+    def __init__(self, spans: dict[int, list[int]] | None = None) -> None:
+        self.spans = spans or {}
+
+    def advance(self, state, token):
+        return state + 1
+
+    def only_eos(self, state):
+        return False
+
+    def at(self, state):
+        return self.spans.get(state, [])
+
+
+def _propose(gamma, context, spans=None, room=10):
+    from onyx.decoding.drafts import propose
+
+    g = _Counting(spans)
+    out = Proposal()
+    propose(out, gamma, room, context, g, g, 0, aware=True, forced=g if spans else None, draft=None,
+            eos=set(), remaining=room + 1, timings={})
+    return out
+
+
+def test_a_round_takes_forced_tokens_then_lookup_drafts_priced_by_their_match():
+    from onyx.decoding.gamma import GammaController
+
+    context = [1, 2, 3, 7, 8, 9, 1, 2, 3]  # the trigram 1 2 3 was followed by 7 8 9
+    # forced tokens 2 3 first; the lookup then continues context + forced tokens
+    fixed = _propose(GammaController(3), context[:-2], spans={0: [2, 3]})
+    assert fixed.tokens == [2, 3, 7] and fixed.sources == ["forced", "forced", "lookup"]  # γ counts both
+    assert fixed.match == 3
+    used_up = _propose(GammaController(2), context[:-2], spans={0: [2, 3]})
+    assert used_up.tokens == [2, 3] and used_up.match is None  # γ taken by the forced ones
+    auto = GammaController("auto")
+    for _ in range(20):
+        auto.update(2, 0, match=3)  # trigram drafts never taken
+    assert _propose(auto, context).tokens == []
+    assert _propose(auto, context).match is None  # no lookup draft: no match to learn from
+    assert _propose(GammaController("auto"), context).tokens[:3] == [7, 8, 9]
+
+
 def test_a_proposal_keeps_tokens_probabilities_and_sources_aligned():
     p = Proposal()
     p.add(3, None, "forced")
