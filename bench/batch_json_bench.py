@@ -19,12 +19,17 @@ With `--rows`, instead: the cost of one ragged forward against its rows (1 seque
 rows; 8 sequences of 8 to 32 rows), in single-token forwards, cases interleaved: the table
 `onyx.decoding.gamma.STEP_COST` comes from it.
 
+With `--overlap` (CPU), instead: the same forwards (1 and 8 sequences of one row, 8 of three)
+with the decoder layers `onyx.cpu_overlap` switched and switched back, alternated, on each model
+of `--models`: the time of the overlapped forward against evaluating once at the end.
+
     python bench/batch_json_bench.py --base 217e64f --reps 6
     python bench/batch_json_bench.py --rows
+    python bench/batch_json_bench.py --overlap --models smollm2,gemma3-270m
     python bench/batch_json_bench.py --no-base --batch 8 --profile
 
-Prints the numbers and writes batch_json_bench.json (batch_rows_bench.json with `--rows`) to
---out (default bench/results).
+Prints the numbers and writes batch_json_bench.json (batch_rows_bench.json with `--rows`,
+overlap_bench.json with `--overlap`) to --out (default bench/results).
 """
 
 from __future__ import annotations
@@ -227,6 +232,61 @@ def forward_costs(engine, reps: int) -> dict:
             for (s, r), t in times.items()}
 
 
+OVERLAP_CASES = ((1, 1), (8, 1), (8, 3))  # (sequences, rows each)
+
+
+def overlap_costs(engine, reps: int) -> dict:
+    """Per case, the median forward time with `onyx.cpu_overlap`'s layers switched and with them
+    switched back (alternated every repetition), and their ratio."""
+    import mlx.core as mx
+
+    from onyx.cpu_overlap import decoder_layers, starts_evaluation
+
+    runner = engine.runner
+    layers = decoder_layers(runner.model)
+    switched = [(layer, type(layer)) for layer in layers if starts_evaluation(layer)]
+    if not switched:
+        return {}
+    ids = engine.chat_ids(JSON_MESSAGES)
+    seqs = []
+    for _ in range(max(s for s, _ in OVERLAP_CASES)):
+        seq = runner.pool.sequence()
+        runner.forward([(seq, ids[:-1], 0)])
+        seqs.append(seq)
+
+    def use(overlap: bool) -> None:
+        for layer, cls in switched:
+            layer.__class__ = cls if overlap else cls.__mro__[1]
+
+    def once(nseq: int, rows: int) -> float:
+        t0 = time.perf_counter()
+        mx.eval(runner.forward([(seqs[i], [ids[-1]] * rows, rows) for i in range(nseq)]))
+        dt = time.perf_counter() - t0
+        for i in range(nseq):
+            seqs[i].rollback(rows)
+        return dt
+
+    out = {}
+    try:
+        for case in OVERLAP_CASES:
+            times = {True: [], False: []}
+            for overlap in (True, False):
+                use(overlap)
+                once(*case)
+            for rep in range(reps):
+                for overlap in ((True, False) if rep % 2 == 0 else (False, True)):
+                    use(overlap)
+                    times[overlap].append(once(*case))
+            on, off = statistics.median(times[True]), statistics.median(times[False])
+            out[f"{case[0]}x{case[1]}"] = {"overlapped_ms": round(1e3 * on, 1), "at_the_end_ms": round(1e3 * off, 1),
+                                           "ratio": round(on / off, 3)}
+    finally:
+        use(True)
+        for seq in seqs:
+            seq.free()
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", default="217e64f", help="revision for the paired one-sequence run")
@@ -234,6 +294,8 @@ def main() -> int:
     ap.add_argument("--batch", default="1,8", help="comma-separated batch sizes")
     ap.add_argument("--reps", type=int, default=4)
     ap.add_argument("--rows", action="store_true", help="measure forward cost against rows instead")
+    ap.add_argument("--overlap", action="store_true", help="measure onyx.cpu_overlap's layers instead (CPU)")
+    ap.add_argument("--models", default="smollm2", help="comma-separated models for --overlap")
     ap.add_argument("--profile", action="store_true", help="print cProfile's top functions (JSON batches)")
     ap.add_argument("--out", type=Path, default=harness.RESULTS)
     args = ap.parse_args()
@@ -246,6 +308,20 @@ def main() -> int:
             print(f"{case:>6} sequences x rows: {c['ms']:8.1f} ms  {c['vs_one_row']:5.2f}x")
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "batch_rows_bench.json").write_text(json.dumps(result, indent=1) + "\n")
+        return 0
+    if args.overlap:
+        from onyx import Engine
+
+        result["overlap"] = {}
+        for model in args.models.split(","):
+            engine = Engine(model=model)
+            result["overlap"][model] = costs = overlap_costs(engine, max(args.reps, 30))
+            engine.close()
+            for case, c in costs.items():
+                print(f"{model:>12} {case:>4} sequences x rows: overlapped {c['overlapped_ms']:7.1f} ms, "
+                      f"evaluated at the end {c['at_the_end_ms']:7.1f} ms  {c['ratio']:.3f}x")
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "overlap_bench.json").write_text(json.dumps(result, indent=1) + "\n")
         return 0
     if not args.no_base:
         from bench.serve_bench import base_checkout
