@@ -197,18 +197,24 @@ ROW_CASES = [(1, 1), (1, 8), (1, 16), (8, 8), (8, 9), (8, 10), (8, 12), (8, 14),
              (8, 32), (8, 33), (8, 48)]
 
 
+def _prefilled(engine, n: int) -> tuple[list[int], list]:
+    """The JSON prompt's ids, and `n` KV sequences holding all of it but its last token."""
+    ids = engine.chat_ids(JSON_MESSAGES)
+    seqs = []
+    for _ in range(n):
+        seq = engine.runner.pool.sequence()
+        engine.runner.forward([(seq, ids[:-1], 0)])
+        seqs.append(seq)
+    return ids, seqs
+
+
 def forward_costs(engine, reps: int) -> dict:
     """Milliseconds per ragged forward, (sequences, rows) cases round-robin, each sequence's KV
     rolled back after each forward; and each case against one sequence's one-row forward."""
     import mlx.core as mx
 
     runner = engine.runner
-    ids = engine.chat_ids(JSON_MESSAGES)
-    seqs = []
-    for _ in range(max(s for s, _ in ROW_CASES)):
-        seq = runner.pool.sequence()
-        runner.forward([(seq, ids[:-1], 0)])
-        seqs.append(seq)
+    ids, seqs = _prefilled(engine, max(s for s, _ in ROW_CASES))
 
     def once(nseq: int, rows: int) -> float:
         per = [rows // nseq + (1 if i < rows % nseq else 0) for i in range(nseq)]
@@ -247,12 +253,7 @@ def overlap_costs(engine, reps: int) -> dict:
     switched = [(layer, type(layer)) for layer in layers if starts_evaluation(layer)]
     if not switched:
         return {}
-    ids = engine.chat_ids(JSON_MESSAGES)
-    seqs = []
-    for _ in range(max(s for s, _ in OVERLAP_CASES)):
-        seq = runner.pool.sequence()
-        runner.forward([(seq, ids[:-1], 0)])
-        seqs.append(seq)
+    ids, seqs = _prefilled(engine, max(s for s, _ in OVERLAP_CASES))
 
     def use(overlap: bool) -> None:
         for layer, cls in switched:
