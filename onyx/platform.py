@@ -20,11 +20,11 @@ Nothing here is hard-coded for one OS: every choice is made from what the runnin
   weight row read once for all rows, register tiles sized for the machine's vector registers; a
   row's result has the same bits whatever other rows share the call), and up to 512 rows of
   weight products (K >= 256: prompt chunks, wide steps) in pieces of at most 32 (each reads the
-  weights again; on one thread
-  0.8-1.6x the speed of OpenBLAS's single-threaded sgemm from 33 to 256 rows, and split between
-  two threads like the other products, which OpenBLAS's are not here), sends other one-row /
-  one-column products to `cblas_sgemv` and everything else to OpenBLAS's `cblas_sgemm`. Without
-  a compiler it falls back to plain OpenBLAS. `bench/matmul_bench.py` measures the kernels.
+  weights again; on one thread 0.8-1.6x the speed of OpenBLAS's single-threaded sgemm from 33
+  to 256 rows, and split between two threads like the other products, which OpenBLAS's are not
+  here), sends other one-row / one-column products to `cblas_sgemv` and everything else to
+  OpenBLAS's `cblas_sgemm`. Without a compiler it falls back to plain OpenBLAS.
+  `bench/matmul_bench.py` measures the kernels.
 
   The shim splits a few-row product between two threads (`shim_threads()`): chunks of weight
   rows, claimed one at a time by the calling thread and a helper, so a helper that loses its core
@@ -111,8 +111,9 @@ static void gemv(int trans, int m, int n, float alpha, const float *a, int lda, 
 
 /* x @ W^T for 1 to 32 rows of x (more in pieces: `few_rows_product`): C = alpha * A @ B^T +
    beta * C with A (M x K), B (N x K), both row-major. A decode step multiplies one row (M = 1);
-   verifying drafts and batched decoding a few (M = 2..32). Each weight row is read from memory once for all M rows of A. (OpenBLAS's
-   sgemm repacks the whole matrix on every call: a 2-row product cost twice a 1-row one.)
+   verifying drafts and batched decoding a few (M = 2..32). Each weight row is read from memory
+   once for all M rows of A. (OpenBLAS's sgemm repacks the whole matrix on every call: a 2-row
+   product cost twice a 1-row one.)
 
    One row costs what its weights take to stream in. With more rows the multiply-adds catch up:
    M of them per weight float, so on one core with two 16-lane FMA pipes the arithmetic alone

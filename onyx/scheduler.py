@@ -293,8 +293,9 @@ class Scheduler:
                     self._queue.clear()
                     return
                 admitted = self._admit()
-            if sum(r.n for r in admitted) > 1:
-                self.batch.make_room(len(self.batch.gens) + sum(r.n for r in admitted))
+            arriving = sum(r.n for r in admitted)
+            if arriving > 1:  # several sequences at once: their view slots in one growth
+                self.batch.make_room(len(self.batch.gens) + arriving)
             for r in admitted:
                 self._begin(r)
             if not self.batch.gens:
