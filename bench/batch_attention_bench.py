@@ -7,7 +7,7 @@ same step, on the default model (SmolLM2-135M-Instruct, float32), timed as whole
 weight product, attention, the vocabulary head on the rows that need logits):
 
     ragged      rows end to end (1, N); weight products once over N rows; attention per
-                sequence on its own paged working view (`onyx.decoding.ragged`: what Onyx runs)
+                sequence on its own paged working view (`onyx.kv.ragged`: what Onyx runs)
     padded      a (B, L_max) batch, attention over one persistent left-padded (B, H, T_max, D)
                 cache kept across steps (mlx-lm's `BatchKVCache`; its cost when a sequence
                 joins or leaves, a rebuild, is not counted here)

@@ -20,7 +20,7 @@ rows; 8 sequences of 8 to 32 rows), in single-token forwards, cases interleaved:
 `onyx.decoding.gamma.STEP_COST` comes from it.
 
 With `--overlap` (CPU), instead: the same forwards (1 and 8 sequences of one row, 8 of three)
-with the decoder layers `onyx.cpu_overlap` switched and switched back, alternated, on each model
+with the decoder layers `onyx.cpu.overlap` switched and switched back, alternated, on each model
 of `--models`: the time of the overlapped forward against evaluating once at the end.
 
     python bench/batch_json_bench.py --base 217e64f --reps 6
@@ -242,11 +242,11 @@ OVERLAP_CASES = ((1, 1), (8, 1), (8, 3))  # (sequences, rows each)
 
 
 def overlap_costs(engine, reps: int) -> dict:
-    """Per case, the median forward time with `onyx.cpu_overlap`'s layers switched and with them
+    """Per case, the median forward time with `onyx.cpu.overlap`'s layers switched and with them
     switched back (alternated every repetition), and their ratio."""
     import mlx.core as mx
 
-    from onyx.cpu_overlap import decoder_layers, starts_evaluation
+    from onyx.cpu.overlap import decoder_layers, starts_evaluation
 
     runner = engine.runner
     layers = decoder_layers(runner.model)
@@ -295,7 +295,7 @@ def main() -> int:
     ap.add_argument("--batch", default="1,8", help="comma-separated batch sizes")
     ap.add_argument("--reps", type=int, default=4)
     ap.add_argument("--rows", action="store_true", help="measure forward cost against rows instead")
-    ap.add_argument("--overlap", action="store_true", help="measure onyx.cpu_overlap's layers instead (CPU)")
+    ap.add_argument("--overlap", action="store_true", help="measure onyx.cpu.overlap's layers instead (CPU)")
     ap.add_argument("--models", default="smollm2", help="comma-separated models for --overlap")
     ap.add_argument("--profile", action="store_true", help="print cProfile's top functions (JSON batches)")
     ap.add_argument("--out", type=Path, default=harness.RESULTS)

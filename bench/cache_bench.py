@@ -2,7 +2,7 @@
 against mlx-lm's own KVCache on the same model in the same run.
 
     python bench/cache_bench.py                    # random SmolLM2-135M-shaped model (float32)
-    python bench/cache_bench.py --real             # the real default model (onyx.models.load())
+    python bench/cache_bench.py --real             # the real default model (onyx.models.loader.load())
     python bench/cache_bench.py --quick            # fewer steps / lengths
 
 Prints tables and writes cache_bench.json (one entry per model) to --out (default
@@ -27,7 +27,7 @@ import time  # noqa: E402
 
 import mlx.core as mx  # noqa: E402
 
-from onyx.paged_cache import PagedKVPool  # noqa: E402
+from onyx.kv.pool import PagedKVPool  # noqa: E402
 
 
 def random_smollm2(num_layers: int = 30, seed: int = 0):
@@ -232,12 +232,12 @@ def run_cache_bench(model=None, *, model_name=None, quick=False, decode_configs=
 
 def main(argv=None):
     ap = harness.arg_parser(__doc__, "fewer steps and lengths")
-    ap.add_argument("--real", action="store_true", help="use onyx.models.load() (the default model)")
+    ap.add_argument("--real", action="store_true", help="use onyx.models.loader.load() (the default model)")
     ap.add_argument("--no-json", action="store_true")
     a = ap.parse_args(argv)
     model = name = None
     if a.real:
-        from onyx.models import load
+        from onyx.models.loader import load
 
         loaded = load()
         model, name = loaded.model, f"{loaded.name} ({loaded.dtype})"

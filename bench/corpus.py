@@ -18,7 +18,7 @@ from pathlib import Path
 # Vocabularies
 # --------------------------------------------------------------------------------------------
 
-VOCABS = {  # name -> onyx asset (`python -m onyx.assets fetch ASSET`)
+VOCABS = {  # name -> onyx asset (`python -m onyx.models.assets fetch ASSET`)
     "qwen2": "qwen2-tokenizer",     # 152,064 tokens, byte-level BPE (the grammar targets' scale)
     "smollm2": "smollm2",           # 49,152 tokens, byte-level BPE
     "gemma3": "gemma3-tokenizer",   # 262,144 tokens, SentencePiece with byte fallback

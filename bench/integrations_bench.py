@@ -44,7 +44,7 @@ from mlx_lm import stream_generate  # noqa: E402
 from bench.corpus import CHARACTER_SCHEMA, JSON_ASK, STORY  # noqa: E402
 from onyx.integrations import common  # noqa: E402
 from onyx.integrations.mlx_lm import GrammarLogitsProcessor  # noqa: E402
-from onyx.models import load  # noqa: E402
+from onyx.models.loader import load  # noqa: E402
 
 FULL_MASK = r"(?s:.)*"
 LOWER = r"[a-z ]+"

@@ -10,9 +10,9 @@ call. Rows k = 1, 2, 4, 5, 8, 12, 16, 24, 32 against SmolLM2-135M's weight shape
 
 Variants, timed call by call in one interleaved loop (pairs share the machine's load):
 
-    now       the shim as `onyx.platform` builds it (x @ W^T for 1..32 rows in its own kernels),
+    now       the shim as `onyx.cpu.blas` builds it (x @ W^T for 1..32 rows in its own kernels),
               on one thread
-    split     the same, each product split between `onyx.platform.shim_threads()` threads (as
+    split     the same, each product split between `onyx.cpu.blas.shim_threads()` threads (as
               Onyx runs it; timed by wall clock, compared with `now` by paired wall-time ratios);
               left out when that is one thread
     before    the shim as of commit BEFORE_REV (a one-row kernel, a 2..8-row kernel, OpenBLAS
@@ -52,7 +52,7 @@ import tempfile  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from onyx import platform  # noqa: E402
+from onyx.cpu import blas  # noqa: E402
 
 BEFORE_REV = "2953333"  # the last commit with the one-row + 2..8-row kernels
 SHAPES = [("q/o", 576, 576), ("k/v", 192, 576), ("gate/up", 1536, 576), ("down", 576, 1536),
@@ -126,11 +126,22 @@ def _compile(source: str, dest: Path, extra: list[str]) -> Path:
 
 
 def _shim_source_at(rev: str) -> str | None:
-    """`_SHIM_SOURCE` of onyx/platform.py at git revision `rev`, or None (no git, no such rev)."""
-    try:
-        text = subprocess.run(["git", "show", f"{rev}:onyx/platform.py"], cwd=harness.ROOT, check=True,
-                              capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
+    """The shim's C source at git revision `rev` (`onyx/cpu/blas_shim.c`, or the `_SHIM_SOURCE`
+    string of `onyx/platform.py` in revisions before it had a file of its own); None when there
+    is no git or no such revision."""
+
+    def show(path: str) -> str | None:
+        try:
+            return subprocess.run(["git", "show", f"{rev}:{path}"], cwd=harness.ROOT, check=True,
+                                  capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    source = show("onyx/cpu/blas_shim.c")
+    if source is not None:
+        return source
+    text = show("onyx/platform.py")
+    if text is None:
         return None
     for node in ast.parse(text).body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_SHIM_SOURCE" for t in node.targets):
@@ -138,30 +149,30 @@ def _shim_source_at(rev: str) -> str | None:
     return None
 
 
-def _sgemm_of_shim(path: Path, blas: str):
+def _sgemm_of_shim(path: Path, library: str):
     lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_LOCAL)
-    if lib.onyx_blas_shim_init(blas.encode()) != 0:
-        raise RuntimeError(f"{path} could not bind to {blas}")
+    if lib.onyx_blas_shim_init(library.encode()) != 0:
+        raise RuntimeError(f"{path} could not bind to {library}")
     return lib, ctypes.cast(lib.cblas_sgemm, ctypes.c_void_p).value
 
 
 def variants(tmp: Path, before_rev: str = BEFORE_REV) -> tuple[dict, dict, list]:
     """{name: cblas_sgemm address}, notes, and the libraries to keep loaded."""
-    blas = platform.find_blas_library()
-    if not sys.platform.startswith("linux") or blas is None:
+    library = blas.find_blas_library()
+    if not sys.platform.startswith("linux") or library is None:
         raise SystemExit("this bench measures the Linux BLAS shim: needs Linux and OpenBLAS")
-    shim = platform.build_shim()
+    shim = blas.build_shim()
     if shim is None:
         raise SystemExit("the shim could not be built (no C compiler?)")
-    keep, fns, notes = [], {}, {"shim": str(shim), "blas": blas}
-    lib, fns["now"] = _sgemm_of_shim(shim, blas)
+    keep, fns, notes = [], {}, {"shim": str(shim), "blas": library}
+    lib, fns["now"] = _sgemm_of_shim(shim, library)
     lib.onyx_blas_shim_threads(1)  # this process's own shim (MLX's): its kernels on one thread
     keep.append(lib)
-    threads = platform.shim_threads()
+    threads = blas.shim_threads()
     if threads > 1:  # a second copy of the library: its own helper threads and settings
         split = tmp / "shim_split.so"
         shutil.copyfile(shim, split)
-        lib, fns["split"] = _sgemm_of_shim(split, blas)
+        lib, fns["split"] = _sgemm_of_shim(split, library)
         lib.onyx_blas_shim_threads(threads)
         keep.append(lib)
         notes["split"] = f"the same kernels, each product split between {threads} threads (as Onyx runs them)"
@@ -169,12 +180,12 @@ def variants(tmp: Path, before_rev: str = BEFORE_REV) -> tuple[dict, dict, list]
     if old is None:
         notes["before"] = f"left out: no git or no commit {before_rev}"
     else:
-        lib, fns["before"] = _sgemm_of_shim(_compile(old, tmp / "shim_before.so", ["-ldl", "-pthread"]), blas)
+        lib, fns["before"] = _sgemm_of_shim(_compile(old, tmp / "shim_before.so", ["-ldl", "-pthread"]), library)
         if hasattr(lib, "onyx_blas_shim_threads"):
             lib.onyx_blas_shim_threads(1)  # one thread, as `now`
         keep.append(lib)
         notes["before"] = f"shim source at commit {before_rev}"
-    ob = ctypes.CDLL(blas, mode=ctypes.RTLD_LOCAL)
+    ob = ctypes.CDLL(library, mode=ctypes.RTLD_LOCAL)
     try:
         ob.openblas_set_num_threads(1)
     except AttributeError:
@@ -304,9 +315,9 @@ def run(quick: bool = False, out_dir: Path | None = None, *, pool_mb: int | None
     reps = reps or (1 if quick else 3)
     shapes = shapes or [s for s in SHAPES if not quick or s[0] in QUICK_SHAPES]
     rows = rows or (QUICK_ROWS if quick else ROWS)
-    flags = set(platform._cpu_flags().split())
+    flags = set(blas._cpu_flags().split())
     meta = {**harness.machine_meta(), "quick": quick, "loadavg_start": harness.loadavg(),
-            "blas": platform.blas_status(), "pool_mb": pool_mb, "reps": reps, "before_rev": before_rev,
+            "blas": blas.blas_status(), "pool_mb": pool_mb, "reps": reps, "before_rev": before_rev,
             "cpu_vector_flags": sorted(flags & {"avx", "avx2", "fma", "avx512f", "neon", "asimd"})}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -60,11 +60,11 @@ class VocabData:
 
     def __init__(self, name: str):
         import onyx
-        from onyx import assets
+        from onyx.models import assets
 
         path = assets.asset_path(VOCABS[name])
         if not path.is_file():
-            raise SystemExit(f"{path} is missing: run `python -m onyx.assets fetch {VOCABS[name]}`")
+            raise SystemExit(f"{path} is missing: run `python -m onyx.models.assets fetch {VOCABS[name]}`")
         self.name = name
         self.onyx_vocab = onyx.Vocabulary.from_gguf(str(path))
         v = self.onyx_vocab

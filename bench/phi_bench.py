@@ -48,7 +48,7 @@ import numpy as np  # noqa: E402
 
 import onyx  # noqa: E402
 from onyx.decoding.phi import ExactPhi, TokenTrie, _logsumexp, score_with_function  # noqa: E402
-from onyx.constraint import MaskCache  # noqa: E402
+from onyx.grammar.constraint import MaskCache  # noqa: E402
 
 from bench.dyck import EOS, LM, OPEN, ToyLM, dyck_setup  # noqa: E402
 from bench.phi_laws import (Rows, compact_grammar, empirical, fvo_sample, prepared_exact_phi,  # noqa: E402

@@ -27,7 +27,7 @@ from onyx.decoding.verify import prepare, verify_many
 from onyx.decoding.verify import verify as _verify
 from onyx.decoding.drafts import Proposal
 from onyx.decoding.phi import ExactPhi, OneStepPhi, TokenTrie, _logsumexp, score_with_function
-from onyx.constraint import MaskCache
+from onyx.grammar.constraint import MaskCache
 from onyx.decoding.sampling import Sampler, apply_mask, distribution
 from onyx.options import SamplingParams
 

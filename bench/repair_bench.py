@@ -331,7 +331,7 @@ def compare_methods(json_repair, grammars: dict, schemas: dict) -> dict:
     methods = {"onyx (default)": onyx}
     if json_repair is None:
         return methods
-    from onyx.repair import repair_json
+    from onyx.grammar.repair import repair_json
 
     def jr(case, **kw):
         def run():
@@ -564,7 +564,7 @@ def main(argv=None) -> int:
     parts = set(args.parts.split(","))
 
     import onyx
-    from onyx import assets
+    from onyx.models import assets
 
     out_dir = harness.out_dir(args.out)
     vocab = onyx.Vocabulary.from_gguf(assets.fetch("smollm2"))

@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=4)
     args = ap.parse_args(argv)
     import onyx
-    from onyx import assets
+    from onyx.models import assets
 
     vocab = onyx.Vocabulary.from_gguf(assets.fetch("smollm2"))
     schemas, cases = repair_corpus.load("train")

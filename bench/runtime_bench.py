@@ -9,7 +9,7 @@
   2. the ratio to the memory-bandwidth floor: the NOTES figure (~47 tok/s) and one computed in
      this run from the loaded model's parameter bytes and a numpy read-bandwidth measurement.
   3. paged KV cache vs mlx-lm's cache: `engine.generate(speculative="baseline")` against
-     `onyx.models.greedy_generate` (mlx-lm KVCache) on the same prompt and tokens, interleaved with
+     `onyx.models.loader.greedy_generate` (mlx-lm KVCache) on the same prompt and tokens, interleaved with
      the runs of 1; plus bench/cache_bench.py's step-by-step comparison on the same model.
   4. rollback time vs sequence length (bench/cache_bench.py).
   5. prefix sharing: time to first token for a request with a long system prompt, cold, and a
@@ -92,7 +92,7 @@ def run_decode_matrix(engine, prompts: dict, *, max_tokens: int, reps: int, verb
     """Each rep runs every engine configuration once plus greedy_generate (mlx-lm cache) for
     max_tokens and for 1 token (its prefill, subtracted to get its decode rate), in an order
     rotated per rep. Returns per-configuration samples and medians."""
-    from onyx.models import greedy_generate
+    from onyx.models.loader import greedy_generate
 
     loaded = engine.loaded
     names = [c[0] for c in CONFIGS] + ["mlx_lm_greedy"]
@@ -493,7 +493,7 @@ def run(quick: bool = False, out_dir: Path | None = None, *, max_tokens: int | N
     out_dir = Path(out_dir) if out_dir is not None else harness.RESULTS
     max_tokens = max_tokens or (24 if quick else 128)
     reps = reps or (2 if quick else 5)
-    from onyx.platform import blas_status
+    from onyx.cpu.blas import blas_status
 
     meta = {"quick": quick, "machine": platform.machine(), "python": platform.python_version(),
             "mlx": mx.__version__, "cpu_count": os.cpu_count(), "loadavg_start": harness.loadavg(),

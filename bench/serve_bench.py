@@ -17,7 +17,7 @@ Servers, loaded with the same SmolLM2-135M-Instruct weights in float32:
   checkout's), at 1 client only: "one client is no slower than before batching";
 - `mlx-lm`: `python -m mlx_lm server` on the default model's folder converted with
   `mlx_lm convert -d --dtype float32` (cached under ~/.cache/onyx/bench/), with OpenBLAS
-  preloaded the way Onyx loads it (`LD_PRELOAD` of `onyx.platform.find_blas_library()`, as many
+  preloaded the way Onyx loads it (`LD_PRELOAD` of `onyx.cpu.blas.find_blas_library()`, as many
   OpenBLAS threads as Onyx's products use, `--mlx-threads` to change); it has
   no grammar, so it runs the unconstrained load only.
 
@@ -196,7 +196,7 @@ def base_checkout(rev: str) -> Path:
 
 def mlx_model_folder() -> Path:
     """The default model's folder converted to float32 for mlx-lm (once, cached)."""
-    from onyx.models import resolve
+    from onyx.models.loader import resolve
 
     out = CACHE / "smollm2-f32-mlx"
     if not (out / "config.json").is_file():
@@ -278,7 +278,7 @@ def main() -> int:
     CACHE.mkdir(parents=True, exist_ok=True)
     log_dir = Path(tempfile.mkdtemp(prefix="serve_bench_"))
 
-    from onyx.platform import find_blas_library, shim_threads
+    from onyx.cpu.blas import find_blas_library, shim_threads
 
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("ONYX_API_KEY", None)
@@ -301,7 +301,7 @@ def main() -> int:
         blas = find_blas_library()
         if blas:
             mlx_env["LD_PRELOAD"] = blas
-            # As many OpenBLAS threads as Onyx's products use (onyx.platform.shim_threads(): two
+            # As many OpenBLAS threads as Onyx's products use (onyx.cpu.blas.shim_threads(): two
             # on this machine), so that both servers may use the same cores.
             mlx_env["OPENBLAS_NUM_THREADS"] = str(args.mlx_threads or shim_threads())
         servers["mlx-lm"] = Server("mlx-lm", [sys.executable, "-m", "mlx_lm", "server", "--model", str(folder),

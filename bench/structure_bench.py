@@ -26,10 +26,10 @@ from bench import harness  # noqa: E402
 import random  # noqa: E402
 
 import onyx  # noqa: E402
-from onyx import reasoning as R  # noqa: E402
-from onyx import structure as st  # noqa: E402
-from onyx import tools as T  # noqa: E402
-from onyx.chat_template import ChatTemplate  # noqa: E402
+from onyx.chat import reasoning as R  # noqa: E402
+from onyx.grammar import structure as st  # noqa: E402
+from onyx.chat import tools as T  # noqa: E402
+from onyx.chat.template import ChatTemplate  # noqa: E402
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"enum": [1, 2, 3]}},
           "required": ["city", "days"], "additionalProperties": False}
@@ -98,7 +98,7 @@ def main() -> None:
     rows = []
     for name in args.vocabs:
         asset, special = VOCABS[name]
-        path = onyx.assets.fetch(asset)
+        path = onyx.models.assets.fetch(asset)
         vocab = onyx.Vocabulary.from_gguf(path)
         template = ChatTemplate.from_gguf_metadata(onyx.read_gguf_metadata(str(path)))
         for label, (kind, spec) in structures(vocab, template, special).items():

@@ -1,14 +1,14 @@
 """Onyx: guaranteed, fast structured output for local LLMs.
 
 The grammar core (`onyx._grammar`, Rust) compiles a regex or JSON Schema against a model's
-vocabulary into per-state token bitmasks; see `Vocabulary` (`onyx/vocabulary.py`: the core's
+vocabulary into per-state token bitmasks; see `Vocabulary` (`onyx/grammar/vocabulary.py`: the core's
 vocabulary plus the tokenizer self-test) and `Grammar`. `Engine` runs a model under such a
 grammar (loaded on first use, so `import onyx` stays light for grammar-only users).
 """
 
 # On Linux, MLX's CPU backend must find OpenBLAS before mlx.core is first imported (it is ~40x
 # faster than the bundled reference BLAS on these matrix products); a no-op on macOS.
-from onyx.platform import ensure_fast_blas
+from onyx.cpu.blas import ensure_fast_blas
 
 ensure_fast_blas()
 
@@ -34,8 +34,8 @@ from onyx.errors import (  # noqa: E402
     VocabularyError,
 )
 from onyx.options import ConstraintSpec, GenerateOptions, SamplingParams, Speculation  # noqa: E402
-from onyx.tokenizer_check import TokenizerMismatchError, TokenizerMismatchWarning, self_test  # noqa: E402
-from onyx.vocabulary import Vocabulary  # noqa: E402
+from onyx.grammar.self_test import TokenizerMismatchError, TokenizerMismatchWarning, self_test  # noqa: E402
+from onyx.grammar.vocabulary import Vocabulary  # noqa: E402
 
 __all__ = [
     "CacheFullError",

@@ -9,12 +9,12 @@
     r = engine.chat(messages, tools=[...], tool_choice="required")      # r.tool_calls, parsed
 
 A request flows: prompt → options (`onyx.options.GenerateOptions`, parsed once) → grammar
-compile (`onyx.constraint.GrammarCache`, cached by pattern, in the caller's thread so a bad
+compile (`onyx.grammar.constraint.GrammarCache`, cached by pattern, in the caller's thread so a bad
 pattern raises at once; a chat request's tools and thinking block are composed into one
-structure first, `onyx.chat_setup`) → the engine's scheduler (`onyx.scheduler`), whose one worker thread
+structure first, `onyx.chat.setup`) → the engine's scheduler (`onyx.scheduler`), whose one worker thread
 decodes every active request in one batched step (`onyx.decoding.batch`) → token ids → text
 (`onyx.text.TextBuilder`: stop strings, UTF-8) → for chat, the output parser
-(`onyx.assistant_output`: reasoning, content, tool calls). Calls from several threads, and the prompts of
+(`onyx.chat.output`: reasoning, content, tool calls). Calls from several threads, and the prompts of
 `generate_many`, decode side by side; each keeps its own options, constraint and random stream.
 """
 
@@ -24,12 +24,12 @@ import queue
 import threading
 from typing import Any, Iterator
 
-from onyx.chat_setup import ChatFormat, ChatSetup
-from onyx.constraint import GrammarCache
+from onyx.chat.setup import ChatFormat, ChatSetup
+from onyx.grammar.constraint import GrammarCache
 from onyx.decoding import ModelRunner
 from onyx.decoding.runner import PREFILL_CHUNK
 from onyx.errors import ModelError, RequestError
-from onyx.models import LoadedModel, load
+from onyx.models.loader import LoadedModel, load
 from onyx.options import ConstraintSpec, GenerateOptions
 from onyx.scheduler import DEFAULT_MAX_BATCH, Chunk, Request, Result, Scheduler
 
@@ -93,7 +93,7 @@ class Engine:
         return self.prepare_chat(messages, GenerateOptions())[0]
 
     def prepare_chat(self, messages: list[dict], options: GenerateOptions) -> tuple[list[int], ChatSetup]:
-        """The prompt's token ids and the request's setup (`onyx.chat_setup.ChatSetup`: the
+        """The prompt's token ids and the request's setup (`onyx.chat.setup.ChatSetup`: the
         options with the composed constraint, the output's reading). Raises `RequestError`."""
         setup = self.chat_format.setup(messages, options)
         if self.chat_format.template.source is None:

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from onyx import tools as _tools
+from onyx.chat import tools as _tools
 from onyx.errors import InvalidSchemaError, RequestError
 
 DEFAULT_MAX_TOKENS = 256
@@ -100,7 +100,7 @@ class SamplingParams:
 @dataclass(frozen=True)
 class ConstraintSpec:
     """What the output must match: a regex, a JSON Schema, or a structure spec
-    (`onyx.structure`; schemas and structures are kept as their JSON text, so that equal ones
+    (`onyx.grammar.structure`; schemas and structures are kept as their JSON text, so that equal ones
     given as a dict or as a string are one cache key), with up to `max_whitespace` whitespace
     characters wherever JSON allows them (0: compact). `source` names the request field a
     structure was built from (`tools`, ...), for errors."""
@@ -236,7 +236,7 @@ class LogitAdjustments:
 
 @dataclass(frozen=True)
 class ToolOptions:
-    """A chat request's tools (`onyx.tools.Function`s), its `tool_choice` and whether several
+    """A chat request's tools (`onyx.chat.tools.Function`s), its `tool_choice` and whether several
     calls may come in one answer."""
 
     functions: tuple[_tools.Function, ...] = ()

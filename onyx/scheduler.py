@@ -131,7 +131,7 @@ class Request:
         self.on_event = on_event
         self.on_end = on_end
         self.output = output  # makes each sample's output parser (None: all content)
-        self.budget = budget  # `onyx.reasoning.ReasoningBudget` (None: thinking unbounded)
+        self.budget = budget  # `onyx.chat.reasoning.ReasoningBudget` (None: thinking unbounded)
         self.submitted = time.perf_counter()
         self.started: float | None = None
         self.ended = threading.Event()

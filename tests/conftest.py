@@ -1,6 +1,6 @@
 """Shared fixtures: the three real tokenizers the grammar tests run on.
 
-They are fetched by `make test` (`python -m onyx.assets fetch ...`) into ~/.cache/onyx; a test
+They are fetched by `make test` (`python -m onyx.models.assets fetch ...`) into ~/.cache/onyx; a test
 run without them fails with the command to run rather than skipping silently.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import onyx
-from onyx import assets
+from onyx.models import assets
 
 # The tests share inputs and helpers with the benches (`bench.corpus`, `bench.dyck`, ...): the
 # checkout's root must be importable (an editable install puts it on sys.path too).
@@ -35,7 +35,7 @@ VOCABS = {
 def gguf_path(asset: str):
     path = assets.asset_path(asset)
     if not path.is_file():
-        pytest.fail(f"{path} is missing: run `python -m onyx.assets fetch {asset}` (make test does)")
+        pytest.fail(f"{path} is missing: run `python -m onyx.models.assets fetch {asset}` (make test does)")
     return path
 
 
@@ -54,7 +54,7 @@ def hf_tokenizers(vocabs, tmp_path_factory):
     """Each model's own tokenizer, rebuilt from its GGUF as a Hugging Face tokenizer.json."""
     from tokenizers import Tokenizer
 
-    from onyx.gguf_tokenizer import write_tokenizer_files
+    from onyx.models.gguf_tokenizer import write_tokenizer_files
 
     out = {}
     for name, asset in VOCABS.items():

@@ -96,7 +96,7 @@ def test_the_graph_reader_sees_real_edges():
     graph = _graph()
     assert "onyx.scheduler" in graph["onyx.engine"]
     assert "onyx.errors" in graph["onyx.server.routes"]  # from onyx import errors as E
-    assert "onyx.paged_sequence" in graph["onyx.paged_cache"]
+    assert "onyx.kv.sequence" in graph["onyx.kv.pool"]
 
 
 def test_the_rust_core_calls_no_python():

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-import onyx.assets
+import onyx.models.assets
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -96,7 +96,7 @@ def test_python_api_examples():
     assert out.returncode == 0, out.stderr[-2000:]
     assert re.match(r"[A-Z]{3}-[0-9]{4} True stop", out.stdout)
     core_block = next(b for b in blocks("python") if "Vocabulary.from_gguf" in b)
-    code = core_block.replace('"model.gguf"', repr(str(onyx.assets.asset_path("smollm2"))))
+    code = core_block.replace('"model.gguf"', repr(str(onyx.models.assets.asset_path("smollm2"))))
     out = run_python(code)
     assert out.returncode == 0, out.stderr[-2000:]
 

@@ -59,8 +59,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def cmd_models(args: argparse.Namespace) -> int:
     """onyx models list | pull [NAME...]"""
-    from onyx import assets, models
-    from onyx.gguf_convert import cached_folder
+    from onyx.models import assets
+    from onyx.models import loader as models
+    from onyx.models.gguf_convert import cached_folder
 
     if args.action == "list":
         print(f"{'NAME':20} {'STATE':16} DESCRIPTION")

@@ -61,8 +61,9 @@ def progress(message: str) -> None:
 def prepare_model(spec: str | None) -> None:
     """Fetches and converts a model Onyx knows by name, with progress on stderr (loading would
     do both silently). Other specs (files, folders, Hugging Face ids) are left to the loader."""
-    from onyx import assets, models
-    from onyx.gguf_convert import cached_folder
+    from onyx.models import assets
+    from onyx.models import loader as models
+    from onyx.models.gguf_convert import cached_folder
 
     name = models.DEFAULT_MODEL if spec in (None, "default") else spec
     if name not in models.KNOWN_MODELS:

@@ -33,7 +33,7 @@ def _add_text_args(p: argparse.ArgumentParser) -> None:
 
 def _load_vocab():
     import onyx
-    from onyx import assets
+    from onyx.models import assets
 
     try:
         path = assets.fetch(DEFAULT_MODEL, quiet=True)
@@ -205,7 +205,7 @@ def cmd_repair(args) -> int:
     kwargs = dict(insert_cost=args.insert_cost, delete_cost=args.delete_cost,
                   substitute_cost=args.substitute_cost, max_expansions=args.max_expansions)
     if args.schema is not None:
-        from onyx.repair import repair_for_schema
+        from onyx.grammar.repair import repair_for_schema
 
         r, _ = repair_for_schema(g, data.decode("utf-8", errors="replace"), args.schema_value,
                                  max_whitespace=args.max_whitespace or 0, two_stage=args.pre_parse,

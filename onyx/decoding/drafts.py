@@ -4,7 +4,7 @@ Three sources, tried in this order each round:
 - **forced** (jump-forward): the bytes every valid continuation starts with
   (`grammar.forced_bytes`), tokenized by the model's own tokenizer, minus a last token that
   could merge with what follows. A structure's forced bytes may hold marker bytes that stand
-  for special tokens (`onyx.structure.pieces`): those become the special token's id, and only
+  for special tokens (`onyx.grammar.structure.pieces`): those become the special token's id, and only
   the text between them is tokenized. Free to propose; still verified by the target.
 - **model**: a small draft model sharing the target's tokenizer, sampling with the same
   settings (masked by the grammar in `aware` mode, unmasked in `blind` mode).
@@ -24,8 +24,8 @@ import mlx.core as mx
 import numpy as np
 
 import onyx._grammar as _g
-from onyx import structure as st
-from onyx.constraint import MaskCache
+from onyx.grammar import structure as st
+from onyx.grammar.constraint import MaskCache
 from onyx.decoding.gamma import GammaController
 from onyx.decoding.sampling import Sampler, apply_mask, distribution
 from onyx.options import SamplingParams

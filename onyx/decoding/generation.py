@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 
-from onyx.constraint import Constraint
+from onyx.grammar.constraint import Constraint
 from onyx.decoding.drafts import DraftModel, ForcedTokens, Proposal, propose
 from onyx.decoding.gamma import GammaController
 from onyx.decoding.phi import make_phi
@@ -28,7 +28,7 @@ from onyx.decoding.sampling import RowSampling, Sampler
 from onyx.decoding.stats import DecodeStats, DraftCounts
 from onyx.decoding.verify import Check, prepare
 from onyx.options import GenerateOptions, SamplingParams
-from onyx.paged_cache import PagedSequence
+from onyx.kv.pool import PagedSequence
 
 
 class Generation:

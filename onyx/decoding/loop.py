@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from typing import Iterator
 
-from onyx.constraint import Constraint
+from onyx.grammar.constraint import Constraint
 from onyx.decoding.batch import Batch
 from onyx.decoding.generation import Generation
 from onyx.decoding.runner import ModelRunner

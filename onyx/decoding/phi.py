@@ -550,7 +550,7 @@ class OneStepPhi:
         if plan is None:
             import mlx.core as mx
 
-            from onyx.constraint import bitmask_to_bool
+            from onyx.grammar.constraint import bitmask_to_bool
 
             g, V = self.grammar, self.vocab_size
             toks, nxt = g.transitions(state)

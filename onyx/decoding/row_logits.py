@@ -4,7 +4,7 @@
   rows *before* the mask (so a bias can never let a forbidden token through). Row i of a round
   scores the token after the committed output plus the round's first i drafts, so its
   penalties count those tokens.
-- `ReasoningGate`: the reasoning budget (`onyx.reasoning.ReasoningBudget`) restricting a row's
+- `ReasoningGate`: the reasoning budget (`onyx.chat.reasoning.ReasoningBudget`) restricting a row's
   mask while the thinking block is open.
 - `logprob_arrays` / `logprob_entries`: the log-probabilities reported to the caller. They
   describe the distribution the token was drawn from before sampling's own reshaping: the
@@ -18,7 +18,7 @@ from __future__ import annotations
 import mlx.core as mx
 import numpy as np
 
-from onyx.constraint import bitmask_to_bool
+from onyx.grammar.constraint import bitmask_to_bool
 from onyx.options import LogitAdjustments
 
 

@@ -3,7 +3,7 @@
 It owns the model's paged KV pool, runs a prompt (reusing the cached KV blocks of an earlier
 prompt with the same prefix, in chunks) and runs token rows through the model, appending to a
 sequence's KV: one sequence's rows (`logits`), or the rows of several sequences in one forward
-(`forward`, a ragged batch: `onyx.decoding.ragged`). Rolling a sequence back is the pool's job
+(`forward`, a ragged batch: `onyx.kv.ragged`). Rolling a sequence back is the pool's job
 (`PagedSequence.rollback`, O(1)).
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 import mlx.core as mx
 from mlx.utils import tree_flatten
 
-from onyx.decoding import ragged
-from onyx.models import LoadedModel
-from onyx.paged_cache import PagedKVPool, PagedSequence
+from onyx.kv import ragged
+from onyx.models.loader import LoadedModel
+from onyx.kv.pool import PagedKVPool, PagedSequence
 
 PREFILL_CHUNK = 256
 
@@ -53,7 +53,7 @@ class ModelRunner:
         wants logits (the forward, a prompt chunk, has then been evaluated).
 
         The weight products run once over all rows; attention is batched over the sequences'
-        view slots (`onyx.decoding.ragged`). A model whose architecture the ragged path does not
+        view slots (`onyx.kv.ragged`). A model whose architecture the ragged path does not
         know runs the segments one by one instead, each evaluated before the next writes into
         the shared view arrays (a pending reader would make MLX copy them)."""
         inner = getattr(self.model, "model", None)

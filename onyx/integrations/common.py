@@ -26,8 +26,8 @@ import numpy as np
 
 from onyx.errors import RequestError
 from onyx.options import ConstraintSpec
-from onyx.tokenizer_check import self_test
-from onyx.vocabulary import Vocabulary
+from onyx.grammar.self_test import self_test
+from onyx.grammar.vocabulary import Vocabulary
 
 GRAMMAR_CACHE_SIZE = 128
 # Budget-restricted masks kept per table (they only occur in the last steps before max_tokens).

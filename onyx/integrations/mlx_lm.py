@@ -29,7 +29,7 @@ from typing import Any
 
 import mlx.core as mx
 
-from onyx.constraint import bitmask_to_bool
+from onyx.grammar.constraint import bitmask_to_bool
 from onyx.integrations.common import Walk, check_budget, compile_constraint, constraint_spec, vocabulary_for
 
 __all__ = ["GrammarLogitsProcessor"]

@@ -34,7 +34,7 @@ import uuid
 from fastapi import APIRouter, Request
 
 from onyx import errors as E
-from onyx.repair import repair_for_schema
+from onyx.grammar.repair import repair_for_schema
 from onyx.server import errors, responses, translate
 from onyx.server.config import REPAIR_DEADLINE_MS, REPAIR_MAX_DEADLINE_MS
 from onyx.server.errors import APIError
@@ -180,7 +180,7 @@ async def repair(body: RepairRequest, request: Request):
     except (E.GrammarError, E.RequestError) as e:
         raise errors.from_engine(e, constraint) from None
     return {
-        "object": "onyx.repair",
+        "object": "onyx.grammar.repair",
         "valid_input": check.valid,
         "error_offset": check.error_offset,
         "pre_parsed": pre_parsed,  # the edits and cost refer to json_repair's reading of the text

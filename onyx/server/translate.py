@@ -45,7 +45,7 @@ def completion_request(state: ServerState, body: CompletionRequest) -> tuple[str
 
 def messages(body: ChatCompletionRequest) -> list[dict]:
     """The messages as plain dicts (role, content, and tool_calls / tool_call_id / name where
-    given); the engine's chat setup checks them (`onyx.chat_setup.check_messages`)."""
+    given); the engine's chat setup checks them (`onyx.chat.setup.check_messages`)."""
     if not body.messages:
         raise APIError(400, "messages must be a non-empty list", param="messages")
     out = []

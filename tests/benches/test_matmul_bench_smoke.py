@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from onyx import platform
+from onyx.cpu import blas
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "matmul_bench.py"
 
-pytestmark = pytest.mark.skipif(not (sys.platform.startswith("linux") and platform._state["shim"]),
+pytestmark = pytest.mark.skipif(not (sys.platform.startswith("linux") and blas._state["shim"]),
                                 reason="the bench measures the Linux BLAS shim (OpenBLAS and a C compiler)")
 
 
@@ -35,7 +35,7 @@ def test_quick_bench_rows_are_right_and_complete(tmp_path):
         assert r["now_over_openblas"] > 0 and r["fma_ceiling_gbs"] > 0
         if r["k"] == 1:
             assert r["now_over_now_k1"] == 1.0
-        if platform.shim_threads() > 1:  # the split variant: right, and timed by wall clock
+        if blas.shim_threads() > 1:  # the split variant: right, and timed by wall clock
             assert r["split_max_rel_err"] < 1e-5 and r["split_gbs"] == r["split_gbs_wall"] > 0
             assert r["split_over_now_wall"] > 0
     assert data["meta"]["fma_peak_glanes_per_s"] > 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from onyx import assets
+from onyx.models import assets
 
 ROOT = Path(__file__).resolve().parents[2]
 DATE_ISH = "[0-9]{4}-[a-z]+"
@@ -27,7 +27,7 @@ PERSON = {
 @pytest.fixture(scope="module", autouse=True)
 def _model_cached():
     if not assets.is_cached("smollm2"):
-        pytest.fail("the SmolLM2 tokenizer is not cached: run `python -m onyx.assets fetch smollm2` (make test does)")
+        pytest.fail("the SmolLM2 tokenizer is not cached: run `python -m onyx.models.assets fetch smollm2` (make test does)")
 
 
 def onyx_cli(*args: str, stdin: bytes | str | None = None) -> subprocess.CompletedProcess:

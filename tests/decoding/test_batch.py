@@ -20,7 +20,7 @@ import pytest
 import onyx
 import mlx.core as mx
 
-from onyx.constraint import Constraint
+from onyx.grammar.constraint import Constraint
 from onyx.options import GenerateOptions
 from onyx.scheduler import Request
 

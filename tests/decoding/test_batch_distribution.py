@@ -18,7 +18,7 @@ import pytest
 import onyx  # noqa: F401  (before mlx: OpenBLAS)
 
 from bench.phi_laws import Rows, build_case, empirical, fvo_sample_batched, trie_laws, tv, tv_floor
-from onyx.constraint import MaskCache
+from onyx.grammar.constraint import MaskCache
 from onyx.decoding.phi import ExactPhi, score_with_function
 
 PROMPT = [{"role": "user", "content": "What is the status of the job?"}]

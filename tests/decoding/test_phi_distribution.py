@@ -41,7 +41,7 @@ import onyx  # noqa: F401  (before mlx: OpenBLAS)
 import mlx.core as mx
 
 from onyx.decoding.phi import DEAD_LOG_WEIGHT, ExactPhi, TokenTrie, _logsumexp, make_phi, score_with_function
-from onyx.constraint import MaskCache
+from onyx.grammar.constraint import MaskCache
 from onyx.decoding.sampling import distribution
 
 from bench.phi_laws import Rows, build_case, empirical, fvo_sample, trie_laws, tv, tv_floor

@@ -31,7 +31,7 @@ import pytest
 import onyx  # noqa: F401  (before mlx: OpenBLAS)
 import mlx.core as mx
 
-from onyx.constraint import MaskCache
+from onyx.grammar.constraint import MaskCache
 from onyx.decoding.sampling import apply_mask, distribution
 from onyx.options import SamplingParams
 

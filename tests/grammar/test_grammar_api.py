@@ -7,8 +7,8 @@ import pytest
 
 import onyx
 import onyx._grammar
-import onyx.assets
-import onyx.tokenizer_check
+import onyx.models.assets
+import onyx.grammar.self_test
 
 
 def test_bitmask_is_a_shared_read_only_uint32_view(vocabs):
@@ -106,7 +106,7 @@ def test_vocab_size_padding_and_metadata(smollm2):
     assert smollm2.family == "byte_level"
     assert 2 in smollm2.eos_token_ids  # <|im_end|>
     assert smollm2.token_bytes(2) == b"<|im_end|>"
-    padded = onyx.Vocabulary.from_gguf(onyx.assets.asset_path("smollm2"), vocab_size=49280)
+    padded = onyx.Vocabulary.from_gguf(onyx.models.assets.asset_path("smollm2"), vocab_size=49280)
     assert padded.size == 49280 and padded.is_special(49279)
     g = padded.compile_regex("[a-z]")
     assert g.token_bitmask(0).shape == (49280 // 32,)
@@ -118,7 +118,7 @@ def test_star_import_gives_every_public_name():
     missing = set(onyx.__all__) - namespace.keys()
     assert not missing, f"`from onyx import *` lacks {sorted(missing)}"
     assert namespace["Vocabulary"] is onyx.Vocabulary
-    assert namespace["self_test"] is onyx.tokenizer_check.self_test
+    assert namespace["self_test"] is onyx.grammar.self_test.self_test
 
 
 def test_every_vocabulary_constructor_gives_the_public_class(smollm2, hf_tokenizers, tmp_path):
@@ -126,7 +126,7 @@ def test_every_vocabulary_constructor_gives_the_public_class(smollm2, hf_tokeniz
     path = tmp_path / "tokenizer.json"
     path.write_text(tok.to_str())
     built = [
-        onyx.Vocabulary.from_gguf(onyx.assets.asset_path("smollm2")),
+        onyx.Vocabulary.from_gguf(onyx.models.assets.asset_path("smollm2")),
         onyx.Vocabulary.from_tokenizer_json_str(tok.to_str()),
         onyx.Vocabulary.from_tokenizer_json(path, self_test=False),
         onyx.Vocabulary.from_hf(tok, self_test=False),

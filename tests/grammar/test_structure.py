@@ -14,7 +14,7 @@ import pytest
 
 import onyx
 from grammar_walks import finish, ordinary_allowed, text_of
-from onyx import structure as st
+from onyx.grammar import structure as st
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
                                            "days": {"enum": [1, 2, 3]}},

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import onyx
-from onyx.constraint import MaskCache
+from onyx.grammar.constraint import MaskCache
 from onyx.integrations import common
 
 PERSON = {

@@ -31,7 +31,7 @@ PERSON = {
 
 @pytest.fixture(scope="module")
 def loaded(engine):
-    """The default model as `onyx.models.load()` gives it: an mlx-lm model and its
+    """The default model as `onyx.models.loader.load()` gives it: an mlx-lm model and its
     `TokenizerWrapper` (the engine's own, loaded once per session)."""
     return engine.loaded
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import onyx
-from onyx import assets
+from onyx.models import assets
 
 try:
     import torch
@@ -48,7 +48,7 @@ def hf_model(Processor):
 
     path = assets.asset_path("smollm2")
     if not path.is_file():
-        pytest.fail(f"{path} is missing: run `python -m onyx.assets fetch smollm2` (make test does)")
+        pytest.fail(f"{path} is missing: run `python -m onyx.models.assets fetch smollm2` (make test does)")
     tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name)
