@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from onyx.chat import tools as _tools
 from onyx.errors import InvalidSchemaError, RequestError
 
-DEFAULT_MAX_TOKENS = 256
+DEFAULT_MAX_TOKENS = 256  # a generation's max_tokens when none is given
+DEFAULT_MAX_BATCH = 8  # sequences an engine decodes together
 MAX_SAMPLES = 16  # n: samples of one prompt
 MAX_DRAFT_TOKENS = 32
 MAX_TOP_LOGPROBS = 20
@@ -234,13 +235,84 @@ class LogitAdjustments:
         return bool(self.logit_bias) or self.presence_penalty != 0.0 or self.frequency_penalty != 0.0
 
 
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_EMPTY_OBJECT = {"type": "object", "properties": {}}
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    description: str = ""
+    parameters: dict = field(default_factory=lambda: dict(_EMPTY_OBJECT))
+    strict: bool = False
+
+    def openai(self) -> dict:
+        """As an OpenAI `tools` entry (what templates and the system description show)."""
+        fn: dict = {"name": self.name}
+        if self.description:
+            fn["description"] = self.description
+        fn["parameters"] = self.parameters
+        return {"type": "function", "function": fn}
+
+
+@dataclass(frozen=True)
+class ToolChoice:
+    mode: str  # "none", "auto", "required" or "function"
+    name: str | None = None
+
+
+def parse_tools(tools: list | None) -> list[Function]:
+    """The request's `tools`, checked."""
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        raise RequestError("tools must be a list of {type: 'function', function: {...}} objects", param="tools")
+    out: list[Function] = []
+    for i, t in enumerate(tools):
+        where = f"tools.{i}"
+        if not isinstance(t, dict) or t.get("type", "function") != "function" or not isinstance(t.get("function"), dict):
+            raise RequestError("each tool must be {type: 'function', function: {name, ...}}", param=where)
+        fn = t["function"]
+        name = fn.get("name")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise RequestError("a function name is 1 to 64 letters, digits, '_' or '-'", param=f"{where}.function.name")
+        if any(f.name == name for f in out):
+            raise RequestError(f"function {name!r} is defined twice", param=f"{where}.function.name")
+        params = fn.get("parameters", _EMPTY_OBJECT)
+        if not isinstance(params, dict):
+            raise RequestError("parameters must be a JSON Schema object", param=f"{where}.function.parameters")
+        desc = fn.get("description") or ""
+        if not isinstance(desc, str):
+            raise RequestError("description must be a string", param=f"{where}.function.description")
+        out.append(Function(name, desc, params, bool(fn.get("strict", False))))
+    return out
+
+
+def parse_tool_choice(choice, functions: list[Function]) -> ToolChoice:
+    """The request's `tool_choice` (default `auto` with tools, `none` without)."""
+    if choice is None:
+        return ToolChoice("auto" if functions else "none")
+    if choice in ("none", "auto", "required"):
+        if choice == "required" and not functions:
+            raise RequestError("tool_choice 'required' needs tools", param="tool_choice")
+        return ToolChoice(choice)
+    if isinstance(choice, dict) and choice.get("type", "function") == "function":
+        fn = choice.get("function")
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if not any(f.name == name for f in functions):
+            raise RequestError(f"tool_choice names {name!r}, which is not in tools", param="tool_choice")
+        return ToolChoice("function", name)
+    raise RequestError("tool_choice must be 'none', 'auto', 'required' or {type: 'function', function: {name}}",
+                       param="tool_choice")
+
+
 @dataclass(frozen=True)
 class ToolOptions:
-    """A chat request's tools (`onyx.chat.tools.Function`s), its `tool_choice` and whether several
+    """A chat request's tools (`Function`s), its `tool_choice` and whether several
     calls may come in one answer."""
 
-    functions: tuple[_tools.Function, ...] = ()
-    choice: _tools.ToolChoice = _tools.ToolChoice("none")
+    functions: tuple[Function, ...] = ()
+    choice: ToolChoice = ToolChoice("none")
     parallel: bool = True
 
     @classmethod
@@ -249,8 +321,8 @@ class ToolOptions:
         """None when the request has no tools and no tool_choice."""
         if tools is None and tool_choice is None and parallel_tool_calls is None:
             return None
-        functions = _tools.parse_tools(tools)
-        choice = _tools.parse_tool_choice(tool_choice, functions)
+        functions = parse_tools(tools)
+        choice = parse_tool_choice(tool_choice, functions)
         parallel = True if parallel_tool_calls is None else _boolean("parallel_tool_calls", parallel_tool_calls)
         return cls(tuple(functions), choice, parallel)
 

@@ -169,7 +169,7 @@ def load_tools(path: str) -> dict:
         data, choice = data.get("tools"), data.get("tool_choice", "auto")
     if not isinstance(data, list) or not data:
         raise ValueError(f"{path} must hold a non-empty JSON list of tools")
-    from onyx.chat.tools import parse_tool_choice, parse_tools
+    from onyx.options import parse_tool_choice, parse_tools
 
     parse_tool_choice(choice, parse_tools(data))  # RequestError (a ValueError) names what is wrong
     return {"tools": data, "tool_choice": choice}

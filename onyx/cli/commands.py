@@ -62,6 +62,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     from onyx.models import assets
     from onyx.models import loader as models
     from onyx.models.gguf_convert import cached_folder
+    from onyx.paths import cache_dir
 
     if args.action == "list":
         print(f"{'NAME':20} {'STATE':16} DESCRIPTION")
@@ -72,7 +73,7 @@ def cmd_models(args: argparse.Namespace) -> int:
                 state = "ready" if cached_folder(assets.asset_path(asset)) is not None else "downloaded"
             default = " (default)" if name == models.DEFAULT_MODEL else ""
             print(f"{name + default:20} {state:16} {assets.ASSETS[asset].description}")
-        print(f"cache: {assets.cache_dir()}  ('onyx models pull NAME' downloads and converts)")
+        print(f"cache: {cache_dir()}  ('onyx models pull NAME' downloads and converts)")
         return 0
     names = args.names or [models.DEFAULT_MODEL]
     for name in names:

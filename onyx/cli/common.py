@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-DEFAULT_MODEL = "smollm2"
+from onyx.models.loader import DEFAULT_MODEL  # noqa: F401 (re-exported for the subcommands)
 
 EXIT_OK = 0
 EXIT_NEGATIVE = 1

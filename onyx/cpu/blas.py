@@ -106,7 +106,7 @@ def _cpu_flags() -> str:
 
 def shim_path() -> Path:
     """Where the compiled shim is cached (keyed by its source and the machine)."""
-    from onyx.models.assets import cache_dir
+    from onyx.paths import cache_dir
 
     key = hashlib.sha256(f"{_SHIM_SOURCE}|{_platform.machine()}|{_cpu_flags()}".encode()).hexdigest()[:12]
     return cache_dir() / "blas" / f"libonyx_sgemv_shim-{key}.so"

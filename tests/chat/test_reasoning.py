@@ -16,6 +16,7 @@ from grammar_walks import finish, ordinary_allowed, text_of
 from onyx.chat import reasoning as R
 from onyx.grammar import structure as st
 from onyx.chat import tools as T
+from onyx.options import ToolChoice, parse_tool_choice, parse_tools
 from onyx.chat.output import OutputParser, parse
 from onyx.chat.template import ChatTemplate
 from tool_schemas import TOOLS
@@ -98,8 +99,8 @@ def test_the_schema_engages_after_the_block(qwen, opened):
 def test_reasoning_then_tool_calls_stream_like_the_whole(qwen):
     vocab, template = qwen
     fmt = R.detect(opened_template(template))
-    functions = T.parse_tools(TOOLS[:6])
-    p = T.plan(template, vocab, functions, T.parse_tool_choice("required", functions))
+    functions = parse_tools(TOOLS[:6])
+    p = T.plan(template, vocab, functions, parse_tool_choice("required", functions))
     g = vocab.compile_structure(R.structure(fmt, p.spec, vocab))
     params = {f.name: f.parameters for f in functions}
     rng = random.Random(8)

@@ -16,11 +16,12 @@ import onyx
 from grammar_walks import finish, ordinary_allowed, text_of
 from onyx.chat import tool_formats as tf
 from onyx.chat import tools as T
+from onyx.options import ToolChoice, parse_tool_choice, parse_tools
 from onyx.chat.template import ChatTemplate
 from onyx.chat.tool_parser import ToolCallParser, parse
 from tool_schemas import TOOLS
 
-FUNCTIONS = T.parse_tools(TOOLS)
+FUNCTIONS = parse_tools(TOOLS)
 FORMAT_CHECKER = jsonschema.FormatChecker()
 PARAMS = {f.name: f.parameters for f in FUNCTIONS}
 
@@ -100,7 +101,7 @@ def check_streaming(text: str, fmt, rng) -> None:
 def test_required_and_named_calls_always_parse_and_validate(vocabs, templates, name):
     vocab, template = vocabs[name], templates[name]
     rng = random.Random(17)
-    required = T.plan(template, vocab, FUNCTIONS, T.parse_tool_choice("required", FUNCTIONS))
+    required = T.plan(template, vocab, FUNCTIONS, parse_tool_choice("required", FUNCTIONS))
     assert required.format is (tf.DEEPSEEK_V3 if name == "qwen2" else tf.HERMES)
     g = vocab.compile_structure(required.spec)
     seen = set()
@@ -114,7 +115,7 @@ def test_required_and_named_calls_always_parse_and_validate(vocabs, templates, n
         check_streaming(text, required.format, rng)
     assert len(seen) >= 3  # random walks reach several functions; the named modes cover all
     for f in FUNCTIONS:
-        choice = T.parse_tool_choice({"type": "function", "function": {"name": f.name}}, FUNCTIONS)
+        choice = parse_tool_choice({"type": "function", "function": {"name": f.name}}, FUNCTIONS)
         g = vocab.compile_structure(T.spec(required.format, vocab, FUNCTIONS, choice))
         for _ in range(2):
             text = walk(g, vocab, rng, steps=rng.randrange(0, 15)).decode("utf-8")
@@ -126,7 +127,7 @@ def test_required_and_named_calls_always_parse_and_validate(vocabs, templates, n
 @pytest.mark.parametrize("name", ["qwen2", "smollm2"])
 def test_auto_is_text_or_valid_calls(vocabs, templates, name):
     vocab, template = vocabs[name], templates[name]
-    p = T.plan(template, vocab, FUNCTIONS, T.parse_tool_choice("auto", FUNCTIONS))
+    p = T.plan(template, vocab, FUNCTIONS, parse_tool_choice("auto", FUNCTIONS))
     g = vocab.compile_structure(p.spec)
     rng = random.Random(23)
     called = 0
@@ -144,7 +145,7 @@ def test_auto_is_text_or_valid_calls(vocabs, templates, name):
 
 def test_none_never_opens_a_call(vocabs, templates):
     vocab = vocabs["qwen2"]
-    p = T.plan(templates["qwen2"], vocab, FUNCTIONS, T.parse_tool_choice("none", FUNCTIONS))
+    p = T.plan(templates["qwen2"], vocab, FUNCTIONS, parse_tool_choice("none", FUNCTIONS))
     g = vocab.compile_structure(p.spec)
     rng = random.Random(2)
     for _ in range(4):
@@ -159,7 +160,7 @@ def test_a_special_token_trigger_is_that_token_only(vocabs):
     trigger = "<|fim_prefix|>"
     fmt = dataclasses.replace(tf.MISTRAL, name="mistral_like", section_open=trigger + "[", trigger=trigger,
                               markers=(trigger,))
-    spec = T.spec(fmt, vocab, FUNCTIONS[:5], T.ToolChoice("auto"))
+    spec = T.spec(fmt, vocab, FUNCTIONS[:5], ToolChoice("auto"))
     g = vocab.compile_structure(spec)
     (tid,) = g.special_tokens
     assert tid == vocab.find_tokens(trigger)[0] and vocab.is_special(tid)
@@ -217,21 +218,21 @@ def test_detection_from_templates(templates):
 
 def test_request_fields_are_checked():
     with pytest.raises(onyx.RequestError) as e:
-        T.parse_tools([{"type": "function", "function": {"name": "bad name"}}])
+        parse_tools([{"type": "function", "function": {"name": "bad name"}}])
     assert e.value.param == "tools.0.function.name"
     with pytest.raises(onyx.RequestError) as e:
-        T.parse_tools([{"type": "function", "function": {"name": "f", "parameters": "x"}}])
+        parse_tools([{"type": "function", "function": {"name": "f", "parameters": "x"}}])
     assert e.value.param == "tools.0.function.parameters"
     with pytest.raises(onyx.RequestError):
-        T.parse_tools(TOOLS[:1] + TOOLS[:1])
+        parse_tools(TOOLS[:1] + TOOLS[:1])
     with pytest.raises(onyx.RequestError) as e:
-        T.parse_tool_choice({"type": "function", "function": {"name": "nope"}}, FUNCTIONS)
+        parse_tool_choice({"type": "function", "function": {"name": "nope"}}, FUNCTIONS)
     assert e.value.param == "tool_choice"
     with pytest.raises(onyx.RequestError):
-        T.parse_tool_choice("required", [])
-    assert T.parse_tool_choice(None, FUNCTIONS) == T.ToolChoice("auto")
-    assert T.parse_tool_choice(None, []) == T.ToolChoice("none")
-    f = T.parse_tools([{"type": "function", "function": {"name": "f"}}])[0]
+        parse_tool_choice("required", [])
+    assert parse_tool_choice(None, FUNCTIONS) == ToolChoice("auto")
+    assert parse_tool_choice(None, []) == ToolChoice("none")
+    f = parse_tools([{"type": "function", "function": {"name": "f"}}])[0]
     assert f.parameters == {"type": "object", "properties": {}} and not f.strict
 
 
@@ -245,7 +246,7 @@ CONVERSATION = [
 
 def test_round_trip_through_the_deepseek_r1_template(vocabs, templates):
     template, vocab = templates["qwen2"], vocabs["qwen2"]
-    p = T.plan(template, vocab, FUNCTIONS[:3], T.parse_tool_choice("auto", FUNCTIONS[:3]))
+    p = T.plan(template, vocab, FUNCTIONS[:3], parse_tool_choice("auto", FUNCTIONS[:3]))
     assert p.native and p.support.renders_calls and p.support.string_arguments and not p.support.renders_tools
     prompt = T.render(template, CONVERSATION, p)
     # The tools are described in the system prompt, which this template puts first.
@@ -263,7 +264,7 @@ def test_round_trip_through_the_deepseek_r1_template(vocabs, templates):
 
 def test_round_trip_through_the_chatml_fallback(vocabs, templates):
     template, vocab = templates["smollm2"], vocabs["smollm2"]
-    p = T.plan(template, vocab, FUNCTIONS[:3], T.parse_tool_choice("auto", FUNCTIONS[:3]))
+    p = T.plan(template, vocab, FUNCTIONS[:3], parse_tool_choice("auto", FUNCTIONS[:3]))
     assert not p.native and p.format is tf.HERMES and p.support == T.Support(False, False)
     prompt = T.render(template, CONVERSATION + [{"role": "tool", "tool_call_id": "call_8", "content": "second"}], p)
     assert prompt.startswith("<|im_start|>system\n# Tools")
@@ -295,7 +296,7 @@ def test_a_template_that_renders_tools_itself(vocabs):
         "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
     template = ChatTemplate(source)
     vocab = vocabs["smollm2"]
-    p = T.plan(template, vocab, FUNCTIONS[:2], T.parse_tool_choice("required", FUNCTIONS[:2]))
+    p = T.plan(template, vocab, FUNCTIONS[:2], parse_tool_choice("required", FUNCTIONS[:2]))
     assert p.native and p.format is tf.HERMES and p.support == T.Support(True, True, False)
     prompt = T.render(template, CONVERSATION, p)
     assert "# Tools" not in prompt and prompt.count('"name": "search_web"') == 1
@@ -314,7 +315,7 @@ def test_function_gemma_arguments_follow_their_schema(vocabs):
     usable, refused = [], []
     for f in FUNCTIONS:
         try:
-            usable.append((f, vocab.compile_structure(T.spec(fmt, vocab, FUNCTIONS, T.ToolChoice("function", f.name)))))
+            usable.append((f, vocab.compile_structure(T.spec(fmt, vocab, FUNCTIONS, ToolChoice("function", f.name)))))
         except UnsupportedToolSchema as e:
             refused.append(f.name)
             assert e.param == "tools"

@@ -22,6 +22,7 @@ from tokenizers import Tokenizer
 
 import onyx
 from onyx.grammar import self_test as tokenizer_check
+from onyx.grammar.spelling import utf8_padding
 from onyx.grammar.self_test import (
     PROBES,
     Failure,
@@ -281,14 +282,14 @@ def test_decoder_that_loses_text_fails_the_probes(cache):
     ],
 )
 def test_utf8_padding(partial, complete):
-    pre, suf = tokenizer_check._utf8_padding(partial)
+    pre, suf = utf8_padding(partial)
     assert pre + partial + suf == complete
     complete.decode("utf-8")
 
 
 @pytest.mark.parametrize("never", [b"\xc0", b"\xff", b"\xf5\x80", b"\x80\x80\x80\x80", b"a\xc3("])
 def test_utf8_padding_of_bytes_no_text_contains(never):
-    assert tokenizer_check._utf8_padding(never) is None
+    assert utf8_padding(never) is None
 
 
 def test_probes_cover_the_cases_named_in_the_design():
