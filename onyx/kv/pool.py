@@ -27,7 +27,7 @@ shared by the pool's sequences (``pool.views``, ``onyx.kv.views``; a sequence lo
 those arrays hold has arrays of its own), so a ragged forward writes and attends for the
 sequences in them at once. A block's rows are written from the view into the pool when the
 block fills (one write per layer every ``block_size`` decode steps), and before the blocks are
-shared (``fork``) or the views dropped (``drop_views``); ``_flushed`` marks how far the pool
+shared (``fork``) or the views dropped (``drop_views``); the sequence tracks how far the pool
 is current. Measured on a SmolLM2-135M-shaped model (30 layers) on the CPU, per decode step
 against mlx-lm's KVCache:
 gathering the blocks out of the pool each step +9%; a view with every token also written to the
@@ -113,18 +113,18 @@ class PagedKVPool:
             raise ValueError("max_blocks must be >= num_blocks")
         self.num_blocks = num_blocks
         rows = num_blocks * block_size
-        self._k = [mx.zeros((rows, h, d), dtype) for h, d in zip(self.kv_heads, self.head_dims)]
-        self._v = [mx.zeros((rows, h, d), dtype) for h, d in zip(self.kv_heads, self.v_head_dims)]
+        self.k = [mx.zeros((rows, h, d), dtype) for h, d in zip(self.kv_heads, self.head_dims)]
+        self.v = [mx.zeros((rows, h, d), dtype) for h, d in zip(self.kv_heads, self.v_head_dims)]
         # every sequence's working view, as one slot of these arrays (onyx.kv.views)
         self.views = ViewSlots(self.kv_heads, self.head_dims, self.v_head_dims, dtype)
         self.materialize()
-        self._ref = [0] * num_blocks
+        self.refs = [0] * num_blocks
         self._free = list(range(num_blocks - 1, -1, -1))  # a stack: low ids are handed out first
-        self._epoch = 0  # bumped by every refcount increase (invalidates cached write plans)
+        self.epoch = 0  # bumped by every refcount increase (invalidates cached write plans)
         # prefix cache: chain hash of full blocks -> block id, oldest first
         self._prefix: OrderedDict[bytes, int] = OrderedDict()
-        self._live_sequences = 0
-        self._counters = dict(prefix_lookups=0, prefix_hits=0, prefix_hit_tokens=0,
+        self.live_sequences = 0
+        self.counters = dict(prefix_lookups=0, prefix_hits=0, prefix_hit_tokens=0,
                               prefix_evictions=0, cow_copies=0, grows=0, view_rebuilds=0)
 
     # -- construction helpers ------------------------------------------------------------------
@@ -195,7 +195,7 @@ class PagedKVPool:
         """Evaluates the pool's arrays now. MLX streams are per thread: a lazy array made in one
         thread cannot be evaluated in another, so the pool is kept evaluated at creation and at
         the end of each generation, and any thread may run the next one."""
-        mx.eval(self._k, self._v, self.views.arrays())
+        mx.eval(self.k, self.v, self.views.arrays())
 
     def stats(self) -> dict:
         """Counters for leak checks and health endpoints (plain ints)."""
@@ -205,45 +205,48 @@ class PagedKVPool:
             max_blocks=self.max_blocks,
             free_blocks=self.num_free_blocks,
             used_blocks=self.num_used_blocks,
-            shared_blocks=sum(1 for r in self._ref if r > 1),
+            shared_blocks=sum(1 for r in self.refs if r > 1),
             prefix_cached_blocks=len(self._prefix),
-            live_sequences=self._live_sequences,
+            live_sequences=self.live_sequences,
             pool_bytes=self.num_blocks * self.block_nbytes,
             view_slots=self.views.in_use,  # in the shared view arrays (long sequences have their own)
             view_bytes=self.views.nbytes,
-            **self._counters,
+            **self.counters,
         )
 
     def check(self) -> None:
         """Internal consistency (for tests): free list and refcounts agree. Raises AssertionError."""
         free = set(self._free)
         assert len(free) == len(self._free), "block on the free list twice"
-        for b, r in enumerate(self._ref):
+        for b, r in enumerate(self.refs):
             assert r >= 0, f"negative refcount on block {b}"
             assert (r == 0) == (b in free), f"block {b}: refcount {r} but free={b in free}"
         for b in self._prefix.values():
-            assert self._ref[b] >= 1, f"prefix-cache block {b} has refcount {self._ref[b]}"
+            assert self.refs[b] >= 1, f"prefix-cache block {b} has refcount {self.refs[b]}"
 
-    # -- block management ----------------------------------------------------------------------
+    # -- block management (for the sequences, `onyx.kv.sequence`) -------------------------------
+    # `refs[b]` is block b's reference count; `k[l]` / `v[l]` are layer l's pool arrays, which a
+    # sequence writes in place; `epoch` changes with every reference taken (it invalidates the
+    # sequences' cached write plans); `counters` feed `stats()`.
 
-    def _incref(self, b: int) -> None:
-        self._ref[b] += 1
-        self._epoch += 1
+    def retain(self, b: int) -> None:
+        self.refs[b] += 1
+        self.epoch += 1
 
-    def _decref(self, b: int) -> None:
-        r = self._ref[b] - 1
-        self._ref[b] = r
+    def release(self, b: int) -> None:
+        r = self.refs[b] - 1
+        self.refs[b] = r
         if r == 0:
             self._free.append(b)
         elif r < 0:
             raise AssertionError(f"block {b} released twice")
 
-    def _allocate(self, n: int) -> list[int]:
+    def allocate(self, n: int) -> list[int]:
         if n > len(self._free):
             self._make_room(n)
         out = [self._free.pop() for _ in range(n)]
         for b in out:
-            self._ref[b] = 1
+            self.refs[b] = 1
         return out
 
     def _make_room(self, n: int) -> None:
@@ -265,16 +268,16 @@ class PagedKVPool:
         if extra <= 0:
             return
         for l in range(self.num_layers):
-            k, v = self._k[l], self._v[l]
-            self._k[l] = mx.concatenate([k, mx.zeros((extra,) + k.shape[1:], k.dtype)])
-            self._v[l] = mx.concatenate([v, mx.zeros((extra,) + v.shape[1:], v.dtype)])
+            k, v = self.k[l], self.v[l]
+            self.k[l] = mx.concatenate([k, mx.zeros((extra,) + k.shape[1:], k.dtype)])
+            self.v[l] = mx.concatenate([v, mx.zeros((extra,) + v.shape[1:], v.dtype)])
         del k, v
-        mx.eval(self._k, self._v)
+        mx.eval(self.k, self.v)
         old = self.num_blocks
-        self._ref.extend([0] * (new_num - old))
+        self.refs.extend([0] * (new_num - old))
         self._free[:0] = range(new_num - 1, old - 1, -1)  # keep handing out the lowest ids first
         self.num_blocks = new_num
-        self._counters["grows"] += 1
+        self.counters["grows"] += 1
 
     def _evict(self, want: int) -> int:
         """Drops least-recently-used prefix entries whose block nobody else uses, until ``want``
@@ -284,11 +287,11 @@ class PagedKVPool:
             if freed >= want:
                 break
             b = self._prefix[key]
-            if self._ref[b] == 1:
+            if self.refs[b] == 1:
                 del self._prefix[key]
-                self._decref(b)
+                self.release(b)
                 freed += 1
-                self._counters["prefix_evictions"] += 1
+                self.counters["prefix_evictions"] += 1
         return freed
 
     # -- prefix cache --------------------------------------------------------------------------
@@ -314,14 +317,14 @@ class PagedKVPool:
         ``seq`` must hold the KV of exactly these tokens (it usually just ran them). Each newly
         cached block gets one reference held by the cache. Returns the number of tokens now
         cached for this prefix (a multiple of ``block_size``)."""
-        seq._check_open()
+        seq.check_open()
         token_ids = list(token_ids)
         n = min(len(token_ids), seq.length) // self.block_size
         keys = self._block_hashes(token_ids, n)
-        for key, b in zip(keys, seq._blocks[:n]):
+        for key, b in zip(keys, seq.blocks[:n]):
             if key not in self._prefix:
                 self._prefix[key] = b
-                self._incref(b)
+                self.retain(b)
         self._touch(keys)
         return n * self.block_size
 
@@ -332,7 +335,7 @@ class PagedKVPool:
         default) at least one token is left to run, so the caller gets logits. On a miss: an
         empty sequence and 0. The caller frees the sequence."""
         token_ids = list(token_ids)
-        self._counters["prefix_lookups"] += 1
+        self.counters["prefix_lookups"] += 1
         n_full = len(token_ids) // self.block_size
         blocks, hit_keys = [], []
         prev = b""
@@ -356,19 +359,17 @@ class PagedKVPool:
         self._touch(hit_keys)
         keep = -(-n_cached // bs)
         for b in blocks[:keep]:
-            self._incref(b)
-        seq._blocks = blocks[:keep]
-        seq._set_length(n_cached)
-        seq._flushed = n_cached
-        self._counters["prefix_hits"] += 1
-        self._counters["prefix_hit_tokens"] += n_cached
+            self.retain(b)
+        seq.adopt(blocks[:keep], n_cached)
+        self.counters["prefix_hits"] += 1
+        self.counters["prefix_hit_tokens"] += n_cached
         return seq, n_cached
 
     def clear_prefix_cache(self) -> int:
         """Drops every prefix-cache entry. Returns how many were dropped."""
         n = len(self._prefix)
         for b in self._prefix.values():
-            self._decref(b)
+            self.release(b)
         self._prefix.clear()
         return n
 

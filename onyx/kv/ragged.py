@@ -84,9 +84,9 @@ class RaggedStep:
         self.rows = a
         self.offset = RaggedOffset(mx.array(positions, dtype=mx.int32), segments, max(positions))
         # slots, blocks and capacity for every write, before any layer runs
-        self.flushes = [seq._prepare_write(o, o + n) for seq, (_, n, o) in zip(seqs, segments)]
-        self.slots = [seq._slot for seq in seqs]
-        shared = [seq._views is self.views for seq in seqs]
+        self.flushes = [seq.prepare_write(o, o + n) for seq, (_, n, o) in zip(seqs, segments)]
+        self.slots = [seq.slot for seq in seqs]
+        shared = [seq.views is self.views for seq in seqs]
         self.private = [i for i, s in enumerate(shared) if not s]  # written one by one
         in_shared = np.repeat(np.array(shared), lengths)
         self.shared_rows = None if in_shared.all() else mx.array(np.flatnonzero(in_shared).astype(np.int32))
@@ -169,7 +169,7 @@ class RaggedLayerCache:
             step.views.v[layer][where] = v_rows.reshape(-1, values.shape[3])
         for i in step.private:
             a, n, o = step.offset.segments[i]
-            views, slot = step.seqs[i]._views, step.slots[i]
+            views, slot = step.seqs[i].views, step.slots[i]
             views.k[layer][slot:slot + 1, :, o:o + n, :] = keys[:, :, a:a + n, :]
             views.v[layer][slot:slot + 1, :, o:o + n, :] = values[:, :, a:a + n, :]
         # a long segment's mask is its sequence's own, taken before the offsets move
@@ -178,9 +178,9 @@ class RaggedLayerCache:
         deps = []
         for c, seq, flush, slot, (_, n, o) in zip(self.caches, step.seqs, step.flushes, step.slots,
                                                   step.offset.segments):
-            c._advance(o + n)
+            c.advance(o + n)
             if flush is not None:
-                deps.extend(c._flush(flush, seq._views.k[layer], seq._views.v[layer], slot))
+                deps.extend(c.flush(flush, seq.views.k[layer], seq.views.v[layer], slot))
 
         def after_flushes(k, v):  # the first reader carries the pool writes (see _flush)
             nonlocal deps
@@ -198,9 +198,9 @@ class RaggedLayerCache:
         alone = []
         for i, mask in zip(step.long, masks):
             c, slot = self.caches[i], step.slots[i]
-            kv, vv = step.seqs[i]._views.k[layer], step.seqs[i]._views.v[layer]
+            kv, vv = step.seqs[i].views.k[layer], step.seqs[i].views.v[layer]
             _, n, o = step.offset.segments[i]
-            s = c._start(o)
+            s = c.window_start(o)
             k, v = after_flushes(kv[slot:slot + 1, :, s:o + n, :], vv[slot:slot + 1, :, s:o + n, :])
             alone.append((k, v, mask))
         self.fetched = (short, alone)

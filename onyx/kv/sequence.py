@@ -41,19 +41,19 @@ class PagedSequence:
 
     def __init__(self, pool: PagedKVPool):
         self.pool = pool
-        self._blocks: list[int] = []
+        self.blocks: list[int] = []
         self._length = 0
         self._closed = False
         self._version = 0  # bumped whenever the block table changes
         self._flushed = 0  # rows [0, _flushed) are in the pool blocks; the rest only in the views
         self._plan_key = None
         self._plan = None
-        # this sequence's working view: slot `_slot` of `_views` (the pool's shared view arrays,
+        # this sequence's working view: slot `slot` of `views` (the pool's shared view arrays,
         # or arrays of its own once it is longer than they hold: onyx.kv.views)
-        self._views: Optional[ViewSlots] = None
-        self._slot: Optional[int] = None
+        self.views: Optional[ViewSlots] = None
+        self.slot: Optional[int] = None
         self._caches = [PagedLayerCache(self, l, pool.windows[l]) for l in range(pool.num_layers)]
-        pool._live_sequences += 1
+        pool.live_sequences += 1
 
     # -- public --------------------------------------------------------------------------------
 
@@ -64,7 +64,7 @@ class PagedSequence:
 
     @property
     def block_table(self) -> list[int]:
-        return list(self._blocks)
+        return list(self.blocks)
 
     @property
     def closed(self) -> bool:
@@ -72,14 +72,14 @@ class PagedSequence:
 
     def layer_caches(self) -> list["PagedLayerCache"]:
         """The per-layer cache objects for ``model(inputs, cache=...)`` (the same list each call)."""
-        self._check_open()
+        self.check_open()
         return self._caches
 
     def rollback(self, n: int) -> int:
         """Forgets the last ``n`` tokens (clamped to the length): O(1) in the sequence length, no
         array work; trailing whole blocks go back to the pool, a partly used block stays.
         Returns the number of tokens removed."""
-        self._check_open()
+        self.check_open()
         if n < 0:
             raise ValueError("rollback(n) needs n >= 0")
         n = min(n, self._length)
@@ -94,15 +94,21 @@ class PagedSequence:
     def fork(self) -> "PagedSequence":
         """A new sequence sharing every block of this one (refcounts up); either side copies a
         shared block before writing into it."""
-        self._check_open()
+        self.check_open()
         self._flush_all()
         child = PagedSequence(self.pool)
-        for b in self._blocks:
-            self.pool._incref(b)
-        child._blocks = list(self._blocks)
-        child._set_length(self._length)
-        child._flushed = self._length  # the child's views are rebuilt from the blocks
+        for b in self.blocks:
+            self.pool.retain(b)
+        child.adopt(list(self.blocks), self._length)
         return child
+
+    def adopt(self, blocks: list[int], length: int) -> None:
+        """A new, empty sequence takes `blocks` (references already held for it) whose first
+        `length` rows are in the pool; its working views are rebuilt from them when needed."""
+        assert not self.blocks and self._length == 0, "adopt() is for a new sequence"
+        self.blocks = blocks
+        self._set_length(length)
+        self._flushed = length
 
     def drop_views(self) -> None:
         """Releases the working view's slot (rebuilt from the blocks on the next model call): a
@@ -119,15 +125,15 @@ class PagedSequence:
             return
         self._closed = True
         pool = self.pool
-        for b in self._blocks:
-            pool._decref(b)
-        self._blocks = []
+        for b in self.blocks:
+            pool.release(b)
+        self.blocks = []
         self._length = self._flushed = 0
         self._plan_key = None
         for c in self._caches:
             c.offset = 0
         self._release_slot()
-        pool._live_sequences -= 1
+        pool.live_sequences -= 1
 
     def __enter__(self):
         return self
@@ -142,12 +148,12 @@ class PagedSequence:
             pass
 
     def __repr__(self):
-        state = "freed" if self._closed else f"length={self._length}, blocks={self._blocks}"
+        state = "freed" if self._closed else f"length={self._length}, blocks={self.blocks}"
         return f"PagedSequence({state})"
 
     # -- internals -----------------------------------------------------------------------------
 
-    def _check_open(self):
+    def check_open(self):
         if self._closed:
             raise RuntimeError("this PagedSequence was freed")
 
@@ -162,17 +168,17 @@ class PagedSequence:
         except BaseException:
             views.release(slot)
             raise
-        self._views, self._slot = views, slot
+        self.views, self.slot = views, slot
 
     def _release_slot(self) -> None:
-        if self._slot is not None:
-            self._views.release(self._slot)
-            self._views = self._slot = None
+        if self.slot is not None:
+            self.views.release(self.slot)
+            self.views = self.slot = None
 
     def _reserve(self, o: int, e: int) -> None:
         """Room for `e` tokens in the view; a view outgrowing the shared arrays moves its rows
         [0, o) to arrays of its own (once)."""
-        views, old = self._views, self._slot
+        views, old = self.views, self.slot
         if views is not self.pool.views or e <= SHARED_CAPACITY:
             views.reserve(e)
             return
@@ -208,13 +214,13 @@ class PagedSequence:
         o, f = self._length, self._flushed
         if f >= o:
             return
-        assert self._slot is not None, "unflushed rows without views"
+        assert self.slot is not None, "unflushed rows without views"
         plan = self._rows_plan(f, o)
         pool = self.pool
-        views, slot = self._views, self._slot
+        views, slot = self.views, self.slot
         for c in self._caches:
             c._write_pool(plan, views.k[c.layer][slot, :, f:o, :], views.v[c.layer][slot, :, f:o, :])
-        mx.eval([pool._k[c.layer] for c in self._caches] + [pool._v[c.layer] for c in self._caches])
+        mx.eval([pool.k[c.layer] for c in self._caches] + [pool.v[c.layer] for c in self._caches])
         self._flushed = o
         self._plan_key = None
 
@@ -223,9 +229,9 @@ class PagedSequence:
         are consecutive (one block), else (False, index array) for a scatter."""
         bs = self.pool.block_size
         if a // bs == (b - 1) // bs:
-            return True, self._blocks[a // bs] * bs + a % bs
+            return True, self.blocks[a // bs] * bs + a % bs
         pos = np.arange(a, b)
-        table = np.asarray(self._blocks, dtype=np.int64)
+        table = np.asarray(self.blocks, dtype=np.int64)
         return False, mx.array((table[pos // bs] * bs + pos % bs).astype(np.int32))
 
     def _release_tail(self) -> None:
@@ -233,10 +239,10 @@ class PagedSequence:
         if self._flushed > self._length:
             self._flushed = self._length
         keep = -(-self._length // self.pool.block_size)
-        if len(self._blocks) > keep:
+        if len(self.blocks) > keep:
             pool = self.pool
-            while len(self._blocks) > keep:
-                pool._decref(self._blocks.pop())
+            while len(self.blocks) > keep:
+                pool.release(self.blocks.pop())
             self._version += 1
 
     def _layer_trimmed(self) -> None:
@@ -245,35 +251,35 @@ class PagedSequence:
             self._length = new
             self._release_tail()
 
-    def _prepare_write(self, o: int, e: int):
+    def prepare_write(self, o: int, e: int):
         """Makes rows [o, e) writable (allocation, copy-on-write, working views) and returns the
         plan: which pool rows to flush from the views after the write (the blocks that the write
         fills), or None. Computed by the first layer of a step, reused by the others."""
         pool = self.pool
-        if self._slot is None:
-            self._check_open()
+        if self.slot is None:
+            self.check_open()
             if o > 0:
                 self._rebuild_views(o)
             else:
                 self._take_slot(e, lambda views, slot: None)
             self._plan_key = None
-        key = (o, e, self._version, pool._epoch)
+        key = (o, e, self._version, pool.epoch)
         if key == self._plan_key:
             return self._plan
-        self._check_open()
+        self.check_open()
         self._reserve(o, e)
         bs = pool.block_size
-        need = -(-e // bs) - len(self._blocks)
+        need = -(-e // bs) - len(self.blocks)
         if need > 0:
-            self._blocks.extend(pool._allocate(need))
+            self.blocks.extend(pool.allocate(need))
             self._version += 1
         first = o // bs
-        if o % bs and pool._ref[self._blocks[first]] > 1:
+        if o % bs and pool.refs[self.blocks[first]] > 1:
             self._copy_on_write(first, o)
         # blocks past `first` hold no kept row; one can only be shared when this layer is behind
         # the first one in the same step (which already made them private): a safety net
         for i in range(first + (1 if o % bs else 0), -(-e // bs)):
-            if pool._ref[self._blocks[i]] > 1:
+            if pool.refs[self.blocks[i]] > 1:
                 self._replace_block(i)
         full = e // bs * bs  # rows of the blocks this write completes are written to the pool
         plan = None
@@ -281,14 +287,14 @@ class PagedSequence:
             plan = (self._flushed, full, self._rows_plan(self._flushed, full))
             self._flushed = full
         self._plan = plan
-        self._plan_key = (o, e, self._version, pool._epoch)
+        self._plan_key = (o, e, self._version, pool.epoch)
         return plan
 
     def _replace_block(self, i: int) -> None:
         pool = self.pool
-        (nb,) = pool._allocate(1)
-        pool._decref(self._blocks[i])
-        self._blocks[i] = nb
+        (nb,) = pool.allocate(1)
+        pool.release(self.blocks[i])
+        self.blocks[i] = nb
         self._version += 1
 
     def _copy_on_write(self, i: int, o: int) -> None:
@@ -297,23 +303,23 @@ class PagedSequence:
         themselves, and keep being updated in place)."""
         pool = self.pool
         bs = pool.block_size
-        old = self._blocks[i]
-        (nb,) = pool._allocate(1)
+        old = self.blocks[i]
+        (nb,) = pool.allocate(1)
         start = i * bs
-        views, slot = self._views, self._slot
+        views, slot = self.views, self.slot
         for c in self._caches:
             k = views.k[c.layer][slot, :, start:o, :].transpose(1, 0, 2)
             v = views.v[c.layer][slot, :, start:o, :].transpose(1, 0, 2)
-            pool._k[c.layer][nb * bs: nb * bs + (o - start)] = k
-            pool._v[c.layer][nb * bs: nb * bs + (o - start)] = v
+            pool.k[c.layer][nb * bs: nb * bs + (o - start)] = k
+            pool.v[c.layer][nb * bs: nb * bs + (o - start)] = v
         # evaluate now: the view slices read above must not be pending when the same step writes
         # the views in place (MLX would copy a buffer that is still read)
-        mx.eval([pool._k[c.layer] for c in self._caches] + [pool._v[c.layer] for c in self._caches])
-        pool._decref(old)
-        self._blocks[i] = nb
+        mx.eval([pool.k[c.layer] for c in self._caches] + [pool.v[c.layer] for c in self._caches])
+        pool.release(old)
+        self.blocks[i] = nb
         self._version += 1
         self._flushed = max(self._flushed, o)
-        pool._counters["cow_copies"] += 1
+        pool.counters["cow_copies"] += 1
 
     def _rebuild_views(self, o: int) -> None:
         """Takes a view slot and fills its rows [0, o) from the blocks (one gather per layer,
@@ -322,19 +328,19 @@ class PagedSequence:
         pool = self.pool
         bs = pool.block_size
         nblk = -(-o // bs)
-        table = np.asarray(self._blocks[:nblk], dtype=np.int64)
+        table = np.asarray(self.blocks[:nblk], dtype=np.int64)
         rows = (table[:, None] * bs + np.arange(bs)[None, :]).reshape(-1)[:o]
         idx = mx.array(rows.astype(np.int32))
 
         def gather(views: ViewSlots, slot: int) -> None:
             for c in self._caches:
                 l = c.layer
-                views.k[l][slot, :, :o, :] = mx.take(pool._k[l], idx, axis=0).transpose(1, 0, 2)
-                views.v[l][slot, :, :o, :] = mx.take(pool._v[l], idx, axis=0).transpose(1, 0, 2)
+                views.k[l][slot, :, :o, :] = mx.take(pool.k[l], idx, axis=0).transpose(1, 0, 2)
+                views.v[l][slot, :, :o, :] = mx.take(pool.v[l], idx, axis=0).transpose(1, 0, 2)
             mx.eval(views.k, views.v)
 
         self._take_slot(o, gather)
-        pool._counters["view_rebuilds"] += 1
+        pool.counters["view_rebuilds"] += 1
 
 
 class PagedLayerCache:
@@ -348,7 +354,7 @@ class PagedLayerCache:
         self.window = window
         self.offset = 0
 
-    def _start(self, o: int) -> int:
+    def window_start(self, o: int) -> int:
         """First position attention needs when queries start at position o."""
         w = self.window
         return 0 if w is None or o < w else o - w + 1
@@ -367,27 +373,27 @@ class PagedLayerCache:
                              f"{pool.v_head_dims[layer]}")
         o = self.offset
         e = o + n
-        flush = seq._prepare_write(o, e)
+        flush = seq.prepare_write(o, e)
 
         # the working view (what attention reads): this sequence's slot, updated in place
-        slot = seq._slot
-        kv, vv = seq._views.k[layer], seq._views.v[layer]
+        slot = seq.slot
+        kv, vv = seq.views.k[layer], seq.views.v[layer]
         kv[slot:slot + 1, :, o:e, :] = keys
         vv[slot:slot + 1, :, o:e, :] = values
-        self._advance(e)
-        s = self._start(o)
+        self.advance(e)
+        s = self.window_start(o)
         k_out, v_out = kv[slot:slot + 1, :, s:e, :], vv[slot:slot + 1, :, s:e, :]
         if flush is not None:
-            k_out, v_out = mx.depends([k_out, v_out], self._flush(flush, kv, vv, slot))
+            k_out, v_out = mx.depends([k_out, v_out], self.flush(flush, kv, vv, slot))
         return k_out, v_out
 
-    def _advance(self, e: int) -> None:
+    def advance(self, e: int) -> None:
         """Rows up to `e` are written."""
         self.offset = e
         if e > self._seq._length:
             self._seq._length = e
 
-    def _flush(self, flush, kv: mx.array, vv: mx.array, slot: int) -> list[mx.array]:
+    def flush(self, flush, kv: mx.array, vv: mx.array, slot: int) -> list[mx.array]:
         """Writes the blocks a write completed from the view into the pool (once per block_size
         tokens in decoding). Attention does not read them: the caller makes its outputs depend
         on the returned arrays, so evaluating the logits performs the writes (and releases the
@@ -400,7 +406,7 @@ class PagedLayerCache:
         pool = self._seq.pool
         kt = k_rows.transpose(1, 0, 2)  # the views are in the pool's dtype
         vt = v_rows.transpose(1, 0, 2)
-        pk, pv = pool._k[self.layer], pool._v[self.layer]
+        pk, pv = pool.k[self.layer], pool.v[self.layer]
         contiguous, where = plan
         if contiguous:
             n = kt.shape[0]
@@ -413,7 +419,7 @@ class PagedLayerCache:
 
     def make_mask(self, N: int, window_size: Optional[int] = None, return_array: bool = False):
         o = self.offset
-        s = self._start(o)
+        s = self.window_start(o)
         if window_size is not None and self.window is not None and window_size > self.window:
             raise ValueError(f"mask window {window_size} is larger than this layer's cache "
                              f"window {self.window}")
@@ -450,16 +456,16 @@ class PagedLayerCache:
     @property
     def state(self):
         seq = self._seq
-        arrs = [seq.pool._k[self.layer], seq.pool._v[self.layer]]
-        if seq._slot is not None:
-            arrs += [seq._views.k[self.layer], seq._views.v[self.layer]]
+        arrs = [seq.pool.k[self.layer], seq.pool.v[self.layer]]
+        if seq.slot is not None:
+            arrs += [seq.views.k[self.layer], seq.views.v[self.layer]]
         return arrs
 
     @property
     def nbytes(self) -> int:
         """Bytes of this layer's working view (its slot's share; the blocks are accounted by
         the pool)."""
-        views = self._seq._views
+        views = self._seq.views
         if views is None:
             return 0
         return (views.k[self.layer].nbytes + views.v[self.layer].nbytes) // views.slots

@@ -1,0 +1,75 @@
+"""The batched step's KV layout (`onyx.kv.ragged`): several sequences in one forward give each
+sequence's own logits, and a write that failed mid-step is written again."""
+
+from __future__ import annotations
+
+import pytest
+
+import onyx  # noqa: F401  (sets up the BLAS before mlx.core is imported)
+import mlx.core as mx  # noqa: E402
+from kv_models import ATOL_FULL, close, full_logits, model, run, tiny, tokens  # noqa: F401
+
+from onyx.kv.pool import PagedKVPool
+
+
+@pytest.mark.parametrize("shared_capacity", [None, 12])
+def test_ragged_forward_matches_each_sequence_alone(model, shared_capacity, monkeypatch):
+    """Several sequences in one forward (`onyx.kv.ragged`): segments of a few rows attend
+    together over the view slots, a longer one alone, and every row's logits are those of its
+    sequence run alone: on every architecture here (sliding windows too), across block
+    boundaries, with a fork sharing blocks and a sequence whose view was dropped. With shared
+    arrays of 12 tokens a slot, sequences start in or move to view arrays of their own midway."""
+    from onyx.kv import sequence as paged_sequence
+    from onyx.kv import ragged
+
+    if shared_capacity is not None:
+        monkeypatch.setattr(paged_sequence, "SHARED_CAPACITY", shared_capacity)
+    assert ragged.install(model)
+    pool = PagedKVPool.for_model(model, block_size=4, num_blocks=8)
+    seqs, history = [], []
+    for i, n in enumerate([3, 9, 14, 7]):
+        seqs.append(pool.sequence())
+        history.append(tokens(n, seed=20 + i))
+        run(model, seqs[-1], history[-1])
+    seqs.append(seqs[1].fork())  # shares seqs[1]'s blocks; its view is rebuilt from them
+    history.append(list(history[1]))
+    seqs[2].drop_views()  # rebuilt on the next forward
+    for step in range(3):
+        rows = [[5], tokens(3, seed=30 + step), tokens(ragged.BATCHED_ROWS + 3, seed=40 + step),
+                [7], tokens(2, seed=50 + step)]
+        caches = ragged.layer_caches(seqs, [len(r) for r in rows])
+        together = model(mx.array([t for r in rows for t in r])[None], cache=caches)[0]
+        mx.eval(together)
+        a = 0
+        for seq, r, h in zip(seqs, rows, history):
+            seq.truncate(seq.length - len(r))
+            alone = run(model, seq, r)
+            assert close(together[a:a + len(r)], alone, ATOL_FULL), (step, a)
+            h.extend(r)  # and both are what the whole sequence gives in one forward
+            assert close(alone, full_logits(model, h)[-len(r):], ATOL_FULL), (step, a)
+            a += len(r)
+    for seq in seqs:
+        assert (seq.views is pool.views) == (shared_capacity is None or seq.length <= shared_capacity)
+    assert pool.views.in_use == sum(seq.views is pool.views for seq in seqs)
+    for seq in seqs:
+        seq.free()
+    assert pool.views.in_use == 0 and pool.views.slots == 0  # the arrays go with the last slot
+    pool.check()
+
+
+def test_a_failed_write_is_written_again(tiny):
+    """A forward that was to fill a block failed before its pool writes ran (a shared batched
+    step that raised): `discard_failed_write` forgets them, so the block's rows are written from
+    the view when it fills again, and a fork (whose view is rebuilt from the blocks) sees them."""
+    pool = PagedKVPool.for_model(tiny, block_size=16)
+    seq = pool.sequence()
+    toks = tokens(17, seed=9)
+    run(tiny, seq, toks[:15])
+    seq.prepare_write(15, 16)  # what a forward writing row 15 plans first; then it fails
+    seq.discard_failed_write(15)
+    run(tiny, seq, toks[15:16])
+    child = seq.fork()
+    assert close(run(tiny, child, toks[16:]), full_logits(tiny, toks)[-1:], ATOL_FULL)
+    child.free()
+    seq.free()
+    pool.check()
