@@ -42,6 +42,7 @@ import numpy as np  # noqa: E402
 from mlx_lm import stream_generate  # noqa: E402
 
 from bench.corpus import CHARACTER_SCHEMA, JSON_ASK, STORY  # noqa: E402
+from onyx.chat.setup import chat_ids
 from onyx.integrations import common  # noqa: E402
 from onyx.integrations.mlx_lm import GrammarLogitsProcessor  # noqa: E402
 from onyx.models.loader import load  # noqa: E402
@@ -160,7 +161,7 @@ class Setup:
         return LLGuidanceProcessor(self.lltok, self.ll_grammars[key], self.width, self.ll_apply)
 
     def prompt(self, text: str) -> list[int]:
-        return self.loaded.chat_ids([{"role": "user", "content": text}])
+        return chat_ids(self.loaded, [{"role": "user", "content": text}])
 
 
 def generate_once(s: Setup, prompt: list[int], processor, max_tokens: int) -> dict:

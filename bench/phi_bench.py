@@ -48,7 +48,6 @@ import numpy as np  # noqa: E402
 
 import onyx  # noqa: E402
 from onyx.decoding.phi import ExactPhi, TokenTrie, _logsumexp, score_with_function  # noqa: E402
-from onyx.grammar.constraint import MaskCache  # noqa: E402
 
 from bench.dyck import EOS, LM, OPEN, ToyLM, dyck_setup  # noqa: E402
 from bench.phi_laws import (Rows, compact_grammar, empirical, fvo_sample, prepared_exact_phi,  # noqa: E402
@@ -150,8 +149,7 @@ def dyck_table(n: int, seeds: int) -> dict:
         phis = providers(grammar, trie, lm, 3)
         exact_law = phis["exact"].law()
         deltas = _phi_delta(trie, lm, phis["exact"])
-        masks = MaskCache(grammar, 3)
-        rows = Rows(lm, grammar, masks, draft_temperature=2.0, width=3)
+        rows = Rows(lm, grammar, draft_temperature=2.0, width=3)
         star = laws["star"]
         # Φ̄ at the root: E_{μ^proj_root}[Φ]
         z = np.asarray(lm([]), dtype=np.float64)
@@ -259,7 +257,7 @@ def json_table(engine, n: int, runs: int, names: list[str]) -> list[dict]:
         # the FVO loop (the product's verifier) with exact Φ, in the compact vocabulary
         small_phi = ExactPhi(max_nodes=100_000).fit(c["trie"], score_with_function(c["trie"], c["logits_of"]),
                                                    grammar=c["grammar"], vocab_size=c["width"])
-        rows = Rows(c["logits_of"], c["grammar"], MaskCache(c["grammar"], c["width"]), draft_temperature=0.5,
+        rows = Rows(c["logits_of"], c["grammar"], draft_temperature=0.5,
                       width=c["width"])
         t0 = time.perf_counter()
         counts, accept = fvo_sample(n, c["grammar"], rows, small_phi, gamma=4, seed=5)

@@ -23,12 +23,12 @@ import numpy as np
 import onyx  # noqa: F401, I001  (before mlx: OpenBLAS)
 import mlx.core as mx
 
-from onyx.decoding.verify import prepare, verify_many
-from onyx.decoding.verify import verify as _verify
 from onyx.decoding.drafts import Proposal
 from onyx.decoding.phi import ExactPhi, OneStepPhi, TokenTrie, _logsumexp, score_with_function
-from onyx.grammar.constraint import MaskCache
-from onyx.decoding.sampling import Sampler, apply_mask, distribution
+from onyx.decoding.processors import row_sampling
+from onyx.decoding.sampling import apply_mask, distribution, mask_to_mlx
+from onyx.decoding.verify import prepare, verify_many
+from onyx.grammar.constraint import Constraint
 from onyx.options import SamplingParams
 
 # --------------------------------------------------------------------------------------------
@@ -228,12 +228,13 @@ def empirical(counts: Counter) -> dict:
 
 
 class Rows:
-    """Memoized (V,) target logits and draft distributions per token prefix."""
+    """Memoized (V,) target logits and draft distributions per token prefix, for a grammar whose
+    masks (`constraint`, MLX form) are `width` wide."""
 
-    def __init__(self, logits_of, grammar, masks: MaskCache, draft_temperature: float, width: int) -> None:
+    def __init__(self, logits_of, grammar, draft_temperature: float, width: int) -> None:
         self.logits_of = logits_of
         self.grammar = grammar
-        self.masks = masks
+        self.constraint = Constraint.of(grammar, width, mask_to_mlx, "mlx")
         self.draft_t = draft_temperature
         self.width = width
         self._rows: dict[tuple, mx.array] = {}
@@ -254,7 +255,7 @@ class Rows:
         differs from the target's law and exercises rejection and residual resampling)."""
         hit = self._q.get(prefix)
         if hit is None:
-            q = distribution(apply_mask(self.row(prefix), self.masks.get(state)),
+            q = distribution(apply_mask(self.row(prefix), self.constraint.mask(state)),
                              SamplingParams(temperature=self.draft_t))
             qn = np.asarray(q, dtype=np.float64)
             support = np.nonzero(qn > 0)[0]
@@ -263,50 +264,64 @@ class Rows:
         return hit
 
 
+def verify_one(logits: mx.array, proposal: Proposal, sampling, remaining: int, context: list[int]):
+    """The product's verifier for one sequence whose rows start at row 0 of `logits`."""
+    return verify_many(logits, [prepare(proposal, sampling, remaining, context=context)])[0]
+
+
+def _draft_round(rows: Rows, constraint: Constraint, out: list[int], gamma: int, rng, eos: set[int]) -> Proposal:
+    """One round's model drafts from the draft law `rows.draft`, stopping at EOS or where only
+    EOS may follow."""
+    proposal = Proposal()
+    s = constraint.state
+    for _ in range(gamma):
+        q, support, probs = rows.draft(tuple(out + proposal.tokens), s)
+        t = int(support[rng.choice(len(support), p=probs)])
+        proposal.add(t, q, "model")
+        if t in eos:
+            break
+        s = constraint.grammar.advance(s, t)
+        if constraint.only_eos(s):
+            break
+    return proposal
+
+
+def _commit(constraint: Constraint, out: list[int], tokens: list[int], accepted: int, states: list, eos: set[int]) -> bool:
+    """Commits a round's accepted drafts and the target's token as the engine does; True when
+    the output ended (EOS, or nothing but EOS may follow)."""
+    for i, token in enumerate(tokens):
+        if token in eos:
+            return True
+        constraint.advance(token, states[i + 1] if i < accepted else None)
+        out.append(token)
+        if constraint.done:
+            return True
+    return False
+
+
 def fvo_sample(n: int, grammar, rows: Rows, phi, *, gamma: int = 3, seed: int = 0, prompt: tuple = (),
                verify=None) -> tuple[Counter, float]:
-    """n outputs of the product's speculative verifier (`_verify`) against memoized logits,
-    mirroring `onyx.decoding.decode`'s round structure. Returns output counts and the draft
-    acceptance rate."""
-    verify = verify or _verify
-    params = SamplingParams(temperature=1.0, seed=seed)
-    sampler = Sampler(params)
+    """n outputs of the product's speculative verifier (`verify_one`, or `verify` with its
+    signature) against memoized logits, mirroring the engine's round structure. Returns output
+    counts and the draft acceptance rate."""
+    verify = verify or verify_one
+    sampling = row_sampling(SamplingParams(temperature=1.0, seed=seed), rows.constraint, phi=phi)
     rng = np.random.default_rng(seed + 1)
-    masks = rows.masks
     eos = set(grammar.eos_token_ids)
     counts: Counter = Counter()
     drafted = accepted_total = 0
     for _ in range(n):
         out: list[int] = []
-        state = grammar.initial_state
+        constraint = sampling.constraint = rows.constraint.fresh()
         done = False
         while not done:
-            proposal = Proposal()
-            s = state
-            for _ in range(gamma):
-                q, support, probs = rows.draft(tuple(out + proposal.tokens), s)
-                t = int(support[rng.choice(len(support), p=probs)])
-                proposal.add(t, q, "model")
-                if t in eos:
-                    break
-                s = grammar.advance(s, t)
-                if masks.only_eos(s):
-                    break
+            proposal = _draft_round(rows, constraint, out, gamma, rng, eos)
             drafts = proposal.tokens
             logits = mx.stack([rows.row(tuple(out + drafts[:i])) for i in range(len(drafts) + 1)])
-            m, new, states = verify(logits, proposal, grammar, masks, state, params, sampler, 1 << 20, phi,
-                                    list(prompt) + out)
+            m, new, states = verify(logits, proposal, sampling, 1 << 20, list(prompt) + out)
             drafted += len(drafts)
             accepted_total += m
-            for i, token in enumerate(drafts[:m] + [new]):
-                if token in eos:
-                    done = True
-                    break
-                state = states[i + 1] if i < m else grammar.advance(state, token)
-                out.append(token)
-                if masks.only_eos(state):
-                    done = True
-                    break
+            done = _commit(constraint, out, drafts[:m] + [new], m, states, eos)
         counts[tuple(out)] += 1
     return counts, (accepted_total / drafted if drafted else 0.0)
 
@@ -319,54 +334,31 @@ def fvo_sample_batched(n: int, grammar, rows: Rows, arms: list[dict], *, seed: i
     that ends starts its next output at once, so sequences at different depths share each round.
     `arms`: per sequence {"phi": provider or None, "gamma": int, "seed": int}. Returns per arm
     n output counts and its draft acceptance rate."""
-    k = len(arms)
-    params = [SamplingParams(temperature=1.0, seed=a["seed"]) for a in arms]
-    samplers = [Sampler(p) for p in params]
+    samplings = [row_sampling(SamplingParams(temperature=1.0, seed=a["seed"]), rows.constraint.fresh(), phi=a["phi"])
+                 for a in arms]
     rng = np.random.default_rng(seed)
-    masks = rows.masks
     eos = set(grammar.eos_token_ids)
     counts = [Counter() for _ in arms]
     outs: list[list[int]] = [[] for _ in arms]
-    states = [grammar.initial_state] * k
-    drafted, accepted = [0] * k, [0] * k
+    drafted, accepted = [0] * len(arms), [0] * len(arms)
     while any(sum(c.values()) < n for c in counts):
         checks, stacked, offset = [], [], 0
         for i, arm in enumerate(arms):
-            proposal = Proposal()
-            s = states[i]
-            for _ in range(arm["gamma"]):
-                q, support, probs = rows.draft(tuple(outs[i] + proposal.tokens), s)
-                t = int(support[rng.choice(len(support), p=probs)])
-                proposal.add(t, q, "model")
-                if t in eos:
-                    break
-                s = grammar.advance(s, t)
-                if masks.only_eos(s):
-                    break
+            proposal = _draft_round(rows, samplings[i].constraint, outs[i], arm["gamma"], rng, eos)
             drafts = proposal.tokens
             stacked += [rows.row(tuple(outs[i] + drafts[:j])) for j in range(len(drafts) + 1)]
-            checks.append(prepare(proposal, grammar, masks, states[i], params[i], samplers[i], 1 << 20,
-                                  offset=offset, phi=arm["phi"], context=list(prompt) + outs[i]))
+            checks.append(prepare(proposal, samplings[i], 1 << 20, offset=offset, context=list(prompt) + outs[i]))
             offset += len(drafts) + 1
         results = verify_many(mx.stack(stacked), checks)
         for i, (check, (m, new, walk)) in enumerate(zip(checks, results)):
             drafts = check.proposal.tokens
             drafted[i] += len(drafts)
             accepted[i] += m
-            done = False
-            for j, token in enumerate(drafts[:m] + [new]):
-                if token in eos:
-                    done = True
-                    break
-                states[i] = walk[j + 1] if j < m else grammar.advance(states[i], token)
-                outs[i].append(token)
-                if masks.only_eos(states[i]):
-                    done = True
-                    break
-            if done:
+            if _commit(samplings[i].constraint, outs[i], drafts[:m] + [new], m, walk, eos):
                 if sum(counts[i].values()) < n:
                     counts[i][tuple(outs[i])] += 1
-                outs[i], states[i] = [], grammar.initial_state
+                outs[i] = []
+                samplings[i].constraint = rows.constraint.fresh()
     return [(c, a / d if d else 0.0) for c, a, d in zip(counts, accepted, drafted)]
 
 

@@ -192,7 +192,7 @@ def run_step_interleaved(engine, prompts: dict, *, max_tokens: int, rounds: int,
 
     def constraint(opts):
         # The engine's own (already warm) grammar and mask cache.
-        return engine.grammars.constraint(ConstraintSpec.parse(opts.get("regex"), opts.get("json_schema")))
+        return engine.constraint(ConstraintSpec.parse(opts.get("regex"), opts.get("json_schema")))
 
     step_times = {c[0]: [] for c in CONFIGS}  # per round: list of per-step seconds
     tokens = {c[0]: 0 for c in CONFIGS}

@@ -9,12 +9,12 @@
     r = engine.chat(messages, tools=[...], tool_choice="required")      # r.tool_calls, parsed
 
 A request flows: prompt → options (`onyx.options.GenerateOptions`, parsed once) → grammar
-compile (`onyx.grammar.constraint.GrammarCache`, cached by pattern, in the caller's thread so a bad
-pattern raises at once; a chat request's tools and thinking block are composed into one
-structure first, `onyx.chat.setup`) → the engine's scheduler (`onyx.scheduler`), whose one worker thread
-decodes every active request in one batched step (`onyx.decoding.batch`) → token ids → text
-(`onyx.text.TextBuilder`: stop strings, UTF-8) → for chat, the output parser
-(`onyx.chat.output`: reasoning, content, tool calls). Calls from several threads, and the prompts of
+compile (`onyx.grammar.constraint.GrammarCache`, cached by pattern, in the caller's thread so a
+bad pattern raises at once; a chat request's tools and thinking block are composed into one
+structure first, `onyx.chat.setup`) → the engine's scheduler (`onyx.scheduler`), whose one
+worker thread decodes every active request in one batched step (`onyx.decoding.batch`) → token
+ids → each sample's output (`onyx.scheduler.output`: text, stop strings and, for chat, the
+output parser: reasoning, content, tool calls). Calls from several threads, and the prompts of
 `generate_many`, decode side by side; each keeps its own options, constraint and random stream.
 """
 
@@ -24,14 +24,15 @@ import queue
 import threading
 from typing import Any, Iterator
 
-from onyx.chat.setup import ChatFormat, ChatSetup
-from onyx.grammar.constraint import GrammarCache
+from onyx.chat.setup import ChatFormat, ChatSetup, prepare_chat
 from onyx.decoding import ModelRunner
 from onyx.decoding.runner import PREFILL_CHUNK
+from onyx.decoding.sampling import mask_to_mlx
 from onyx.errors import ModelError, RequestError
+from onyx.grammar.constraint import GRAMMAR_CACHE_SIZE, Constraint, GrammarCache
 from onyx.models.loader import LoadedModel, load
-from onyx.options import ConstraintSpec, GenerateOptions
-from onyx.scheduler import DEFAULT_MAX_BATCH, Chunk, Request, Result, Scheduler
+from onyx.options import DEFAULT_MAX_BATCH, ConstraintSpec, GenerateOptions
+from onyx.scheduler import Chunk, Request, Result, Scheduler
 
 __all__ = ["Chunk", "Engine", "Result"]
 
@@ -40,7 +41,7 @@ class Engine:
     """A loaded model plus everything needed to constrain it."""
 
     def __init__(self, model: str | None = None, draft_model: str | None = None, *,
-                 grammar_cache_size: int = 128, max_batch: int = DEFAULT_MAX_BATCH, max_queue: int | None = None,
+                 grammar_cache_size: int = GRAMMAR_CACHE_SIZE, max_batch: int = DEFAULT_MAX_BATCH, max_queue: int | None = None,
                  prefill_chunk: int = PREFILL_CHUNK) -> None:
         """`max_batch`: sequences decoded together at most (more wait in the queue);
         `max_queue`: requests that may wait (more raise `QueueFullError`; None: no limit);
@@ -54,7 +55,7 @@ class Engine:
             draft = load(draft_model)
             _check_same_vocabulary(self.loaded, draft)
             self.draft_runner = ModelRunner(draft)
-        self.grammars = GrammarCache(self.vocab, self.loaded.vocab_size, grammar_cache_size)
+        self.grammars = GrammarCache(self.vocab, grammar_cache_size)
         self.chat_format = ChatFormat.from_tokenizer(self.loaded.tokenizer, self.vocab)
         self.scheduler = Scheduler(self.runner, self.draft_runner, vocab=self.vocab, max_batch=max_batch,
                                    max_queue=max_queue, prefill_chunk=prefill_chunk)
@@ -68,6 +69,25 @@ class Engine:
     def model_name(self) -> str:
         return self.loaded.name
 
+    def describe(self) -> dict:
+        """What the engine runs: the model's name, device, weight dtype, context length and
+        vocabulary size, and the batch's limits."""
+        m = self.loaded
+        return {"model": m.name, "device": m.device, "dtype": m.dtype, "context_length": m.context_length,
+                "vocab_size": m.vocab_size, "max_batch": self.scheduler.max_batch,
+                "max_queue": self.scheduler.max_queue,
+                "draft_model": self.draft_runner.loaded.name if self.draft_runner is not None else None}
+
+    def configure(self, *, max_queue: int | None = None) -> None:
+        """Changes settings of a running engine: `max_queue`, the requests that may wait (more
+        raise `QueueFullError`; None: no limit)."""
+        self.scheduler.max_queue = max_queue
+
+    def cancel_all(self, timeout: float = 10.0) -> None:
+        """Cancels every queued and running request and waits (up to `timeout` seconds) until
+        they have ended; the engine stays usable."""
+        self.scheduler.cancel_all(timeout)
+
     # -- constraints -------------------------------------------------------------------------
 
     def compile(self, *, regex: str | None = None, json_schema: Any = None,
@@ -75,7 +95,15 @@ class Engine:
         """The compiled grammar for a regex or a JSON Schema (dict or JSON string), cached by
         pattern; None when neither is given. Raises a subclass of `onyx.GrammarError`."""
         spec = ConstraintSpec.parse(regex, json_schema, max_whitespace)
-        return None if spec is None else self.grammars.get(spec)[0]
+        return None if spec is None else self.grammars.get(spec).grammar
+
+    def constraint(self, spec: ConstraintSpec | None) -> Constraint | None:
+        """A fresh constraint for `spec` (compiled once per pattern), with MLX masks as wide as
+        the model's logits; None when unconstrained."""
+        if spec is None:
+            return None
+        compiled = self.grammars.get(spec)
+        return Constraint(compiled, compiled.table("mlx", self.loaded.vocab_size, mask_to_mlx))
 
     # -- prompts -----------------------------------------------------------------------------
 
@@ -95,10 +123,7 @@ class Engine:
     def prepare_chat(self, messages: list[dict], options: GenerateOptions) -> tuple[list[int], ChatSetup]:
         """The prompt's token ids and the request's setup (`onyx.chat.setup.ChatSetup`: the
         options with the composed constraint, the output's reading). Raises `RequestError`."""
-        setup = self.chat_format.setup(messages, options)
-        if self.chat_format.template.source is None:
-            return self.loaded.encode(setup.prompt), setup
-        return list(self.loaded.tokenizer.encode(setup.prompt, add_special_tokens=False)), setup
+        return prepare_chat(self.loaded, self.chat_format, messages, options)
 
     # -- generation --------------------------------------------------------------------------
 
@@ -178,7 +203,7 @@ class Engine:
     def _constraints(self, ids: list[int], options: GenerateOptions) -> list:
         if not ids:
             raise RequestError("the prompt is empty", param="prompt")
-        return [self.grammars.constraint(options.constraint) for _ in range(options.n)]
+        return [self.constraint(options.constraint) for _ in range(options.n)]
 
     def _stream(self, request: Request) -> Iterator[Chunk]:
         events: queue.SimpleQueue = queue.SimpleQueue()

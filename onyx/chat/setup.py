@@ -32,7 +32,7 @@ from onyx.chat import tools as T
 from onyx.chat.output import OutputParser
 from onyx.chat.template import ChatTemplate, TemplateError
 from onyx.errors import RequestError
-from onyx.options import ConstraintSpec, GenerateOptions
+from onyx.options import ConstraintSpec, GenerateOptions, ToolChoice
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -102,7 +102,7 @@ class ChatFormat:
         plan = None
         if tools is not None or has_tool_turns:
             functions = list(tools.functions) if tools is not None else []
-            choice = tools.choice if tools is not None else T.ToolChoice("none")
+            choice = tools.choice if tools is not None else ToolChoice("none")
             parallel = tools.parallel if tools is not None else True
             try:
                 plan = T.plan(self.template, self.vocab, functions, choice, parallel,
@@ -149,7 +149,7 @@ class ChatFormat:
         if tools.choice.mode == "none":
             return (own, options.constraint.param) if own is not None else (plan.spec, "tools")
         if tools.choice.mode == "auto" and own is not None:
-            calls = T.spec(plan.format, self.vocab, list(tools.functions), T.ToolChoice("required"), tools.parallel,
+            calls = T.spec(plan.format, self.vocab, list(tools.functions), ToolChoice("required"), tools.parallel,
                            max_whitespace=options.constraint.max_whitespace)
             return st.any_of(own, calls), "tools"
         return plan.spec, "tools"
@@ -256,3 +256,21 @@ def _check_calls(calls: Any, where: str) -> list[dict]:
         out.append({"id": call_id, "type": "function", "function": {"name": fn["name"], "arguments": args or "{}"}})
     return out
 
+
+def prepare_chat(loaded, chat_format: ChatFormat, messages: list[dict],
+                 options: GenerateOptions) -> tuple[list[int], ChatSetup]:
+    """A conversation's prompt token ids for `loaded` (an `onyx.models.loader.LoadedModel`) and
+    the request's setup, from the model's chat conventions (`chat_format`). Without a chat
+    template the prompt is plain text (with BOS when the model wants one). Raises
+    `RequestError`."""
+    setup = chat_format.setup(messages, options)
+    if chat_format.template.source is None:
+        return loaded.encode(setup.prompt), setup
+    return list(loaded.tokenizer.encode(setup.prompt, add_special_tokens=False)), setup
+
+
+def chat_ids(loaded, messages: list[dict]) -> list[int]:
+    """Token ids of a plain conversation (no tools, no constraint) for `loaded`, rendered the
+    way the engine renders it: for code that holds a model but no engine."""
+    chat_format = ChatFormat.from_tokenizer(loaded.tokenizer, loaded.vocabulary)
+    return prepare_chat(loaded, chat_format, messages, GenerateOptions())[0]

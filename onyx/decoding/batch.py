@@ -97,6 +97,15 @@ class Batch:
         if gen in self.gens:
             self.gens.remove(gen)
 
+    def fail_all(self, error: BaseException) -> list[Generation]:
+        """Ends every generation with `error` (a fault in the step itself) and frees their KV;
+        returns them."""
+        failed = list(self.gens)
+        for g in failed:
+            g.fail(error)
+        self._collect(failed)
+        return failed
+
     def step(self) -> list[Generation]:
         """One forward for every generation. Returns the generations that took part or ended;
         each has `emitted` (the tokens it committed) and `done` when it ended (then it has left

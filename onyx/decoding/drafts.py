@@ -25,9 +25,9 @@ import numpy as np
 
 import onyx._grammar as _g
 from onyx.grammar import structure as st
-from onyx.grammar.constraint import MaskCache
 from onyx.decoding.gamma import GammaController
 from onyx.decoding.sampling import Sampler, apply_mask, distribution
+from onyx.grammar.constraint import Constraint
 from onyx.options import SamplingParams
 
 
@@ -173,7 +173,6 @@ class DraftModel:
         self.sampler = Sampler(SamplingParams(params.temperature, params.top_p, params.top_k, params.min_p,
                                               None if seed is None else seed + 7919))
         self.seq = None
-        self.masks: MaskCache | None = None
 
     def start(self, prompt_ids: list[int]) -> None:
         self.seq, _, _ = self.runner.prefill(prompt_ids[:-1]) if len(prompt_ids) > 1 else (self.runner.pool.sequence(), None, 0)
@@ -183,9 +182,10 @@ class DraftModel:
             self.seq.free()
             self.seq = None
 
-    def propose(self, context: list[int], k: int, out: Proposal, *, grammar=None, masks: MaskCache | None = None,
+    def propose(self, context: list[int], k: int, out: Proposal, *, constraint: Constraint | None = None,
                 state: int | None = None, budget: int = 1 << 30, eos: set[int] = frozenset()) -> None:
-        """Appends up to `k` sampled tokens to `out`, continuing `context + out.tokens`."""
+        """Appends up to `k` sampled tokens to `out`, continuing `context + out.tokens`; with a
+        `constraint`, masked by it from `state` (budget-aware: `budget` tokens remain)."""
         full = context + out.tokens
         # Feed what the draft cache lacks (the pending token, and drafts accepted last round).
         if self.seq.length > len(full) - 1:
@@ -193,61 +193,76 @@ class DraftModel:
         feed = full[self.seq.length:]
         logits = self.runner.logits(mx.array(feed), self.seq, last_only=True)
         for i in range(k):
-            mask = masks.within(state, budget - i - 1) if grammar is not None else None
+            mask = constraint.mask(state, budget - i - 1) if constraint is not None else None
             masked = apply_mask(logits, mask)
             q = distribution(masked, self.params)
             token = int((mx.argmax(masked) if self.params.greedy else self.sampler.draw(q)).item())
             out.add(token, q, "model")
             if token in eos:
                 break
-            if grammar is not None:
-                state = grammar.advance(state, token)
-                if masks.only_eos(state):
+            if constraint is not None:
+                state = constraint.grammar.advance(state, token)
+                if constraint.only_eos(state):
                     break
             if i + 1 < k:
                 logits = self.runner.logits(mx.array([token]), self.seq, last_only=True)
 
 
-def propose(out: Proposal, gamma: GammaController, room: int, context: list[int], grammar,
-            masks: MaskCache | None, state, *, aware: bool, forced: ForcedTokens | None,
-            draft: DraftModel | None, eos: set[int], remaining: int, timings: dict) -> None:
-    """Fills `out` with one round's drafts, at most `room`: forced tokens first, then as many
-    model or lookup drafts as `gamma` asks for (`gamma.next`, for lookup drafts given the
-    length of the n-gram they continue). With a fixed γ (`forced_limit()` None) forced tokens
-    count toward it; otherwise up to `forced_limit()` of them come on top. `aware` drafts stay
-    inside the grammar; time spent in the draft model is added to `timings["draft_s"]`."""
-    aware = aware and grammar is not None
-    forced_limit = gamma.forced_limit()
-    s = state
-    if forced is not None:
-        for t in forced.at(s)[:min(room, gamma.next() if forced_limit is None else forced_limit)]:
-            out.add(t, None, "forced")
-            s = grammar.advance(s, t)
+class Drafter:
+    """One sequence's drafting: its sources (grammar-forced spans, a draft model, prompt
+    lookup) and how many drafts to ask for (`gamma`). `aware` drafts stay inside the grammar;
+    time spent in the draft model is added to `timings["draft_s"]`."""
 
-    def after_forced(k: int) -> int:
-        return min(k - len(out.tokens) if forced_limit is None else k, room - len(out.tokens))
+    def __init__(self, gamma: GammaController, *, aware: bool, forced: ForcedTokens | None = None,
+                 draft: DraftModel | None = None, eos: set[int] = frozenset(), timings: dict | None = None) -> None:
+        self.gamma = gamma
+        self.aware = aware
+        self.forced = forced
+        self.draft = draft
+        self.eos = eos
+        self.timings = timings if timings is not None else {}
 
-    if room - len(out.tokens) <= 0 or (forced_limit is None and after_forced(gamma.next()) <= 0) or (
-            aware and masks.only_eos(s)):
-        return  # no room, forced tokens filled a fixed γ, or only the end may follow
-    if draft is not None:
-        k = after_forced(gamma.next())
-        if k <= 0:
+    def propose(self, out: Proposal, context: list[int], constraint: Constraint | None, room: int,
+                remaining: int) -> None:
+        """Fills `out` with one round's drafts, at most `room`, continuing `context` from the
+        constraint's committed state (`remaining`: tokens the sequence may still produce): forced
+        tokens first, then as many model or lookup drafts as `gamma` asks for (`gamma.next`, for
+        lookup drafts given the length of the n-gram they continue). With a fixed γ
+        (`forced_limit()` None) forced tokens count toward it; otherwise up to `forced_limit()` of
+        them come on top."""
+        gamma = self.gamma
+        aware = self.aware and constraint is not None
+        forced_limit = gamma.forced_limit()
+        s = constraint.state if constraint is not None else None
+        if self.forced is not None:
+            for t in self.forced.at(s)[:min(room, gamma.next() if forced_limit is None else forced_limit)]:
+                out.add(t, None, "forced")
+                s = constraint.grammar.advance(s, t)
+
+        def after_forced(k: int) -> int:
+            return min(k - len(out.tokens) if forced_limit is None else k, room - len(out.tokens))
+
+        if room - len(out.tokens) <= 0 or (forced_limit is None and after_forced(gamma.next()) <= 0) or (
+                aware and constraint.only_eos(s)):
+            return  # no room, forced tokens filled a fixed γ, or only the end may follow
+        if self.draft is not None:
+            k = after_forced(gamma.next())
+            if k <= 0:
+                return
+            t0 = time.perf_counter()
+            self.draft.propose(context, k, out, constraint=constraint if aware else None, state=s,
+                               budget=remaining - len(out.tokens), eos=self.eos)
+            self.timings["draft_s"] = self.timings.get("draft_s", 0.0) + time.perf_counter() - t0
             return
-        t0 = time.perf_counter()
-        draft.propose(context, k, out, grammar=grammar if aware else None, masks=masks if aware else None,
-                      state=s, budget=remaining - len(out.tokens), eos=eos)
-        timings["draft_s"] = timings.get("draft_s", 0.0) + time.perf_counter() - t0
-        return
-    match, follow = lookup(context + out.tokens, room - len(out.tokens))
-    k = after_forced(gamma.next(match)) if follow else 0
-    for t in follow[:max(k, 0)]:
-        if t in eos:
-            break
-        if aware:
-            try:
-                s = grammar.advance(s, t)
-            except _g.GrammarError:
+        match, follow = lookup(context + out.tokens, room - len(out.tokens))
+        k = after_forced(gamma.next(match)) if follow else 0
+        for t in follow[:max(k, 0)]:
+            if t in self.eos:
                 break
-        out.add(t, None, "lookup")
-        out.match = match
+            if aware:
+                try:
+                    s = constraint.grammar.advance(s, t)
+                except _g.GrammarError:
+                    break
+            out.add(t, None, "lookup")
+            out.match = match

@@ -9,8 +9,9 @@ A generation goes through three phases:
   and commits the verified tokens.
 
 Everything that turns this sequence's logits into its tokens (sampling parameters, random
-stream, grammar state and masks, Φ) is in `sampling` (`onyx.decoding.sampling.RowSampling`),
-so per-row logit processing has one home. Events for the caller (tokens, finish) are collected
+stream, constraint, logits processors, Φ) is in `sampling` (`onyx.decoding.sampling.RowSampling`),
+so per-row logit processing has one home; where its drafts come from is `drafter`
+(`onyx.decoding.drafts.Drafter`). Events for the caller (tokens, finish) are collected
 in `emitted` and `finish` by `commit`; the batch reads them after each step.
 """
 
@@ -19,17 +20,15 @@ from __future__ import annotations
 import threading
 import time
 
-from onyx.grammar.constraint import Constraint
-from onyx.decoding.drafts import DraftModel, ForcedTokens, Proposal, propose
+from onyx.decoding.drafts import DraftModel, Drafter, ForcedTokens, Proposal
 from onyx.decoding.gamma import GammaController
 from onyx.decoding.phi import make_phi
-from onyx.decoding.row_logits import Adjuster, ReasoningGate
-from onyx.decoding.sampling import RowSampling, Sampler
+from onyx.decoding.processors import ReasoningGate, row_sampling
 from onyx.decoding.stats import DecodeStats, DraftCounts
 from onyx.decoding.verify import Check, prepare
-from onyx.options import GenerateOptions, SamplingParams
+from onyx.grammar.constraint import Constraint
 from onyx.kv.pool import PagedSequence
-
+from onyx.options import GenerateOptions, SamplingParams
 
 class Generation:
     """One sequence: its prompt, options, constraint, KV sequence, drafting state and output."""
@@ -53,22 +52,22 @@ class Generation:
         spec = options.speculation
         loaded = runner.loaded
         self.eos = set(loaded.eos_token_ids)
-        grammar = constraint.grammar if constraint is not None else None
         width = loaded.vocab_size
-        self.sampling = RowSampling(
-            params, Sampler(params), constraint, make_phi(options.phi) if grammar is not None else None,
-            adjuster=Adjuster(options.adjust, width, len(prompt_ids)) if options.adjust.active else None,
-            gate=ReasoningGate(budget, grammar, width) if budget is not None and grammar is not None else None,
-            logprobs=options.logprobs)
-        self.token_bytes = loaded.vocabulary.token_bytes
+        phi = make_phi(options.phi) if constraint is not None else None
+        self.sampling = row_sampling(
+            params, constraint, phi=phi, adjust=options.adjust, width=width, prompt_len=len(prompt_ids),
+            gate=ReasoningGate(budget, constraint.grammar, width) if budget is not None and constraint is not None else None,
+            logprobs=options.logprobs, token_bytes=loaded.vocabulary.token_bytes)
         self.drafting = spec.drafting
-        self.forced = ForcedTokens(grammar, loaded.tokenizer, loaded.vocabulary) if (
-            grammar is not None and spec.mode == "aware" and spec.jump_forward) else None
-        self.draft = DraftModel(draft_runner, params, params.seed) if (
+        forced = ForcedTokens(constraint.grammar, loaded.tokenizer, loaded.vocabulary) if (
+            constraint is not None and spec.mode == "aware" and spec.jump_forward) else None
+        draft = DraftModel(draft_runner, params, params.seed) if (
             self.drafting and draft_runner is not None) else None
         self.gamma = GammaController(spec.num_draft_tokens if self.drafting else 0, device=loaded.device,
                                      draft_cost=draft_runner.weight_bytes / runner.weight_bytes
-                                     if self.draft is not None else 0.0)
+                                     if draft is not None else 0.0)
+        self.drafter = Drafter(self.gamma, aware=spec.mode == "aware", forced=forced, draft=draft, eos=self.eos,
+                               timings=self.stats.extra)
         self.seq: PagedSequence | None = None
         self.fed = 0  # prompt tokens (of all but the last) in the KV
         self.context = list(prompt_ids)  # committed tokens; the last one is not yet in the KV
@@ -147,8 +146,8 @@ class Generation:
         start, and the next rounds decode."""
         if register:
             self.runner.pool.register_prefix(self.prompt_ids[:-1], self.seq)
-        if self.draft is not None:
-            self.draft.start(self.prompt_ids)
+        if self.drafter.draft is not None:
+            self.drafter.draft.start(self.prompt_ids)
         phi = self.sampling.phi
         if phi is not None:
             phi.prepare(self.runner, self.seq, self.context, self.constraint.grammar, self.sampling.params)
@@ -164,8 +163,8 @@ class Generation:
         if self.seq is not None:
             self.seq.free()
             self.seq = None
-        if self.draft is not None:
-            self.draft.close()
+        if self.drafter.draft is not None:
+            self.drafter.draft.close()
         self._finish_stats()
         self.phase = "done"
 
@@ -183,19 +182,12 @@ class Generation:
     def propose(self, row_cost: float | None) -> list[int]:
         """This round's rows: the pending token and the drafts (priced at `row_cost`, the
         batch's marginal cost of a row relative to this sequence's share of a step)."""
-        spec = self.options.speculation
         proposal = Proposal()
         room = self.max_tokens - self.produced - 1  # drafts that still fit after this round's own token
         if self.drafting and room > 0:
-            gamma = self.gamma
-            gamma.price(row_cost)
-            constraint = self.constraint
-            grammar = constraint.grammar if constraint is not None else None
-            propose(proposal, gamma, min(room, gamma.cap), self.context, grammar,
-                    constraint.masks if constraint is not None else None,
-                    constraint.state if constraint is not None else None,
-                    aware=spec.mode == "aware", forced=self.forced, draft=self.draft, eos=self.eos,
-                    remaining=self.max_tokens - self.produced, timings=self.stats.extra)
+            self.gamma.price(row_cost)
+            self.drafter.propose(proposal, self.context, self.constraint, min(room, self.gamma.cap),
+                                 self.max_tokens - self.produced)
         self.proposal = proposal
         return [self.context[-1]] + proposal.tokens
 
@@ -214,12 +206,8 @@ class Generation:
 
     def check(self, offset: int) -> Check:
         """The verification of this round's drafts, its rows starting at `offset`."""
-        s = self.sampling
-        c = self.constraint
-        self._check = prepare(self.proposal, c.grammar if c is not None else None, c.masks if c is not None else None,
-                              c.state if c is not None else None, s.params, s.sampler, self.max_tokens - self.produced,
-                              offset=offset, phi=s.phi, context=self.context, adjuster=s.adjuster, gate=s.gate,
-                              logprobs=s.logprobs, token_bytes=self.token_bytes)
+        self._check = prepare(self.proposal, self.sampling, self.max_tokens - self.produced, offset=offset,
+                              context=self.context)
         return self._check
 
     def commit(self, accepted: int, new_token: int, states: list) -> None:
@@ -244,12 +232,9 @@ class Generation:
             if self.emitted_logprobs is not None and entries is not None:
                 self.emitted_logprobs.append(entries[i])
             if constraint is not None:
-                if self.forced is not None:
-                    self.forced.observe(constraint.state, token)
-                if i < accepted:
-                    constraint.state = states[i + 1]
-                else:
-                    constraint.advance(token)
+                if self.drafter.forced is not None:
+                    self.drafter.forced.observe(constraint.state, token)
+                constraint.advance(token, states[i + 1] if i < accepted else None)
             self.context.append(token)
             self.produced += 1
             self.stats.completion_tokens += 1

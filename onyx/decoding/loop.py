@@ -31,10 +31,10 @@ from onyx.options import GenerateOptions
 
 @dataclass
 class Finish:
-    """The loop's last event: why it stopped, and where the grammar ended."""
+    """The loop's last event: why it stopped, and the generation's statistics (the constraint,
+    when given, holds where the grammar ended)."""
 
     reason: str  # "stop" (EOS, or nothing but EOS left), "length", or "cancelled"
-    state: int | None
     stats: DecodeStats
 
 
@@ -67,7 +67,7 @@ def decode(
             yield from gen.emitted
         if gen.error is not None:
             raise gen.error
-        yield Finish(gen.finish, constraint.state if constraint is not None else None, gen.stats)
+        yield Finish(gen.finish, gen.stats)
     finally:
         batch.end(gen, "cancelled")
         runner.pool.materialize()

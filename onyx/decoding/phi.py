@@ -550,7 +550,7 @@ class OneStepPhi:
         if plan is None:
             import mlx.core as mx
 
-            from onyx.grammar.constraint import bitmask_to_bool
+            from onyx.decoding.sampling import mask_to_mlx
 
             g, V = self.grammar, self.vocab_size
             toks, nxt = g.transitions(state)
@@ -560,7 +560,7 @@ class OneStepPhi:
             index[np.asarray(toks, dtype=np.int64)] = inv.astype(np.int32)
             if g.is_accepting(state):
                 index[self.eos] = K + 1
-            masks = mx.stack([bitmask_to_bool(g.token_bitmask(int(s)), V) for s in uniq]) if K else None
+            masks = mx.stack([mask_to_mlx(g.token_bitmask(int(s)), V) for s in uniq]) if K else None
             plan = (masks, mx.array(index), K)
             self._plans[state] = plan
         return plan

@@ -1,28 +1,42 @@
-"""Per-row logit work of one sequence in the batched step, besides the grammar mask and Φ.
+"""Logits processors: what a sequence's rows go through before they are a law to sample from.
 
-- `Adjuster`: `logit_bias`, `presence_penalty` and `frequency_penalty`, added to a sequence's
-  rows *before* the mask (so a bias can never let a forbidden token through). Row i of a round
-  scores the token after the committed output plus the round's first i drafts, so its
-  penalties count those tokens.
-- `ReasoningGate`: the reasoning budget (`onyx.chat.reasoning.ReasoningBudget`) restricting a row's
-  mask while the thinking block is open.
-- `logprob_arrays` / `logprob_entries`: the log-probabilities reported to the caller. They
-  describe the distribution the token was drawn from before sampling's own reshaping: the
-  log-softmax of the row's logits after the adjustments, the grammar mask (and Φ), and before
-  temperature, top-k, top-p and min-p. A masked token has probability 0 there, so it is never
-  listed, and every listed value is finite.
+One protocol, in the manner of mlx-lm's `make_logits_processors`: a processor is called as
+`processor(rows, check)` and returns the rows changed, where `rows` is the (k, V) slice of the
+step's logits that scores this round's pending token and drafts, and `check` is the round's
+`onyx.decoding.verify.Check` (the committed context, the drafts, the grammar state and mask of
+each row). Row i scores the token after the committed output plus the round's first i drafts.
+`make_processors` builds a sequence's list, in this order:
+
+1. `BiasAndPenalties`: `logit_bias`, `presence_penalty` and `frequency_penalty` (before the mask,
+   so a bias can never let a forbidden token through; row i's penalties count the first i drafts);
+2. `GrammarMask`: the grammar's budget-aware row masks (`Check.row_masks`, made while the
+   forward runs), forbidden tokens set to -inf;
+3. `PhiWeights`: Φ's log-weights (`onyx.decoding.phi`), which read the rows as they were before
+   the mask.
+
+`ReasoningGate` is not a processor: it restricts the row masks themselves while a thinking block
+is open (`onyx.chat.reasoning.ReasoningBudget`).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Protocol
+
 import mlx.core as mx
 import numpy as np
 
-from onyx.grammar.constraint import bitmask_to_bool
-from onyx.options import LogitAdjustments
+from onyx.decoding.sampling import RowSampling, Sampler, apply_mask, mask_to_mlx
+from onyx.options import LogitAdjustments, SamplingParams
+
+if TYPE_CHECKING:
+    from onyx.decoding.verify import Check
 
 
-class Adjuster:
+class LogitsProcessor(Protocol):
+    def __call__(self, rows: mx.array, check: "Check") -> mx.array: ...
+
+
+class BiasAndPenalties:
     """One sequence's logit_bias and penalties (`adjust` must be `active`)."""
 
     def __init__(self, adjust: LogitAdjustments, width: int, prompt_len: int) -> None:
@@ -35,6 +49,9 @@ class Adjuster:
                 bias[t] = b
         self.bias = mx.array(bias) if adjust.logit_bias else None
         self.penalised = adjust.presence_penalty != 0.0 or adjust.frequency_penalty != 0.0
+
+    def __call__(self, rows: mx.array, check: "Check") -> mx.array:
+        return self.rows(rows, check.context, check.proposal.tokens)
 
     def rows(self, rows: mx.array, context: list[int], drafts: list[int]) -> mx.array:
         """`rows` (k, V) adjusted; `context` is the prompt and the committed tokens."""
@@ -53,6 +70,58 @@ class Adjuster:
         return rows - mx.array(np.stack(out))
 
 
+class GrammarMask:
+    """The grammar's row masks (`Check.row_masks`); keeps the rows as they were before it in
+    `Check.unmasked`, for Φ."""
+
+    def __call__(self, rows: mx.array, check: "Check") -> mx.array:
+        check.unmasked = rows
+        masks = check.row_masks
+        return apply_mask(rows, mx.stack(masks) if len(masks) > 1 else masks[0][None])
+
+
+class PhiWeights:
+    """Φ's log-weights added to the masked rows (`phi.log_weights` per row: None leaves a row
+    as it is)."""
+
+    def __init__(self, phi: Any) -> None:
+        self.phi = phi
+
+    def __call__(self, rows: mx.array, check: "Check") -> mx.array:
+        drafts = check.proposal.tokens
+        raw = check.unmasked if check.unmasked is not None else rows
+        ws = [self.phi.log_weights(check.context + drafts[:i], check.states[i], rows[i], raw[i])
+              for i in range(check.rows)]
+        if all(w is None for w in ws):
+            return rows
+        return rows + mx.stack([w if w is not None else mx.zeros_like(rows[i]) for i, w in enumerate(ws)])
+
+
+def make_processors(*, adjust: LogitAdjustments | None = None, width: int = 0, prompt_len: int = 0,
+                    constrained: bool = False, phi: Any = None) -> list[LogitsProcessor]:
+    """A sequence's processors, in order: bias and penalties (when `adjust` is active), the
+    grammar mask (when `constrained`), Φ (when given; it needs the mask)."""
+    out: list[LogitsProcessor] = []
+    if adjust is not None and adjust.active:
+        out.append(BiasAndPenalties(adjust, width, prompt_len))
+    if constrained:
+        out.append(GrammarMask())
+        if phi is not None:
+            out.append(PhiWeights(phi))
+    return out
+
+
+def row_sampling(params: SamplingParams, constraint: Any = None, *, phi: Any = None,
+                 adjust: LogitAdjustments | None = None, width: int = 0, prompt_len: int = 0, gate: Any = None,
+                 logprobs: int | None = None, token_bytes: Any = None) -> RowSampling:
+    """One sequence's `RowSampling`: its own random stream for `params`, and its processors
+    (`make_processors`) for its constraint, adjustments and Φ."""
+    return RowSampling(params, Sampler(params), constraint,
+                       make_processors(adjust=adjust, width=width, prompt_len=prompt_len,
+                                       constrained=constraint is not None, phi=phi),
+                       phi=phi, gate=gate, logprobs=logprobs, token_bytes=token_bytes)
+
+
 class ReasoningGate:
     """A sequence's reasoning budget: its state (advanced on committed tokens) and the mask
     restriction of each verified row."""
@@ -69,53 +138,22 @@ class ReasoningGate:
             self.state = self.budget.advance(self.state, token)
             self.used += 1
 
-    def row_masks(self, states: list[int], drafts: list[int], remaining: int, masks) -> list[mx.array]:
+    def row_masks(self, constraint, states: list[int], drafts: list[int], remaining: int) -> list[mx.array]:
         """Masks of rows along the drafts (`states[i]`: the request's grammar state before row
-        i), the budget's restriction ANDed in while the block is open."""
+        i), the budget's restriction ANDed in while the block is open. Fewer masks than states
+        when a draft is one the budget's grammar refuses (the rows after it are not used)."""
         out, b = [], self.state
         for i, s in enumerate(states):
             if not self.budget.is_open(b):
-                out.append(masks.within(s, remaining - i - 1))
+                out.append(constraint.mask(s, remaining - i - 1))
             else:
                 words = self.grammar.token_bitmask_within(s, remaining - i - 1)
                 if not words.any():
                     words = self.grammar.token_bitmask(s)
-                out.append(bitmask_to_bool(self.budget.restrict(words, b, self.used + i), self.width))
+                out.append(mask_to_mlx(self.budget.restrict(words, b, self.used + i), self.width))
             if i < len(drafts):
                 try:
                     b = self.budget.advance(b, drafts[i])
-                except ValueError:  # a draft the budget's grammar refuses: the rows after it are not used
+                except ValueError:
                     break
         return out
-
-
-def logprob_arrays(target: mx.array, k: int) -> list[mx.array]:
-    """Lazy arrays for the logprobs of every row of `target` (the masked logits): the full
-    log-softmax, and the indices and values of the `k` most likely tokens per row."""
-    lp = target - mx.logsumexp(target, axis=-1, keepdims=True)
-    if k <= 0:
-        return [lp]
-    top = mx.argsort(-lp, axis=-1)[:, :k]
-    return [lp, top, mx.take_along_axis(lp, top, axis=-1)]
-
-
-def logprob_entries(arrays: list, tokens: list[int], token_bytes) -> list[dict]:
-    """One entry per row for the tokens committed there, in OpenAI's chat shape: `token`,
-    `logprob`, `bytes` and `top_logprobs` (finite values only)."""
-    lp = np.asarray(arrays[0])
-    top = np.asarray(arrays[1]) if len(arrays) > 1 else None
-    topv = np.asarray(arrays[2]) if len(arrays) > 1 else None
-    out = []
-    for i, t in enumerate(tokens):
-        alts = []
-        if top is not None:
-            alts = [_entry(int(a), float(v), token_bytes) for a, v in zip(top[i], topv[i]) if np.isfinite(v)]
-        e = _entry(t, float(lp[i, t]), token_bytes)
-        e["top_logprobs"] = alts
-        out.append(e)
-    return out
-
-
-def _entry(token: int, logprob: float, token_bytes) -> dict:
-    b = token_bytes(token)
-    return {"token": b.decode("utf-8", errors="replace"), "logprob": logprob, "bytes": list(b), "id": token}

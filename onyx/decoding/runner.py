@@ -115,14 +115,6 @@ class ModelRunner:
             raise
         return seq, logits, cached
 
-    def prefill_all_but_last(self, prompt_ids: list[int]) -> tuple[PagedSequence, int]:
-        """Runs the prompt except its last token, which becomes the first decoding round's input.
-        Returns the sequence and the cached token count."""
-        if len(prompt_ids) > 1:
-            seq, _, cached = self.prefill(prompt_ids[:-1], leave_last=False)
-            return seq, cached
-        return self.pool.sequence(), 0
-
 
 def _join(outs: list[mx.array | None]) -> mx.array | None:
     outs = [o for o in outs if o is not None]

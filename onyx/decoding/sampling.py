@@ -5,22 +5,29 @@ nucleus may be invalid), so the grammar mask is applied to the raw logits and th
 truncations run on what remains. `distribution` returns the final probability vector, so the
 speculative verifier can compare a draft's and a target's laws with the same code that samples.
 
-`RowSampling` is one sequence's sampling state (parameters, random stream, constraint, Φ): in a
-batched step every sequence has its own, and the verifier reads everything it applies to a
-sequence's logits from it.
+`RowSampling` is one sequence's sampling state: parameters, random stream, constraint, and the
+ordered logits processors its rows go through (`onyx.decoding.processors`). In a batched step
+every sequence has its own, and the verifier reads everything it applies to a sequence's logits
+from it. `mask_to_mlx` is the MLX form of a grammar mask (`onyx.grammar.constraint.MaskTable`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import mlx.core as mx
 import numpy as np
 
+from onyx.grammar.constraint import unpack_bitmask
 from onyx.options import SamplingParams
 
 NEG_INF = float("-inf")
+
+
+def mask_to_mlx(words: np.ndarray, width: int) -> mx.array:
+    """A grammar bitmask (uint32 words) as an MLX bool vector of the logits' width."""
+    return mx.array(unpack_bitmask(words, width))
 
 
 def apply_mask(logits: mx.array, mask: mx.array | None) -> mx.array:
@@ -82,15 +89,18 @@ class Sampler:
 @dataclass
 class RowSampling:
     """What turns one sequence's logits into its tokens: the sampling parameters, the sequence's
-    own random stream, its constraint (grammar state and masks; None when unconstrained), its
-    Φ provider (None without reweighting), its logit_bias and penalties (`adjuster`), its
-    reasoning budget (`gate`) and how many alternatives its logprob entries list (`logprobs`,
-    None: no logprobs). Per-row logit processing belongs here (`onyx.decoding.row_logits`)."""
+    own random stream, its constraint (None when unconstrained), the logits processors its rows
+    go through in order (`onyx.decoding.processors`: bias and penalties, the grammar mask, Φ),
+    its Φ provider (None without reweighting; prepared when decoding starts), its reasoning
+    budget (`gate`, restricting the row masks while a thinking block is open), how many
+    alternatives its logprob entries list (`logprobs`, None: no logprobs) and the token
+    spelling those entries use (`token_bytes`)."""
 
     params: SamplingParams
     sampler: Sampler
     constraint: Any = None
+    processors: list = field(default_factory=list)
     phi: Any = None
-    adjuster: Any = None
     gate: Any = None
     logprobs: int | None = None
+    token_bytes: Any = None

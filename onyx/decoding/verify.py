@@ -20,10 +20,10 @@ the first rejection is used, so the committed tokens follow the same law as draw
 after the rejection. Each sequence consumes two keys of its own random stream per round,
 whatever the other sequences do.
 
-Before the mask, a sequence's rows get its logit_bias and penalties; its reasoning budget
-restricts its row masks; and when it asks for logprobs, the log-softmax of its masked rows is
-read back with the rest (`onyx.decoding.row_logits`), kept on the `Check` for the committed
-tokens.
+Before they become a law, a sequence's rows go through its logits processors in order
+(`onyx.decoding.processors`: bias and penalties, the grammar mask, Φ); its reasoning budget
+restricts its row masks; and when it asks for logprobs, the log-softmax of its processed rows is
+read back with the rest (`onyx.decoding.logprobs`), kept on the `Check` for the committed tokens.
 
 `prepare` (the grammar walk and the row masks: CPU work) is separate from `verify_many` so that
 a batched step runs it while the forward computes.
@@ -35,79 +35,64 @@ from dataclasses import dataclass, field
 
 import mlx.core as mx
 
-import onyx._grammar as _g
 from onyx.decoding.drafts import Proposal
-from onyx.decoding.row_logits import logprob_arrays, logprob_entries
-from onyx.decoding.sampling import Sampler, apply_mask, distribution
-from onyx.options import SamplingParams
+from onyx.decoding.logprobs import logprob_arrays, logprob_entries
+from onyx.decoding.sampling import RowSampling, distribution
 
 
 @dataclass
 class Check:
-    """One sequence's verification: its drafts, where its rows start in the logits, and what
-    masks and reweights them. `states[i]` is the grammar state before row i."""
+    """One sequence's verification: its drafts, its sampling (`RowSampling`: parameters, random
+    stream, constraint, processors), where its rows start in the logits, the committed context,
+    and what the grammar says about each row: `states[i]` is the state before row i, `row_masks[i]`
+    its mask, and `usable` how many drafts the grammar allows (blind drafts may leave it)."""
 
     proposal: Proposal
-    params: SamplingParams
-    sampler: Sampler
+    sampling: RowSampling
     offset: int = 0  # first row of this sequence in the logits
-    grammar: object = None
-    masks: object = None
+    context: list[int] = field(default_factory=list)
     states: list = field(default_factory=list)
-    usable: int = 0  # drafts the grammar allows (blind drafts may leave it)
+    usable: int = 0
     row_masks: list = field(default_factory=list)
-    phi: object = None
-    context: list[int] | None = None
-    adjuster: object = None  # `row_logits.Adjuster`: logit_bias and penalties
-    logprobs: int | None = None  # None: none; k: entries with k alternatives
-    token_bytes: object = None  # token id -> bytes (for logprob entries)
+    unmasked: mx.array | None = None  # the rows before the grammar mask (set by the mask, read by Φ)
     logprob_out: list[dict] | None = None  # entries of the committed tokens, after `verify_many`
 
     @property
     def rows(self) -> int:
         return self.usable + 1
 
+    @property
+    def params(self):
+        return self.sampling.params
 
-def prepare(proposal: Proposal, grammar, masks, state, params: SamplingParams, sampler: Sampler,
-            remaining: int, *, offset: int = 0, phi=None, context: list[int] | None = None, adjuster=None,
-            gate=None, logprobs: int | None = None, token_bytes=None) -> Check:
+
+def prepare(proposal: Proposal, sampling: RowSampling, remaining: int, *, offset: int = 0,
+            context: list[int] | None = None) -> Check:
     """The grammar states along the drafts and each verified row's budget-aware mask (restricted
-    by `gate`, a reasoning budget, while its block is open)."""
+    by the sequence's reasoning budget while its block is open). `remaining`: tokens the
+    sequence may still produce, this round's own included."""
+    check = Check(proposal, sampling, offset, context if context is not None else [])
+    constraint = sampling.constraint
     drafts = proposal.tokens
-    states = [state]
-    usable = len(drafts)
-    if grammar is not None:
-        for i, t in enumerate(drafts):
-            try:
-                states.append(grammar.advance(states[-1], t))
-            except _g.GrammarError:
-                usable = i
-                break
-    check = Check(proposal, params, sampler, offset, grammar, masks, states, usable, phi=phi, context=context,
-                  adjuster=adjuster, logprobs=logprobs, token_bytes=token_bytes)
-    if grammar is not None:
-        if gate is not None:
-            check.row_masks = gate.row_masks(states[:usable + 1], drafts, remaining, masks)
-            check.usable = usable = len(check.row_masks) - 1
-        else:
-            check.row_masks = [masks.within(states[i], remaining - i - 1) for i in range(usable + 1)]
+    if constraint is None:
+        check.usable = len(drafts)
+        return check
+    states = check.states = constraint.walk(drafts)
+    usable = len(states) - 1
+    if sampling.gate is not None:
+        check.row_masks = sampling.gate.row_masks(constraint, states[:usable + 1], drafts, remaining)
+        usable = len(check.row_masks) - 1
+    else:
+        check.row_masks = constraint.row_masks(states, remaining)
+    check.usable = usable
     return check
 
 
 def _target_logits(logits: mx.array, c: Check) -> mx.array:
-    """The rows the target's law is read from: masked, then Φ-reweighted."""
+    """The rows the target's law is read from: this sequence's rows through its processors."""
     rows = logits[c.offset:c.offset + c.rows]
-    if c.adjuster is not None:
-        rows = c.adjuster.rows(rows, c.context, c.proposal.tokens)
-    if c.grammar is None:
-        return rows
-    raw = rows
-    rows = apply_mask(rows, mx.stack(c.row_masks) if len(c.row_masks) > 1 else c.row_masks[0][None])
-    if c.phi is not None:
-        drafts = c.proposal.tokens
-        ws = [c.phi.log_weights(c.context + drafts[:i], c.states[i], rows[i], raw[i]) for i in range(c.rows)]
-        if any(w is not None for w in ws):
-            rows = rows + mx.stack([w if w is not None else mx.zeros_like(rows[i]) for i, w in enumerate(ws)])
+    for processor in c.sampling.processors:
+        rows = processor(rows, c)
     return rows
 
 
@@ -132,8 +117,9 @@ def _sampled(target: mx.array, c: Check) -> list[mx.array]:
             qd.append(1.0 if q is None else q[d])
         else:
             residual_rows.append(p[m])
-    candidates = mx.random.categorical(mx.log(mx.stack(residual_rows)), key=c.sampler.next_key())
-    uniforms = mx.random.uniform(shape=(max(tested, 1),), key=c.sampler.next_key())
+    sampler = c.sampling.sampler
+    candidates = mx.random.categorical(mx.log(mx.stack(residual_rows)), key=sampler.next_key())
+    uniforms = mx.random.uniform(shape=(max(tested, 1),), key=sampler.next_key())
     checked = min(tested, c.rows - 1)  # drafts whose p(d) is read (past them: p(d) = 0)
     pd = p[mx.arange(checked), mx.array(drafts[:checked])] if checked else mx.zeros((0,), p.dtype)
     qd_arr = mx.stack([mx.array(x, dtype=p.dtype) if isinstance(x, float) else x.astype(p.dtype)
@@ -153,14 +139,15 @@ def verify_many(logits: mx.array, checks: list[Check]) -> list[tuple[int, int, l
             pending.append([mx.argmax(target, axis=-1)])
         else:
             pending.append(_sampled(target, c))
-        read.append(logprob_arrays(target, c.logprobs) if c.logprobs is not None else None)
+        k = c.sampling.logprobs
+        read.append(logprob_arrays(target, k) if k is not None else None)
     mx.eval([a for arrs in pending + [r for r in read if r is not None] for a in arrs])
     out = []
     for c, arrs, lps in zip(checks, pending, read):
         out.append(_walk(c, arrs))
         if lps is not None:
             m, token, _ = out[-1]
-            c.logprob_out = logprob_entries(lps, c.proposal.tokens[:m] + [token], c.token_bytes)
+            c.logprob_out = logprob_entries(lps, c.proposal.tokens[:m] + [token], c.sampling.token_bytes)
     return out
 
 
@@ -181,11 +168,3 @@ def _walk(c: Check, arrs: list[mx.array]) -> tuple[int, int, list]:
             continue
         break
     return m, int(candidates[min(m, c.rows - 1)]), c.states
-
-
-def verify(logits: mx.array, proposal: Proposal, grammar, masks, state, params: SamplingParams,
-           sampler: Sampler, remaining: int, phi=None, context: list[int] | None = None) -> tuple[int, int, list]:
-    """One sequence's verification (its rows start at row 0 of `logits`). Returns how many
-    drafts were accepted, the target's own next token, and the grammar states along the drafts."""
-    check = prepare(proposal, grammar, masks, state, params, sampler, remaining, phi=phi, context=context)
-    return verify_many(logits, [check])[0]

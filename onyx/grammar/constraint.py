@@ -1,13 +1,20 @@
-"""A request's constraint: a compiled grammar, its masks as MLX arrays, and the request's state.
+"""The one constraint stack: compiled grammars, their masks, and one sequence's walk.
 
-- `GrammarCache` compiles a `ConstraintSpec` (regex, JSON Schema or structure) against the
-  model's vocabulary once per pattern (LRU) and counts compiles and hits.
-- `MaskCache` turns the grammar's per-state bitmasks into bool vectors of the logits' width,
-  once per state, so constraining a step costs one dictionary lookup and one `where`. It is
-  shared by every request with the same pattern.
-- `Constraint` is one request's view: the grammar, the shared masks, and the state the
-  committed tokens have reached. Drafts and verification walk throw-away int states through
-  the same grammar.
+- `GrammarCache` compiles a `ConstraintSpec` (regex, JSON Schema or structure) for one
+  vocabulary, once per pattern (least recently used evicted), and counts compiles and hits. The
+  engine holds one; the framework integrations hold one per tokenizer.
+- `Compiled` is a grammar with what every sequence under it shares: its mask tables (one per
+  framework and logits width) and which states admit nothing but EOS.
+- `MaskTable` turns the grammar's per-state bitmasks into one framework's mask, once per state,
+  with a converter (`unpack_bitmask` for numpy; the MLX one is
+  `onyx.decoding.sampling.mask_to_mlx`, torch's lives in its integration). With a token budget
+  the mask is budget-aware: a token is allowed only if a valid completion still fits after it.
+- `Constraint` is one sequence's walk through a grammar: the states after each committed token,
+  the masks of the rows a step verifies, the walk along drafts, forced bytes, whether the output
+  is complete, and rewinds (a framework that rolls tokens back). Drafts, verification, the
+  batch and both integrations use it.
+
+No framework is imported here (numpy only), so each integration pulls in only its own.
 """
 
 from __future__ import annotations
@@ -16,130 +23,278 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Callable
 
-import mlx.core as mx
 import numpy as np
 
+import onyx._grammar as _g
 from onyx.options import ConstraintSpec
 
-log = logging.getLogger("onyx.grammar.constraint")
+log = logging.getLogger("onyx.constraint")
+
+GRAMMAR_CACHE_SIZE = 128
+# Budget-restricted masks kept per table (they only occur in the last steps before max_tokens).
+MAX_BUDGET_MASKS = 1024
+
+Converter = Callable[[np.ndarray, int], Any]
 
 
-def bitmask_to_bool(words: np.ndarray, width: int) -> mx.array:
-    """Unpacks a grammar bitmask (uint32 words, bit t%32 of word t//32) to a bool vector of the
-    logits' width. Ids past the vocabulary's end stay False."""
+def unpack_bitmask(words: np.ndarray, width: int) -> np.ndarray:
+    """A grammar bitmask (uint32 words, bit t%32 of word t//32) as a bool vector `width` long
+    (ids past the vocabulary's end are False; ids past `width` are cut)."""
     bits = np.unpackbits(words.view(np.uint8), bitorder="little")
     if bits.shape[0] < width:
         bits = np.pad(bits, (0, width - bits.shape[0]))
-    return mx.array(bits[:width].astype(np.bool_))
+    return bits[:width].astype(np.bool_)
 
 
-class MaskCache:
-    """Bool masks per grammar state, made once per state."""
+class MaskTable:
+    """A grammar's masks at one logits width, converted once per state into one framework's
+    form by `convert(words, width)` (words: the grammar's uint32 bitmask)."""
 
-    def __init__(self, grammar, width: int) -> None:
+    def __init__(self, grammar: Any, width: int, convert: Converter) -> None:
         self.grammar = grammar
         self.width = width
-        self._masks: dict[int, mx.array] = {}
-        self._only_eos: dict[int, bool] = {}
+        self.convert = convert
+        self._masks: dict[int, Any] = {}
+        self._budget_masks: dict[tuple[int, int], Any] = {}
+        self._eos_only: Any = None
 
-    def get(self, state: int) -> mx.array:
+    def get(self, state: int, budget: int | None = None) -> Any:
+        """The mask of `state`, restricted (when `budget` is given) to the tokens after which a
+        valid completion fits in `budget` more tokens; the plain mask when even the shortest
+        completion no longer fits (the output will be cut short). Whether a budget restricts a
+        state's mask is an O(1) check in the grammar core."""
+        if budget is not None:
+            mask = self._budget_masks.get((state, budget))
+            if mask is not None:
+                return mask
+            words = self.grammar.token_bitmask_within(state, budget)
+            if words is not self.grammar.token_bitmask(state) and words.any():
+                if len(self._budget_masks) >= MAX_BUDGET_MASKS:
+                    self._budget_masks.clear()
+                mask = self._budget_masks[(state, budget)] = self.convert(words, self.width)
+                return mask
         mask = self._masks.get(state)
         if mask is None:
-            mask = bitmask_to_bool(self.grammar.token_bitmask(state), self.width)
-            self._masks[state] = mask
+            mask = self._masks[state] = self.convert(self.grammar.token_bitmask(state), self.width)
         return mask
 
-    def within(self, state: int, budget: int) -> mx.array:
-        """The mask of `state` for a token after which at most `budget` tokens remain. When even
-        the shortest completion no longer fits, the plain mask (the output will be cut short)."""
-        words = self.grammar.token_bitmask_within(state, budget)
-        if words is self.grammar.token_bitmask(state) or not words.any():
-            return self.get(state)
-        return bitmask_to_bool(words, self.width)
+    def eos_only(self) -> Any:
+        """The mask that allows EOS and nothing else (a sequence that is over)."""
+        if self._eos_only is None:
+            words = np.zeros((self.grammar.vocab_size + 31) // 32, dtype=np.uint32)
+            for t in self.grammar.eos_token_ids:
+                words[t // 32] |= np.uint32(1 << (t % 32))
+            self._eos_only = self.convert(words, self.width)
+        return self._eos_only
+
+
+class Compiled:
+    """A grammar compiled for one vocabulary (`vocab` and `spec` are None for a grammar built
+    elsewhere), with its mask tables and the states after which only EOS may follow, shared by
+    every sequence under the same pattern."""
+
+    def __init__(self, grammar: Any, vocab: Any = None, spec: ConstraintSpec | None = None) -> None:
+        self.grammar = grammar
+        self.vocab = vocab  # held: a cache keyed by the vocabulary's id must keep it alive
+        self.spec = spec
+        self.eos_ids = frozenset(int(t) for t in grammar.eos_token_ids)
+        self._tables: dict[tuple, MaskTable] = {}
+        self._only_eos: dict[int, bool] = {}
+        self._lock = threading.Lock()
+
+    def table(self, kind: str, width: int, convert: Converter) -> MaskTable:
+        """The mask table for framework `kind` at logits width `width` (made on first use)."""
+        key = (kind, width)
+        table = self._tables.get(key)
+        if table is None:
+            with self._lock:
+                table = self._tables.get(key)
+                if table is None:
+                    table = self._tables[key] = MaskTable(self.grammar, width, convert)
+        return table
 
     def only_eos(self, state: int) -> bool:
-        """True when the output is complete and nothing but EOS may follow."""
+        """True when the output is complete at `state` and nothing but EOS may follow."""
         done = self._only_eos.get(state)
         if done is None:
-            done = bool(self.grammar.is_accepting(state)) and set(
-                self.grammar.allowed_token_ids(state).tolist()) <= set(self.grammar.eos_token_ids)
+            g = self.grammar
+            done = bool(g.is_accepting(state)) and set(g.allowed_token_ids(state).tolist()) <= self.eos_ids
             self._only_eos[state] = done
         return done
 
 
-class Constraint:
-    """One request's grammar: `grammar`, the shared `masks`, and `state`, which advances on
-    committed tokens only."""
-
-    def __init__(self, grammar, masks: MaskCache) -> None:
-        self.grammar = grammar
-        self.masks = masks
-        self.state: int = grammar.initial_state
-
-    @classmethod
-    def of(cls, grammar, width: int) -> "Constraint":
-        """A constraint with a mask cache of its own (for a grammar compiled outside the engine)."""
-        return cls(grammar, MaskCache(grammar, width))
-
-    def advance(self, token: int) -> None:
-        self.state = self.grammar.advance(self.state, token)
-
-    @property
-    def done(self) -> bool:
-        """The output is complete: nothing but EOS may follow."""
-        return self.masks.only_eos(self.state)
-
-    @property
-    def accepting(self) -> bool:
-        return bool(self.grammar.is_accepting(self.state))
+def compile_spec(vocab: Any, spec: ConstraintSpec) -> Any:
+    """The grammar of `spec` over `vocab`. Raises a subclass of `onyx.GrammarError`."""
+    if spec.regex is not None:
+        return vocab.compile_regex(spec.regex)
+    if spec.structure is not None:
+        return vocab.compile_structure(json.loads(spec.structure))
+    grammar = vocab.compile_json_schema(spec.json_schema, max_whitespace=spec.max_whitespace)
+    if grammar.restriction:
+        # Still valid output, but fewer texts than the schema allows: say so once per compile.
+        log.warning("JSON Schema compiled under a restriction: %s", grammar.restriction)
+    return grammar
 
 
 class GrammarCache:
-    """Compiled grammars (with their mask caches) by pattern, least recently used evicted."""
+    """Compiled grammars by pattern, least recently used evicted. The engine's cache has one
+    vocabulary (`vocab`); the integrations' one serves every tokenizer's vocabulary (`get`'s
+    `vocab`), within one bound."""
 
-    def __init__(self, vocab, width: int, size: int = 128) -> None:
+    def __init__(self, vocab: Any = None, size: int = GRAMMAR_CACHE_SIZE) -> None:
         self.vocab = vocab
-        self.width = width
         self.size = size
-        self._entries: OrderedDict[tuple, tuple[Any, MaskCache]] = OrderedDict()
+        self._entries: OrderedDict[tuple, Compiled] = OrderedDict()
         self._lock = threading.Lock()
         self.compiles = 0
         self.hits = 0
 
-    def get(self, spec: ConstraintSpec) -> tuple[Any, MaskCache]:
-        """The grammar and mask cache for `spec`. Raises a subclass of `onyx.GrammarError`."""
-        key = spec.key
+    def get(self, spec: ConstraintSpec, vocab: Any = None) -> Compiled:
+        """The compiled grammar for `spec` over `vocab` (default: the cache's own). Raises a
+        subclass of `onyx.GrammarError`."""
+        vocab = self.vocab if vocab is None else vocab
+        key = (id(vocab), spec.key)  # a cached entry holds its vocabulary, so the id stays its own
         with self._lock:
             hit = self._entries.get(key)
-            if hit is not None:
+            if hit is not None and hit.vocab is vocab:
                 self._entries.move_to_end(key)
                 self.hits += 1
                 return hit
-        if spec.regex is not None:
-            grammar = self.vocab.compile_regex(spec.regex)
-        elif spec.structure is not None:
-            grammar = self.vocab.compile_structure(json.loads(spec.structure))
-        else:
-            grammar = self.vocab.compile_json_schema(spec.json_schema, max_whitespace=spec.max_whitespace)
-            if grammar.restriction:
-                # Still valid output, but fewer texts than the schema allows: say so once.
-                log.warning("JSON Schema compiled under a restriction: %s", grammar.restriction)
-        entry = (grammar, MaskCache(grammar, self.width))
+        compiled = Compiled(compile_spec(vocab, spec), vocab, spec)
         with self._lock:
             self.compiles += 1
-            self._entries[key] = entry
+            self._entries[key] = compiled
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
-        return entry
+        return compiled
 
-    def constraint(self, spec: ConstraintSpec | None) -> Constraint | None:
-        """A fresh request constraint for `spec` (None when unconstrained)."""
-        if spec is None:
-            return None
-        return Constraint(*self.get(spec))
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
 
     def stats(self) -> dict:
         with self._lock:
             return {"size": len(self._entries), "compiles": self.compiles, "hits": self.hits}
+
+
+class Constraint:
+    """One sequence's walk through a compiled grammar, and its masks in one framework's form.
+
+    `states[i]` is the state after the first `i` committed tokens (`state` is the last). After an
+    EOS the sequence is over (`ended`): later tokens (padding, or what a framework that does not
+    stop on EOS samples) are recorded but not walked. Draft walks (`walk`) and row masks
+    (`row_masks`) use throw-away states and never change the committed ones."""
+
+    def __init__(self, compiled: Compiled, masks: MaskTable | None = None) -> None:
+        self.compiled = compiled
+        self.grammar = compiled.grammar
+        self.masks = masks
+        self.tokens: list[int] = []
+        self.states: list[int] = [compiled.grammar.initial_state]
+        self.ended_at: int | None = None  # index in `tokens` of the first EOS
+
+    @classmethod
+    def of(cls, grammar: Any, width: int, convert: Converter = unpack_bitmask, kind: str = "numpy") -> "Constraint":
+        """A constraint over a grammar compiled outside a cache, with masks `width` wide."""
+        compiled = Compiled(grammar)
+        return cls(compiled, compiled.table(kind, width, convert))
+
+    def fresh(self) -> "Constraint":
+        """Another walk from the start through the same grammar and masks."""
+        return Constraint(self.compiled, self.masks)
+
+    # -- the committed walk ------------------------------------------------------------------
+
+    @property
+    def state(self) -> int:
+        return self.states[-1]
+
+    @property
+    def ended(self) -> bool:
+        return self.ended_at is not None
+
+    @property
+    def done(self) -> bool:
+        """The output is complete: nothing but EOS may follow."""
+        return self.compiled.only_eos(self.states[-1])
+
+    @property
+    def accepting(self) -> bool:
+        return bool(self.grammar.is_accepting(self.states[-1]))
+
+    def advance(self, token: int, state: int | None = None) -> None:
+        """Commits one token; `state`, when known from a draft walk, is the state it leads to.
+        Raises `onyx.TokenNotAllowedError` for a token the grammar forbids."""
+        current = self.states[-1]
+        if self.ended_at is None:
+            nxt = self.grammar.advance(current, token) if state is None else state
+            if token in self.compiled.eos_ids:
+                self.ended_at = len(self.tokens)
+            current = nxt
+        self.tokens.append(token)
+        self.states.append(current)
+
+    def truncate(self, n: int) -> None:
+        """Forgets every committed token after the first `n`."""
+        del self.tokens[n:]
+        del self.states[n + 1:]
+        if self.ended_at is not None and self.ended_at >= n:
+            self.ended_at = None
+
+    def sync(self, generated: list[int]) -> None:
+        """Brings the walk to `generated` (all the sequence's tokens after its prompt), keeping
+        the part it already walked that still agrees."""
+        same = 0
+        limit = min(len(generated), len(self.tokens))
+        while same < limit and generated[same] == self.tokens[same]:
+            same += 1
+        self.truncate(same)
+        for token in generated[same:]:
+            self.advance(token)
+
+    def budget(self, max_tokens: int | None) -> int | None:
+        """Tokens that may still follow the next one (None: no limit)."""
+        return None if max_tokens is None else max_tokens - len(self.tokens) - 1
+
+    def next_mask(self, max_tokens: int | None = None) -> Any:
+        """The mask for the token after the committed ones (EOS only once the sequence ended)."""
+        if self.ended_at is not None:
+            return self.masks.eos_only()
+        return self.masks.get(self.states[-1], self.budget(max_tokens))
+
+    # -- throw-away walks --------------------------------------------------------------------
+
+    def walk(self, tokens: list[int], state: int | None = None) -> list[int]:
+        """The states along `tokens` from `state` (default: the committed one), the start
+        included, stopping before the first token the grammar refuses: `len(result) - 1` of the
+        tokens are allowed."""
+        states = [self.states[-1] if state is None else state]
+        advance = self.grammar.advance
+        for t in tokens:
+            try:
+                states.append(advance(states[-1], t))
+            except _g.GrammarError:
+                break
+        return states
+
+    def mask(self, state: int, budget: int | None = None) -> Any:
+        """The mask at `state` for a token after which at most `budget` tokens remain."""
+        return self.masks.get(state, budget)
+
+    def row_masks(self, states: list[int], remaining: int) -> list[Any]:
+        """The masks of a round's rows: row i at `states[i]`, with `remaining - i - 1` tokens
+        left after its token."""
+        get = self.masks.get
+        return [get(s, remaining - i - 1) for i, s in enumerate(states)]
+
+    def only_eos(self, state: int) -> bool:
+        return self.compiled.only_eos(state)
+
+    def forced_bytes(self, state: int | None = None) -> bytes:
+        """The bytes every valid continuation from `state` starts with."""
+        return self.grammar.forced_bytes(self.states[-1] if state is None else state)

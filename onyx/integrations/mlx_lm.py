@@ -29,8 +29,9 @@ from typing import Any
 
 import mlx.core as mx
 
-from onyx.grammar.constraint import bitmask_to_bool
-from onyx.integrations.common import Walk, check_budget, compile_constraint, constraint_spec, vocabulary_for
+from onyx.decoding.sampling import mask_to_mlx
+from onyx.grammar.constraint import Constraint
+from onyx.integrations.common import check_budget, compile_constraint, constraint_spec, vocabulary_for
 
 __all__ = ["GrammarLogitsProcessor"]
 
@@ -42,7 +43,7 @@ def _bias_of(dtype):
     a token is allowed, -inf where not (one add per step: cheaper than a select on the CPU)."""
 
     def convert(words, width: int) -> mx.array:
-        bias = mx.where(bitmask_to_bool(words, width), 0.0, NEG_INF).astype(dtype)
+        bias = mx.where(mask_to_mlx(words, width), 0.0, NEG_INF).astype(dtype)
         mx.eval(bias)
         return bias
 
@@ -67,9 +68,8 @@ class GrammarLogitsProcessor:
         self.compiled = compile_constraint(vocab, spec)
         self.grammar = self.compiled.grammar
         self.max_tokens = max_tokens
-        self.walk = Walk(self.grammar, self.compiled.eos_ids)
+        self.walk = Constraint(self.compiled)  # its masks are chosen at the first call (dtype, width)
         self._start: int | None = None  # length of `tokens` at the first call: the prompt
-        self._table = None
 
     def __call__(self, tokens: mx.array, logits: mx.array) -> mx.array:
         if tokens.ndim != 1:
@@ -77,15 +77,15 @@ class GrammarLogitsProcessor:
         total = tokens.size
         if self._start is None:
             self._start = total
-            self._table = self.compiled.table(f"mlx:{logits.dtype}", logits.shape[-1], _bias_of(logits.dtype))
+            self.walk.masks = self.compiled.table(f"mlx:{logits.dtype}", logits.shape[-1], _bias_of(logits.dtype))
         walk = self.walk
         produced = total - self._start
         seen = len(walk.tokens)
         if produced == seen + 1:  # the usual step: one token more
-            walk.push(tokens[-1].item())
+            walk.advance(tokens[-1].item())
         elif produced != seen or (seen and tokens[-1].item() != walk.tokens[-1]):
             self._resync(tokens, produced)
-        return logits + self._table.for_walk(walk, self.max_tokens)
+        return logits + walk.next_mask(self.max_tokens)
 
     def _resync(self, tokens: mx.array, produced: int) -> None:
         if produced < 0:
@@ -104,7 +104,7 @@ class GrammarLogitsProcessor:
 
     def reset(self) -> None:
         """Forgets the sequence: the processor can serve a new generation."""
-        self.walk = Walk(self.grammar, self.compiled.eos_ids)
+        self.walk = self.walk.fresh()
         self._start = None
 
     def matches(self, text: str) -> bool:

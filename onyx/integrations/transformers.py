@@ -33,7 +33,8 @@ import numpy as np
 import torch
 from transformers import LogitsProcessor
 
-from onyx.integrations.common import Walk, check_budget, compile_constraint, constraint_spec, unpack_bitmask, vocabulary_for
+from onyx.grammar.constraint import Constraint, unpack_bitmask
+from onyx.integrations.common import check_budget, compile_constraint, constraint_spec, vocabulary_for
 
 __all__ = ["GrammarLogitsProcessor"]
 
@@ -57,24 +58,23 @@ class GrammarLogitsProcessor(LogitsProcessor):
         self.compiled = compile_constraint(vocab, spec)
         self.grammar = self.compiled.grammar
         self.max_new_tokens = max_new_tokens
-        self.walks: list[Walk] = []
+        self.walks: list[Constraint] = []  # one per row
         self._start: int | None = None  # width of `input_ids` at the first call: the prompts
         self._seen: torch.Tensor | None = None  # the generated columns already walked
-        self._table = None
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         rows, width = input_ids.shape
         if self._start is None:
             self._start = width
-            self.walks = [Walk(self.grammar, self.compiled.eos_ids) for _ in range(rows)]
-            self._table = self.compiled.table(f"torch:{scores.device}", scores.shape[-1], _forbidden_on(scores.device))
+            table = self.compiled.table(f"torch:{scores.device}", scores.shape[-1], _forbidden_on(scores.device))
+            self.walks = [Constraint(self.compiled, table) for _ in range(rows)]
         elif rows != len(self.walks) or width < self._start:
             raise ValueError(
                 f"this processor followed {len(self.walks)} rows from a {self._start}-token prompt and now "
                 f"sees {rows} rows of {width} tokens: make one processor per generate call")
         self._advance(input_ids[:, self._start:])
-        table, budget = self._table, self.max_new_tokens
-        forbidden = torch.stack([table.for_walk(w, budget) for w in self.walks])
+        budget = self.max_new_tokens
+        forbidden = torch.stack([w.next_mask(budget) for w in self.walks])
         return scores.masked_fill(forbidden, float("-inf"))
 
     def _advance(self, generated: torch.Tensor) -> None:
@@ -95,7 +95,7 @@ class GrammarLogitsProcessor(LogitsProcessor):
             if changed[i]:
                 walk.sync(rows[i] if rows is not None else generated[i].tolist())
             else:
-                walk.push(last[i])
+                walk.advance(last[i])
         self._seen = generated
 
     # -- the result --------------------------------------------------------------------------

@@ -59,23 +59,6 @@ class LoadedModel:
             ids.insert(0, self.bos_token_id)
         return ids
 
-    def chat_ids(self, messages: list[dict]) -> list[int]:
-        """Token ids of a conversation rendered by the model's chat template, ending with the
-        generation prompt; without a template, the messages' contents one per line. Raises
-        RequestError for a malformed message."""
-        if not isinstance(messages, list) or not messages:
-            raise RequestError("messages must be a non-empty list of {role, content} objects", param="messages")
-        for i, m in enumerate(messages):
-            if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
-                raise RequestError("each message needs a string 'role' and a string 'content'",
-                                   param=f"messages.{i}")
-            _check_text(m["content"], f"messages.{i}.content")
-        tok = self.tokenizer
-        if not getattr(tok, "chat_template", None):
-            return self.encode("\n".join(m["content"] for m in messages))
-        text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        return list(tok.encode(text, add_special_tokens=False))
-
     @property
     def vocabulary(self):
         """The grammar core's vocabulary for this model (built once): its tokenizer, its EOS ids,

@@ -1,11 +1,12 @@
-"""The engine's scheduler: every caller's generations decode together, in one batch, on one
-thread.
+"""The engine's scheduler: the queue, admission, and the one worker thread that decodes every
+caller's generations together, in one batch.
 
 `Engine.generate` / `chat` (from any number of threads), `Engine.generate_many`, the server and
 `onyx chat` all hand their requests to `Scheduler.submit`. One worker thread owns the model: it
 admits queued requests at step boundaries, runs `onyx.decoding.batch.Batch.step` (one forward
-for every active sequence), turns each sequence's committed tokens into text (stop strings,
-UTF-8) and hands the pieces to the request's `on_event` callback, from the worker thread.
+for every active sequence), has each sample's `onyx.scheduler.output.SampleOutput` turn its
+committed tokens into chunks (text, stop strings, the output parser) and hands them to the
+request's `on_event` callback, from the worker thread.
 
 Admission, first come first served, when
 - the batch has room: at most `max_batch` sequences decode together (an `n > 1` request brings
@@ -31,19 +32,19 @@ import os
 import threading
 import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from onyx.decoding.batch import Batch
 from onyx.decoding.generation import Generation
 from onyx.decoding.runner import PREFILL_CHUNK
 from onyx.errors import QueueFullError, RequestError
-from onyx.options import GenerateOptions
-from onyx.text import TextBuilder
+from onyx.options import DEFAULT_MAX_BATCH, GenerateOptions
+from onyx.scheduler.output import SampleOutput
+from onyx.scheduler.results import cancelled
 
 log = logging.getLogger("onyx.scheduler")
 
-DEFAULT_MAX_BATCH = 8
 
 # When the interpreter exits, every live scheduler's worker (a daemon thread) is parked: it
 # finishes its step and blocks, never to be woken. It must not be frozen mid-step, and it must not
@@ -68,47 +69,14 @@ def _wait_until_gone(thread: threading.Thread, timeout: float) -> None:
         time.sleep(0.002)
 
 
-@dataclass
-class Result:
-    """A finished generation. `text` is the whole output (a tool call's or a thinking block's
-    markup included); a chat answer read by an output parser also has it apart: `content`,
-    `tool_calls` (OpenAI's shape) and `reasoning_content`."""
+@dataclass(eq=False)
+class Sample:
+    """Sample `index` of a request: the generation decoding it and its output."""
 
-    text: str
-    token_ids: list[int]
-    finish_reason: str  # "stop", "length" or "tool_calls" ("cancelled" when the caller stopped it)
-    valid: bool | None  # does the text match the constraint? None when unconstrained
-    stats: dict = field(default_factory=dict)
-    content: str | None = None
-    tool_calls: list[dict] = field(default_factory=list)
-    reasoning_content: str | None = None
-    logprobs: list[dict] | None = None  # one entry per token of `token_ids` (`onyx.decoding.row_logits`)
-
-    def message(self) -> dict:
-        """As an OpenAI assistant message."""
-        msg: dict = {"role": "assistant", "content": self.content if self.content or not self.tool_calls else None}
-        if self.reasoning_content is not None:
-            msg["reasoning_content"] = self.reasoning_content
-        if self.tool_calls:
-            msg["tool_calls"] = self.tool_calls
-        return msg
-
-
-@dataclass
-class Chunk:
-    """A piece of a streamed generation. The last chunk of a sample has `finish_reason` and
-    `result` set; `index` is the sample's (0 unless the request asked for n > 1). `deltas` are
-    the piece read by the output parser, shaped like OpenAI's `choices[].delta`
-    (`{"content": …}`, `{"reasoning_content": …}`, `{"tool_calls": [...]}`); without a parser,
-    one content delta of `text`. `logprobs` has an entry per token of the piece."""
-
-    text: str
-    token_ids: list[int]
-    finish_reason: str | None = None
-    result: Result | None = None
-    index: int = 0
-    deltas: list[dict] = field(default_factory=list)
-    logprobs: list[dict] | None = None
+    request: "Request"
+    index: int
+    generation: Generation
+    output: SampleOutput
 
 
 class Request:
@@ -136,13 +104,13 @@ class Request:
         self.started: float | None = None
         self.ended = threading.Event()
         self.reserved = 0  # KV blocks reserved while running
-        self.gens: list[Generation] = []
-        self._texts: list[TextBuilder] = []
-        self._tokens: list[list[int]] = []
-        self._parsers: list = []
-        self._logprobs: list[list[dict]] = []
-        self._pending: list[list[dict]] = []  # logprob entries of tokens not posted yet
+        self.samples: list[Sample] = []
         self._open = 0
+
+    @property
+    def gens(self) -> list[Generation]:
+        """The generations of the request's samples (once it runs)."""
+        return [s.generation for s in self.samples]
 
     @property
     def queue_s(self) -> float | None:
@@ -173,6 +141,7 @@ class Scheduler:
         self.reserved_blocks = 0
         self.max_kv_blocks: int | None = None  # the reservations' limit (None: the pool's max_blocks)
         self.served = self.cancelled = self.failed = 0
+        self._samples: dict[Generation, Sample] = {}
         self.last_stats: dict = {}
 
     # -- callers' side -----------------------------------------------------------------------
@@ -304,10 +273,7 @@ class Scheduler:
                 touched = self.batch.step()
             except Exception as e:  # noqa: BLE001 - a bug in the step itself: every request fails
                 log.exception("batched step failed")
-                for g in list(self.batch.gens):
-                    g.fail(e)
-                touched = list(self.batch.gens)
-                self.batch._collect(touched)
+                touched = self.batch.fail_all(e)
             self._deliver(touched)
             if not self.batch.gens:
                 self._idle()
@@ -339,102 +305,52 @@ class Scheduler:
         r.started = time.perf_counter()
         r._open = r.n
         leader = None
+        logprobs = r.options.logprobs is not None
         for i, constraint in enumerate(r.constraints):
             g = Generation(self.runner, r.prompt_ids, r.options, constraint=constraint, draft_runner=self.draft_runner,
                            cancel=r.cancel, sample_index=i, fork_of=leader, budget=r.budget)
-            g.request, g.index = r, i
             leader = leader or g
-            r.gens.append(g)
-            r._texts.append(TextBuilder(self.vocab, r.options.stop))
-            r._tokens.append([])
-            r._parsers.append(r.output() if r.output is not None else None)
-            r._logprobs.append([])
-            r._pending.append([])
+            output = SampleOutput(i, self.vocab, r.options.stop, r.output() if r.output is not None else None, logprobs)
+            sample = Sample(r, i, g, output)
+            r.samples.append(sample)
+            self._samples[g] = sample
             self.batch.add(g)
 
     def _drop(self, r: Request) -> None:
         """A request cancelled before it ran (or at shutdown)."""
         self.cancelled += 1
         for i in range(r.n):
-            self._post(r, i, Chunk("", [], "cancelled", Result("", [], "cancelled", None, {"queue_s": None}), i))
+            self._post(r, i, cancelled(i))
         self._end(r)
 
     def _deliver(self, touched: list[Generation]) -> None:
         for g in touched:
-            r, i = g.request, g.index
-            text = r._texts[i]
-            entries = g.emitted_logprobs
-            for k, token in enumerate(g.emitted):
-                r._tokens[i].append(token)
-                if entries is not None:
-                    r._logprobs[i].append(entries[k])
-                    r._pending[i].append(entries[k])
-                delta = text.push(token)
-                if text.stopped:
-                    self.batch.end(g, "stop")
-                    break
-                if delta:
-                    self._post(r, i, Chunk(delta, [token], index=i, deltas=self._read(r, i, delta),
-                                           logprobs=self._take_logprobs(r, i)))
+            sample = self._samples[g]
+            for chunk in sample.output.push(g.emitted, g.emitted_logprobs):
+                self._post(sample.request, sample.index, chunk)
+            if sample.output.stopped and not g.done:
+                self.batch.end(g, "stop")
             if g.done:
-                self._finished(r, i, g)
+                self._finished(sample)
 
-    def _finished(self, r: Request, i: int, g: Generation) -> None:
+    def _finished(self, sample: Sample) -> None:
+        r, g = sample.request, sample.generation
+        del self._samples[g]
         if g.error is not None:
             self.failed += 1
-            self._post(r, i, g.error)
+            self._post(r, sample.index, g.error)
         else:
-            text = r._texts[i]
-            tail = text.flush()
-            deltas = self._read(r, i, tail, final=True)
-            constraint = g.constraint
-            if constraint is None:
-                valid = None
-            elif text.stopped:
-                valid = bool(constraint.grammar.validate(text.text))
-            else:
-                valid = constraint.accepting
-            stats = g.stats.as_dict()
-            now = time.perf_counter()
-            stats["total_s"] = round(now - r.submitted, 6)
-            stats["queue_s"] = round(r.queue_s or 0.0, 6)
-            if g.t_first is not None:
-                stats["ttft_s"] = round(g.t_first - r.submitted, 6)
-            stats["batch_steps"] = g.steps
-            self.last_stats = stats
+            chunk = sample.output.finish(g, r.submitted, r.queue_s)
+            self.last_stats = chunk.result.stats
             if g.finish == "cancelled":
                 self.cancelled += 1
             else:
                 self.served += 1
-            result = Result(text.text, r._tokens[i], g.finish, valid, stats, content=text.text,
-                            logprobs=r._logprobs[i] if g.emitted_logprobs is not None else None)
-            parser = r._parsers[i]
-            if parser is not None:
-                parsed = parser.result
-                result.content, result.tool_calls = parsed.content, parsed.tool_calls
-                result.reasoning_content = parsed.reasoning_content
-                if parsed.finish_reason == "tool_calls" and g.finish == "stop":
-                    result.finish_reason = "tool_calls"
-            self._post(r, i, Chunk(tail, [], result.finish_reason, result, i, deltas,
-                                   self._take_logprobs(r, i) if result.logprobs is not None else None))
+            self._post(r, sample.index, chunk)
         r._open -= 1
         if r._open == 0:
             self._release(r)
             self._end(r)
-
-    @staticmethod
-    def _read(r: Request, i: int, text: str, final: bool = False) -> list[dict]:
-        """The output parser's deltas for a piece of text (one content delta without a parser)."""
-        parser = r._parsers[i]
-        if parser is None:
-            return [{"content": text}] if text else []
-        out = parser.feed(text) if text else []
-        return out + parser.finish() if final else out
-
-    @staticmethod
-    def _take_logprobs(r: Request, i: int) -> list[dict] | None:
-        out, r._pending[i] = r._pending[i], []
-        return out or None
 
     def _release(self, r: Request) -> None:
         with self._cv:

@@ -1,7 +1,7 @@
 """`create_app(engine)`: the FastAPI app serving an `onyx.Engine`, wired from its parts.
 
     routes.py      the endpoints          translate.py   request body → GenerateOptions
-    scheduler.py   engine events → loop   responses.py   JSON and SSE answers
+    jobs.py        engine events → loop   responses.py   JSON and SSE answers
     errors.py      the one error map      middleware.py  API key and body limit
     state.py       what endpoints share   config.py      the settings and their defaults
 """
@@ -36,7 +36,7 @@ def create_app(engine, config: ServerConfig | None = None) -> FastAPI:
             yield
         finally:
             # the engine outlives the app: stop what this app queued, keep the engine usable
-            await asyncio.get_running_loop().run_in_executor(None, state.scheduler.cancel_all)
+            await asyncio.get_running_loop().run_in_executor(None, state.engine.cancel_all)
             state.prepare_pool.shutdown(wait=False, cancel_futures=True)
 
     app = FastAPI(title="Onyx", version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None)

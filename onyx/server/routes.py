@@ -60,7 +60,7 @@ async def health(request: Request):
         "status": "ok",
         "model": state.model_name,
         "models": state.model_names(),
-        "device": state.engine.loaded.device,
+        "device": state.description["device"],
         "uptime_s": round(time.time() - state.started, 3),
         "kv": kv,
         "used_blocks": kv.get("used_blocks"),

@@ -16,15 +16,15 @@ class ServerState:
         self.config = config
         self.model_name = str(engine.model_name)
         self.aliases = [a for a in dict.fromkeys(config.aliases) if a != self.model_name]
-        self.scheduler = engine.scheduler
-        self.scheduler.max_queue = config.max_queue  # more waiting requests get 503
+        engine.configure(max_queue=config.max_queue)  # more waiting requests get 503
         # Preparing a request (tokenizing, compiling its grammar) runs here, off the event loop.
         self.prepare_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="onyx-prepare")
         self.started = time.time()
         self.in_flight = 0
         self.requests_total = 0
         self.errors: collections.Counter = collections.Counter()
-        self.context_length = engine.loaded.context_length
+        self.description = engine.describe()
+        self.context_length = self.description["context_length"]
 
     def model_names(self) -> list[str]:
         return [self.model_name, *self.aliases]

@@ -15,7 +15,7 @@ import pytest
 import onyx
 from onyx.chat.setup import ChatFormat, check_messages
 from onyx.chat.template import ChatTemplate
-from onyx.decoding.row_logits import Adjuster
+from onyx.decoding.processors import BiasAndPenalties
 from onyx.options import LogitAdjustments
 from tool_schemas import TOOLS
 
@@ -102,11 +102,11 @@ def test_a_reasoning_budget_closes_the_block_in_time(thinking_engine, engine):
     assert used <= budget
 
 
-def test_adjuster_adds_bias_and_counts_penalties_per_row():
+def test_bias_and_penalties_add_bias_and_count_penalties_per_row():
     import mlx.core as mx
 
     adjust = LogitAdjustments.parse({"3": 2.0}, presence_penalty=0.5, frequency_penalty=0.25)
-    a = Adjuster(adjust, width=6, prompt_len=2)
+    a = BiasAndPenalties(adjust, width=6, prompt_len=2)
     context = [5, 5, 1, 1, 2]  # prompt [5, 5], then 1, 1, 2 generated
     rows = np.array(a.rows(mx.zeros((3, 6)), context, [2, 4]))
     expect = np.zeros((3, 6), dtype=np.float32)

@@ -47,11 +47,11 @@ def greedy_margin(engine, ids: list[int], out: list[int], options: GenerateOptio
     forward over prompt + output through mlx-lm's own KV cache."""
     logits = engine.loaded.model(mx.array(ids + out)[None])[0, len(ids) - 1:].astype(mx.float32)
     rows = np.asarray(logits)[:len(out)]
-    constraint = engine.grammars.constraint(options.constraint)
+    constraint = engine.constraint(options.constraint)
     worst = np.inf
     for i, row in enumerate(rows):
         if constraint is not None:
-            mask = np.asarray(constraint.masks.within(constraint.state, options.max_tokens - i - 1))
+            mask = np.asarray(constraint.mask(constraint.state, options.max_tokens - i - 1))
             row = np.where(mask, row, -np.inf)
             constraint.advance(out[i])
         top = np.sort(row[np.isfinite(row)])[-2:]
@@ -157,11 +157,11 @@ class _BrokenMasks:
     def __init__(self, masks, after: int) -> None:
         self._masks, self._left = masks, after
 
-    def within(self, state, budget):
+    def get(self, state, budget=None):
         self._left -= 1
         if self._left < 0:
             raise RuntimeError("injected fault")
-        return self._masks.within(state, budget)
+        return self._masks.get(state, budget)
 
     def __getattr__(self, name):
         return getattr(self._masks, name)
@@ -183,9 +183,9 @@ def test_a_request_that_raises_fails_alone(engine):
     opts = GenerateOptions.parse(max_tokens=24)
     asks = [ask("Name three fruits."), ask("What is two plus two?")]
     alone = [engine.chat(m, options=opts) for m in asks]
-    grammar, masks = engine.grammars.get(GenerateOptions.parse(regex=r"[a-z ]{5,40}").constraint)
+    healthy = engine.constraint(GenerateOptions.parse(regex=r"[a-z ]{5,40}").constraint)
     bad_mask = Request(engine.chat_ids(ask("Say a word.")), GenerateOptions.parse(max_tokens=20, regex="[a-z ]{5,40}"),
-                       [Constraint(grammar, _BrokenMasks(masks, 3))], on_event=lambda i, x: None)
+                       [Constraint(healthy.compiled, _BrokenMasks(healthy.masks, 3))], on_event=lambda i, x: None)
     errors: list = []
     box: list = []
     free_after = _freeing_seq(box, 2)

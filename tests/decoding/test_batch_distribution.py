@@ -18,7 +18,6 @@ import pytest
 import onyx  # noqa: F401  (before mlx: OpenBLAS)
 
 from bench.phi_laws import Rows, build_case, empirical, fvo_sample_batched, trie_laws, tv, tv_floor
-from onyx.grammar.constraint import MaskCache
 from onyx.decoding.phi import ExactPhi, score_with_function
 
 PROMPT = [{"role": "user", "content": "What is the status of the job?"}]
@@ -36,7 +35,7 @@ def case(engine):
 @pytest.mark.slow
 def test_each_row_keeps_its_law_beside_other_requests(case):
     g = case["small_g"]
-    rows = Rows(case["logits_of"], g, MaskCache(g, case["width"]), draft_temperature=0.5, width=case["width"])
+    rows = Rows(case["logits_of"], g, draft_temperature=0.5, width=case["width"])
     exact = ExactPhi(max_nodes=10_000).fit(case["small_trie"], score_with_function(case["small_trie"], case["logits_of"]),
                                            grammar=g, vocab_size=case["width"], prompt_len=len(case["ids"]))
     arms = [{"phi": None, "gamma": 4, "seed": 11, "law": "proj", "other": "star"},

@@ -92,11 +92,13 @@ def test_vectorised_lookup_finds_what_scanning_finds():
 
 
 class _Counting:
-    """A grammar that takes every token (its state counts them), masks that never force the end,
-    and forced spans given per state: enough for `propose`'s bookkeeping."""
+    """A constraint whose grammar takes every token (its state counts them), masks that never
+    force the end, and forced spans given per state: enough for `Drafter.propose`'s bookkeeping."""
 
     def __init__(self, spans: dict[int, list[int]] | None = None) -> None:
         self.spans = spans or {}
+        self.state = 0
+        self.grammar = self
 
     def advance(self, state, token):
         return state + 1
@@ -109,12 +111,11 @@ class _Counting:
 
 
 def _propose(gamma, context, spans=None, room=10):
-    from onyx.decoding.drafts import propose
+    from onyx.decoding.drafts import Drafter
 
     g = _Counting(spans)
     out = Proposal()
-    propose(out, gamma, room, context, g, g, 0, aware=True, forced=g if spans else None, draft=None,
-            eos=set(), remaining=room + 1, timings={})
+    Drafter(gamma, aware=True, forced=g if spans else None).propose(out, context, g, room, remaining=room + 1)
     return out
 
 

@@ -14,7 +14,7 @@ the language).
 
 Checks: the product's trie scoring (`ExactPhi.prepare`: forks of the prompt's paged KV, one
 forward per leaf) gives the same log-probabilities; then >= 20,000 outputs per arm are drawn by
-the product's own verifier (`onyx.decoding.verify`, `Proposal`, `Sampler`, `MaskCache`, the
+the product's own verifier (`onyx.decoding.verify`, `Proposal`, `Sampler`, `Constraint`, the
 `onyx.decoding.phi` provider) at temperature 1 with a draft law q != p (the masked target tempered to
 T = 0.5), so accept/reject and residual resampling both run. TV(empirical phi="none", μ^proj) and
 TV(empirical phi="exact", μ*) must be under the sampling floor (the 99.9% quantile of the TV of
@@ -41,7 +41,6 @@ import onyx  # noqa: F401  (before mlx: OpenBLAS)
 import mlx.core as mx
 
 from onyx.decoding.phi import DEAD_LOG_WEIGHT, ExactPhi, TokenTrie, _logsumexp, make_phi, score_with_function
-from onyx.grammar.constraint import MaskCache
 from onyx.decoding.sampling import distribution
 
 from bench.phi_laws import Rows, build_case, empirical, fvo_sample, trie_laws, tv, tv_floor
@@ -99,7 +98,7 @@ def test_laws_differ_clearly(laws):
 @pytest.fixture(scope="module")
 def rows(setup):
     g = setup["small_g"]
-    return Rows(setup["logits_of"], g, MaskCache(g, setup["width"]), draft_temperature=DRAFT_T, width=setup["width"])
+    return Rows(setup["logits_of"], g, draft_temperature=DRAFT_T, width=setup["width"])
 
 
 def _providers(setup):
@@ -127,19 +126,21 @@ def test_masking_samples_mu_proj_and_exact_phi_samples_mu_star(setup, laws, rows
         assert 0.05 < acc < 0.99, (name, acc)
 
 
-def _equality_verify(logits, proposal, grammar, masks, state, params, sampler, remaining, phi=None, context=None):
+def _equality_verify(logits, proposal, sampling, remaining, context):
     """Appendix H's biased verifier: accept a draft iff it equals an independent sample of the
-    (Φ-reweighted) target; on a mismatch emit a fresh target sample. Same targets as _verify."""
+    (Φ-reweighted) target; on a mismatch emit a fresh target sample. Same targets as the
+    product's verifier."""
+    constraint, phi, sampler = sampling.constraint, sampling.phi, sampling.sampler
     drafts = proposal.tokens
-    states = [state]
+    states = [constraint.state]
     for t in drafts:
-        states.append(grammar.advance(states[-1], t))
+        states.append(constraint.grammar.advance(states[-1], t))
     rows = len(drafts) + 1
-    logits = mx.where(mx.stack([masks.get(states[i]) for i in range(rows)]), logits[:rows], -mx.inf)
+    logits = mx.where(mx.stack([constraint.mask(states[i]) for i in range(rows)]), logits[:rows], -mx.inf)
     if phi is not None:
         w = [phi.log_weights(context + drafts[:i], states[i], logits[i]) for i in range(rows)]
         logits = logits + mx.stack([x if x is not None else mx.zeros_like(logits[i]) for i, x in enumerate(w)])
-    p = distribution(logits, params)
+    p = distribution(logits, sampling.params)
     for m, d in enumerate(drafts):
         if int(sampler.draw(p[m]).item()) != d:
             return m, int(sampler.draw(p[m]).item()), states

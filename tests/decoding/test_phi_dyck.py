@@ -14,7 +14,7 @@ rarely close validly: the paper's failure mode).
 Checked: the analytic laws over the language (μ^proj: local masking, μ^1s: OneStep, μ*: the
 model conditioned on validity) are ordered TV(μ^proj, μ*) > TV(μ^1s, μ*) > TV(exact, μ*) = 0, and
 the product's own speculative loop (`onyx.decoding.verify` with `Proposal`s drawn from a draft
-distribution q != p, `Sampler`, `MaskCache` and the `onyx.decoding.phi` providers) samples each of them
+distribution q != p, `Sampler`, `Constraint` and the `onyx.decoding.phi` providers) samples each of them
 to within the sampling floor, so the empirical TVs to μ* reproduce the hierarchy
 Uniform > OneStep > Exact with Exact at the floor. The floor is calibrated: the 99.9% quantile
 of TV(empirical, law) over multinomial draws of the same size from the law itself.
@@ -31,8 +31,8 @@ import pytest
 import onyx  # noqa: F401  (before mlx: OpenBLAS)
 import mlx.core as mx
 
-from onyx.grammar.constraint import MaskCache
-from onyx.decoding.sampling import apply_mask, distribution
+from onyx.decoding.sampling import apply_mask, distribution, mask_to_mlx
+from onyx.grammar.constraint import Constraint
 from onyx.options import SamplingParams
 
 from bench.dyck import EOS, LM, OPEN, dyck_setup
@@ -65,8 +65,7 @@ def test_analytic_hierarchy(dyck):
 @pytest.mark.slow
 def test_sampled_hierarchy_through_the_product_verifier(dyck):
     grammar, trie, laws = dyck["grammar"], dyck["trie"], dyck["laws"]
-    masks = MaskCache(grammar, 3)
-    rows = Rows(LM, grammar, masks, draft_temperature=2.0, width=3)
+    rows = Rows(LM, grammar, draft_temperature=2.0, width=3)
     phis = providers(grammar, trie, LM, 3)
     n = 4000
     got = {}
@@ -90,10 +89,10 @@ def test_phi_is_a_per_token_vector(dyck):
     across the valid tokens of a state, and the loop must see a (V,) vector."""
     grammar, trie = dyck["grammar"], dyck["trie"]
     phis = providers(grammar, trie, LM, 3)
-    masks = MaskCache(grammar, 3)
+    masks = Constraint.of(grammar, 3, mask_to_mlx, "mlx")
     s0 = grammar.initial_state
     raw = mx.array(LM([]).astype(np.float32))
-    masked = apply_mask(raw, masks.get(s0))
+    masked = apply_mask(raw, masks.mask(s0))
     base = distribution(masked, SamplingParams(temperature=1.0))
     for name in ("onestep", "exact"):
         w = phis[name].log_weights([], s0, masked, raw)

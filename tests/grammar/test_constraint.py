@@ -1,5 +1,6 @@
-"""A request's constraint: compiled once per pattern (LRU, with counts), masks as wide as the
-logits, and a state that advances on committed tokens only."""
+"""The one constraint stack: grammars compiled once per pattern (LRU, with counts), masks as wide
+as the logits in each framework's form (budget-aware, equal across forms), and one sequence's
+walk, which advances on committed tokens, follows rewinds and ends at EOS."""
 
 from __future__ import annotations
 
@@ -7,43 +8,126 @@ import numpy as np
 import pytest
 
 import onyx
-from onyx.grammar.constraint import GrammarCache, bitmask_to_bool
+from onyx.decoding.sampling import mask_to_mlx
+from onyx.grammar.constraint import Compiled, Constraint, GrammarCache, unpack_bitmask
 from onyx.options import ConstraintSpec
+
+PERSON = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "maxLength": 8}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
 
 
 def token_id(vocab, spelled: bytes) -> int:
     return next(i for i in range(vocab.size) if vocab.token_bytes(i) == spelled)
 
 
+def encode(tokenizer, text: str) -> list[int]:
+    return tokenizer.encode(text, add_special_tokens=False).ids
+
+
 def test_bitmask_unpacks_to_the_logits_width():
     words = np.array([0b101, 1 << 31], dtype=np.uint32)
-    assert np.flatnonzero(np.array(bitmask_to_bool(words, 70))).tolist() == [0, 2, 63]
-    assert np.array(bitmask_to_bool(words, 40)).sum() == 2
+    assert np.flatnonzero(unpack_bitmask(words, 70)).tolist() == [0, 2, 63]
+    assert unpack_bitmask(words, 40).sum() == 2
+    assert np.flatnonzero(np.array(mask_to_mlx(words, 70))).tolist() == [0, 2, 63]
 
 
 def test_grammar_cache_compiles_once_and_evicts_the_least_recent(smollm2):
-    cache = GrammarCache(smollm2, smollm2.size, size=2)
+    cache = GrammarCache(smollm2, size=2)
     a, b, c = (ConstraintSpec.parse(regex=r) for r in ("[0-9]+", "[a-z]+", "x|y"))
-    ga, _ = cache.get(a)
-    assert cache.get(a)[0] is ga and cache.stats() == {"size": 1, "compiles": 1, "hits": 1}
+    ga = cache.get(a).grammar
+    assert cache.get(a).grammar is ga and cache.stats() == {"size": 1, "compiles": 1, "hits": 1}
     cache.get(b)
     cache.get(a)  # a is now the most recent
     cache.get(c)  # evicts b
-    assert cache.get(a)[0] is ga and cache.stats()["compiles"] == 3
+    assert cache.get(a).grammar is ga and cache.stats()["compiles"] == 3
     cache.get(b)
     assert cache.stats()["compiles"] == 4
     with pytest.raises(onyx.InvalidRegexError):
         cache.get(ConstraintSpec.parse(regex="("))
-    assert cache.constraint(None) is None
+
+
+def test_one_cache_serves_several_vocabularies(vocabs):
+    cache = GrammarCache(size=4)
+    spec = ConstraintSpec.parse(regex="[0-9]+")
+    a, b = cache.get(spec, vocabs["smollm2"]), cache.get(spec, vocabs["qwen2"])
+    assert a is not b and a.vocab is vocabs["smollm2"] and b.vocab is vocabs["qwen2"]
+    assert cache.get(spec, vocabs["smollm2"]) is a and cache.stats()["compiles"] == 2
 
 
 def test_a_constraint_advances_and_knows_when_it_is_done(smollm2):
-    cache = GrammarCache(smollm2, smollm2.size)
-    con = cache.constraint(ConstraintSpec.parse(regex="ab"))
+    cache = GrammarCache(smollm2)
+    compiled = cache.get(ConstraintSpec.parse(regex="ab"))
+    con = Constraint(compiled, compiled.table("numpy", smollm2.size, unpack_bitmask))
     start = con.state
     for token in (token_id(smollm2, b"a"), token_id(smollm2, b"b")):
         assert not con.done
         con.advance(token)
     assert con.done and con.accepting and con.state != start
-    other = cache.constraint(ConstraintSpec.parse(regex="ab"))
+    other = con.fresh()
     assert other.state == start and other.grammar is con.grammar  # fresh state, shared grammar
+    assert other.masks is con.masks
+
+
+def test_walks_stop_at_the_first_refused_token_and_leave_the_committed_state(smollm2):
+    con = Constraint.of(smollm2.compile_regex("ab"), smollm2.size)
+    a, b, x = (token_id(smollm2, s) for s in (b"a", b"b", b"x"))
+    states = con.walk([a, b, x, a])
+    assert len(states) == 3 and con.state == states[0] and con.only_eos(states[2])
+    masks = con.row_masks(states, remaining=10)
+    assert [bool(m[a]) for m in masks] == [True, False, False] and bool(masks[1][b])
+    assert con.forced_bytes() == b"ab" and con.forced_bytes(states[1]) == b"b"
+
+
+def test_walk_follows_rewinds_and_ends_at_eos(hf_tokenizers, smollm2):
+    tokenizer = hf_tokenizers["smollm2"]
+    g = smollm2.compile_regex(r"[a-z]+@[a-z]+\.com")
+    walk = Constraint(Compiled(g))
+    ids = encode(tokenizer, "jane@example.com")
+    for t in ids:
+        walk.advance(t)
+    assert g.is_accepting(walk.state) and not walk.ended
+    end = walk.state
+    walk.sync(ids[:2])  # a rewind
+    fresh = walk.fresh()
+    fresh.sync(ids[:2])
+    assert walk.state == fresh.state and walk.tokens == ids[:2]
+    walk.sync(ids + [2, 0, 0])  # EOS, then padding that is not walked
+    assert walk.ended and walk.state == end and walk.ended_at == len(ids)
+    walk.truncate(len(ids))
+    assert not walk.ended
+    with pytest.raises(onyx.TokenNotAllowedError):
+        walk.advance(encode(tokenizer, "!")[0])
+
+
+def test_masks_are_the_budget_aware_definition_in_every_form(hf_tokenizers, smollm2):
+    tokenizer = hf_tokenizers["smollm2"]
+    compiled = Compiled(smollm2.compile_json_schema(PERSON))
+    g = compiled.grammar
+    width = len(smollm2) + 64  # logits wider than the vocabulary, as in many models
+    table = compiled.table("numpy", width, unpack_bitmask)
+    engine_table = compiled.table("mlx", width, mask_to_mlx)  # the engine's form
+    assert compiled.table("numpy", width, unpack_bitmask) is table
+    states = [g.initial_state]
+    for t in encode(tokenizer, '{"name":"Ann","age":7}'):
+        states.append(g.advance(states[-1], t))
+    restricted = 0
+    for state in states:
+        plain = unpack_bitmask(g.token_bitmask(state), width)
+        for budget in [None, *range(0, 16), 1000]:
+            ours = table.get(state, budget)
+            if budget is None:
+                want = plain
+            else:
+                words = g.token_bitmask_within(state, budget)
+                want = unpack_bitmask(words, width) if words.any() else plain
+            assert ours.shape == (width,) and np.array_equal(ours, want), (state, budget)
+            assert np.array_equal(np.array(engine_table.get(state, budget)), ours), (state, budget)
+            restricted += budget is not None and not np.array_equal(ours, plain)
+    assert restricted > 0  # some budgets did restrict a mask
+    assert table.get(states[0], 1000) is table.get(states[0])  # an unrestricting budget: the shared mask
+    eos = table.eos_only()
+    assert np.flatnonzero(eos).tolist() == [2]

@@ -1,16 +1,14 @@
-"""onyx.integrations.common: vocabularies and grammars built once, walks that follow rewinds,
-budget-aware masks equal to the engine's, and imports that run one way."""
+"""onyx.integrations.common: vocabularies and grammars built once, and imports that run one way
+(walks and masks are the engine's own: tests/grammar/test_constraint.py)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 import onyx
-from onyx.grammar.constraint import MaskCache
 from onyx.integrations import common
 
 PERSON = {
@@ -73,48 +71,6 @@ def test_eos_ids_of_both_tokenizer_kinds():
     assert common.eos_ids_of(Wrapper()) == [2, 7]
     assert common.eos_ids_of(HF()) == [5]
     assert common.eos_ids_of(object()) is None
-
-
-def test_walk_follows_rewinds_and_ends_at_eos(tokenizer, vocab):
-    g = common.compile_constraint(vocab, common.constraint_spec(regex=r"[a-z]+@[a-z]+\.com")).grammar
-    walk = common.Walk(g, frozenset(g.eos_token_ids))
-    ids = encode(tokenizer, "jane@example.com")
-    for t in ids:
-        walk.push(t)
-    assert g.is_accepting(walk.state) and not walk.ended
-    end = walk.state
-    walk.sync(ids[:2])  # a rewind
-    fresh = common.Walk(g, frozenset(g.eos_token_ids))
-    fresh.sync(ids[:2])
-    assert walk.state == fresh.state and walk.tokens == ids[:2]
-    walk.sync(ids + [2, 0, 0])  # EOS, then padding that is not walked
-    assert walk.ended and walk.state == end and walk.ended_at == len(ids)
-    walk.truncate(len(ids))
-    assert not walk.ended
-    with pytest.raises(onyx.TokenNotAllowedError):
-        walk.push(encode(tokenizer, "!")[0])
-
-
-def test_masks_match_the_engine_with_and_without_a_budget(tokenizer, vocab):
-    compiled = common.compile_constraint(vocab, common.constraint_spec(json_schema=PERSON))
-    g = compiled.grammar
-    width = len(vocab) + 64  # logits wider than the vocabulary, as in many models
-    table = common.MaskTable(g, width, common.unpack_bitmask)
-    engine_masks = MaskCache(g, width)
-    states = [g.initial_state]
-    for t in encode(tokenizer, '{"name":"Ann","age":7}'):
-        states.append(g.advance(states[-1], t))
-    restricted = 0
-    for state in states:
-        for budget in [None, *range(0, 16), 1000]:
-            ours = table.get(state, budget)
-            theirs = np.array(engine_masks.get(state) if budget is None else engine_masks.within(state, budget))
-            assert ours.shape == (width,) and np.array_equal(ours, theirs), (state, budget)
-            restricted += budget is not None and not np.array_equal(ours, table.get(state))
-    assert restricted > 0  # some budgets did restrict a mask
-    assert table.get(states[0], 1000) is table.get(states[0])  # an unrestricting budget: the shared mask
-    eos = table.eos_only()
-    assert np.flatnonzero(eos).tolist() == [2]
 
 
 IMPORT_CHECK = """

@@ -17,6 +17,7 @@ import pytest
 from mlx_lm import generate, stream_generate
 from mlx_lm.generate import BatchGenerator
 
+from onyx.chat.setup import chat_ids
 import onyx
 from onyx.integrations.mlx_lm import GrammarLogitsProcessor
 
@@ -37,7 +38,7 @@ def loaded(engine):
 
 
 def chat(loaded, text: str) -> list[int]:
-    return loaded.chat_ids([{"role": "user", "content": text}])
+    return chat_ids(loaded, [{"role": "user", "content": text}])
 
 
 def without_eos(loaded, ids: list[int]) -> list[int]:

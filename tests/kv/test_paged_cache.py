@@ -1,8 +1,8 @@
 """The paged KV cache (onyx/kv/pool.py) against mlx-lm's models and caches.
 
-Small randomly initialised mlx-lm models (llama, qwen2, gemma3_text with sliding-window layers)
-make these cheap; block_size is small so that every test crosses block boundaries. The last test
-runs the real default model (onyx.models.loader.load()).
+Small randomly initialised mlx-lm models (`kv_models.py`: llama, qwen2, gemma3_text with
+sliding-window layers) make these cheap; block_size is small so that every test crosses block
+boundaries. One test runs the real default model (onyx.models.loader.load()).
 """
 
 from __future__ import annotations
@@ -12,97 +12,20 @@ import random
 import pytest
 
 import onyx  # noqa: F401  (sets up the BLAS before mlx.core is imported)
-from onyx.models import loader as models
+from onyx.chat.setup import chat_ids
+from onyx.kv import pool as kv_pool
+from onyx.kv import sequence as kv_sequence
 from onyx.kv.pool import CacheFullError, PagedKVPool
+from onyx.models import loader as models
 
 import mlx.core as mx  # noqa: E402
-from mlx_lm.models import gemma3_text, llama, qwen2  # noqa: E402
+from kv_models import (ATOL, ATOL_FULL, VOCAB, close, full_logits, gemma, make_gemma3, make_llama, make_qwen2,  # noqa: F401
+                       model, run, tiny, tokens)
 from mlx_lm.models.cache import (  # noqa: E402
     can_trim_prompt_cache,
     make_prompt_cache,
     trim_prompt_cache,
 )
-
-VOCAB = 101
-ATOL = 1e-5  # incremental vs incremental (same chunking)
-ATOL_FULL = 1e-4  # vs one full forward: mlx-lm's own KVCache is 1.8e-5 off it on the gemma3 model
-
-
-def _init(model, seed):
-    model.set_dtype(mx.float32)
-    mx.eval(model.parameters())
-    return model
-
-
-def _seeded(seed, build):
-    mx.random.seed(seed)
-    return _init(build(), seed)
-
-
-def make_llama(seed=0, layers=3, layer_types=None, sliding_window=None):
-    args = llama.ModelArgs(model_type="llama", hidden_size=64, num_hidden_layers=layers,
-                           intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
-                           rms_norm_eps=1e-5, vocab_size=VOCAB, layer_types=layer_types,
-                           sliding_window=sliding_window)
-    return _seeded(seed, lambda: llama.Model(args))
-
-
-def make_qwen2(seed=1):
-    args = qwen2.ModelArgs(model_type="qwen2", hidden_size=64, num_hidden_layers=2,
-                           intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
-                           rms_norm_eps=1e-6, vocab_size=VOCAB)
-    return _seeded(seed, lambda: qwen2.Model(args))
-
-
-def make_gemma3(seed=2, window=6):
-    args = gemma3_text.ModelArgs(model_type="gemma3_text", hidden_size=64, num_hidden_layers=4,
-                                 intermediate_size=128, num_attention_heads=4, head_dim=16,
-                                 num_key_value_heads=1, vocab_size=VOCAB, sliding_window=window,
-                                 sliding_window_pattern=2, query_pre_attn_scalar=16)
-    return _seeded(seed, lambda: gemma3_text.Model(args))
-
-
-MODELS = {"llama": make_llama, "qwen2": make_qwen2, "gemma3": make_gemma3,
-          "llama_swa": lambda: make_llama(seed=3, layers=4, sliding_window=5,
-                                          layer_types=["sliding_attention", "full_attention"] * 2)}
-
-
-@pytest.fixture(scope="module", params=list(MODELS))
-def model(request):
-    return MODELS[request.param]()
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return make_llama()
-
-
-@pytest.fixture(scope="module")
-def gemma():
-    return make_gemma3()
-
-
-def tokens(n, seed=0):
-    rng = random.Random(seed)
-    return [rng.randrange(VOCAB) for _ in range(n)]
-
-
-def full_logits(model, toks):
-    """Reference: one forward over the whole sequence, no cache."""
-    out = model(mx.array(toks)[None])[0]
-    mx.eval(out)
-    return out
-
-
-def run(model, seq, toks):
-    out = model(mx.array(toks)[None], cache=seq.layer_caches())[0]
-    mx.eval(out)
-    return out
-
-
-def close(a, b, atol):
-    return mx.allclose(a, b, atol=atol, rtol=0).item()
-
 
 # -- shape inference --------------------------------------------------------------------------------
 
@@ -268,9 +191,10 @@ def test_rollback_does_no_array_work(tiny, length, monkeypatch):
     pool = PagedKVPool.for_model(tiny, block_size=16, num_blocks=8)
     seq = pool.sequence()
     _fill(pool, seq, length)
-    monkeypatch.setattr(paged_cache, "mx", _Untouchable())
-    monkeypatch.setattr(pool, "_k", [_Untouchable()] * pool.num_layers)
-    monkeypatch.setattr(pool, "_v", [_Untouchable()] * pool.num_layers)
+    monkeypatch.setattr(kv_pool, "mx", _Untouchable())
+    monkeypatch.setattr(kv_sequence, "mx", _Untouchable())
+    monkeypatch.setattr(pool, "k", [_Untouchable()] * pool.num_layers)
+    monkeypatch.setattr(pool, "v", [_Untouchable()] * pool.num_layers)
     monkeypatch.setattr(pool.views, "k", [_Untouchable()] * pool.num_layers)
     monkeypatch.setattr(pool.views, "v", [_Untouchable()] * pool.num_layers)
     freed = []
@@ -599,7 +523,7 @@ def test_real_model_greedy_equals_mlx_lm_cache():
     """SmolLM2-135M-Instruct (onyx.models.loader.load()): 64 greedy tokens on a ChatML prompt with the
     paged cache equal mlx-lm's own cache, token for token."""
     loaded = models.load()
-    prompt = loaded.chat_ids([{"role": "user", "content": "Write a short poem about the sea."}])
+    prompt = chat_ids(loaded, [{"role": "user", "content": "Write a short poem about the sea."}])
     ref = models.greedy_generate(loaded, prompt, 64, stop_at_eos=False)
 
     pool = PagedKVPool.for_model(loaded.model)
@@ -612,66 +536,3 @@ def test_real_model_greedy_equals_mlx_lm_cache():
     assert seq.length == len(prompt) + 64
     seq.free()
     assert pool.num_free_blocks == pool.num_blocks
-
-
-@pytest.mark.parametrize("shared_capacity", [None, 12])
-def test_ragged_forward_matches_each_sequence_alone(model, shared_capacity, monkeypatch):
-    """Several sequences in one forward (`onyx.kv.ragged`): segments of a few rows attend
-    together over the view slots, a longer one alone, and every row's logits are those of its
-    sequence run alone: on every architecture here (sliding windows too), across block
-    boundaries, with a fork sharing blocks and a sequence whose view was dropped. With shared
-    arrays of 12 tokens a slot, sequences start in or move to view arrays of their own midway."""
-    from onyx.kv import sequence as paged_sequence
-    from onyx.kv import ragged
-
-    if shared_capacity is not None:
-        monkeypatch.setattr(paged_sequence, "SHARED_CAPACITY", shared_capacity)
-    assert ragged.install(model)
-    pool = PagedKVPool.for_model(model, block_size=4, num_blocks=8)
-    seqs, history = [], []
-    for i, n in enumerate([3, 9, 14, 7]):
-        seqs.append(pool.sequence())
-        history.append(tokens(n, seed=20 + i))
-        run(model, seqs[-1], history[-1])
-    seqs.append(seqs[1].fork())  # shares seqs[1]'s blocks; its view is rebuilt from them
-    history.append(list(history[1]))
-    seqs[2].drop_views()  # rebuilt on the next forward
-    for step in range(3):
-        rows = [[5], tokens(3, seed=30 + step), tokens(ragged.BATCHED_ROWS + 3, seed=40 + step),
-                [7], tokens(2, seed=50 + step)]
-        caches = ragged.layer_caches(seqs, [len(r) for r in rows])
-        together = model(mx.array([t for r in rows for t in r])[None], cache=caches)[0]
-        mx.eval(together)
-        a = 0
-        for seq, r, h in zip(seqs, rows, history):
-            seq.truncate(seq.length - len(r))
-            alone = run(model, seq, r)
-            assert close(together[a:a + len(r)], alone, ATOL_FULL), (step, a)
-            h.extend(r)  # and both are what the whole sequence gives in one forward
-            assert close(alone, full_logits(model, h)[-len(r):], ATOL_FULL), (step, a)
-            a += len(r)
-    for seq in seqs:
-        assert (seq._views is pool.views) == (shared_capacity is None or seq.length <= shared_capacity)
-    assert pool.views.in_use == sum(seq._views is pool.views for seq in seqs)
-    for seq in seqs:
-        seq.free()
-    assert pool.views.in_use == 0 and pool.views.slots == 0  # the arrays go with the last slot
-    pool.check()
-
-
-def test_a_failed_write_is_written_again(tiny):
-    """A forward that was to fill a block failed before its pool writes ran (a shared batched
-    step that raised): `discard_failed_write` forgets them, so the block's rows are written from
-    the view when it fills again, and a fork (whose view is rebuilt from the blocks) sees them."""
-    pool = PagedKVPool.for_model(tiny, block_size=16)
-    seq = pool.sequence()
-    toks = tokens(17, seed=9)
-    run(tiny, seq, toks[:15])
-    seq._prepare_write(15, 16)  # what a forward writing row 15 plans first; then it fails
-    seq.discard_failed_write(15)
-    run(tiny, seq, toks[15:16])
-    child = seq.fork()
-    assert close(run(tiny, child, toks[16:]), full_logits(tiny, toks)[-1:], ATOL_FULL)
-    child.free()
-    seq.free()
-    pool.check()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from onyx.chat.setup import chat_ids
 from onyx.models import assets
 
 from onyx.models import loader as models
@@ -42,7 +43,7 @@ def test_default_model_answers_the_capital_of_france(smollm2):
     assert smollm2.name == "smollm2"
     assert smollm2.vocab_size == 49152
     assert smollm2.eos_token_ids == [2]  # <|im_end|>
-    ids = smollm2.chat_ids([{"role": "user", "content": "What is the capital of France?"}])
+    ids = chat_ids(smollm2, [{"role": "user", "content": "What is the capital of France?"}])
     assert smollm2.tokenizer.decode(ids).startswith("<|im_start|>")  # the ChatML template
     out = models.greedy_generate(smollm2, ids, 24)
     text = smollm2.tokenizer.decode(out)
@@ -88,7 +89,7 @@ def test_cpu_mlps_take_the_vectorised_swiglu_only_where_they_compute_it(name, sw
     assert mlps and all(s == (swiglu and loaded.device == "cpu") for s in switched)
     if not any(switched):
         return
-    ids = mx.array(loaded.chat_ids([{"role": "user", "content": "Name a color."}]))[None]
+    ids = mx.array(chat_ids(loaded, [{"role": "user", "content": "Name a color."}]))[None]
     got = loaded.model(ids)
     classes = [type(m) for m in mlps]
     try:
@@ -103,7 +104,7 @@ def test_cpu_mlps_take_the_vectorised_swiglu_only_where_they_compute_it(name, sw
 
 
 def test_greedy_generate_matches_recomputing_without_a_cache(smollm2):
-    ids = smollm2.chat_ids([{"role": "user", "content": "Name a color."}])
+    ids = chat_ids(smollm2, [{"role": "user", "content": "Name a color."}])
     fast = models.greedy_generate(smollm2, ids, 6, stop_at_eos=False)
     seq = list(ids)
     for _ in range(6):
@@ -181,7 +182,7 @@ def test_every_second_cpu_layer_starts_evaluating_while_the_rest_is_built(name, 
     assert marked == (list(range(1, len(layers) - 1, 2)) if loaded.device == "cpu" else [])
     if not marked:
         return
-    ids = mx.array(loaded.chat_ids([{"role": "user", "content": "Name three rivers."}]))[None]
+    ids = mx.array(chat_ids(loaded, [{"role": "user", "content": "Name three rivers."}]))[None]
     started = []
     real = cpu_overlap._start
     cpu_overlap._start = lambda out: (started.append(out), real(out))
