@@ -16,15 +16,16 @@ bench/corpus.py for `json`, a long story for `free`):
   the cProfile top functions of the JSON batch.
 
 With `--rows`, instead: the cost of one ragged forward against its rows (1 sequence of 1, 8, 16
-rows; 8 sequences of 8 to 32 rows), in single-token forwards, cases interleaved: the table
-`onyx.decoding.gamma.STEP_COST` comes from it.
+rows; 2 and 4 sequences of one row; 8 sequences of 8 to 48 rows), in single-token forwards,
+cases interleaved; with `--write-calibration` also the CPU's entry of
+`onyx/decoding/step_cost.json` (the step costs γ is priced with), with its provenance.
 
 With `--overlap` (CPU), instead: the same forwards (1 and 8 sequences of one row, 8 of three)
 with the decoder layers `onyx.cpu.overlap` switched and switched back, alternated, on each model
 of `--models`: the time of the overlapped forward against evaluating once at the end.
 
     python bench/batch_json_bench.py --base 217e64f --reps 6
-    python bench/batch_json_bench.py --rows
+    python bench/batch_json_bench.py --rows --write-calibration
     python bench/batch_json_bench.py --overlap --models smollm2,gemma3-270m
     python bench/batch_json_bench.py --no-base --batch 8 --profile
 
@@ -157,7 +158,7 @@ def run_batch(engine, kind: str, size: int, profile: bool = False) -> dict:
     batch = Batch(engine.runner)
     gens = []
     for _ in range(size):
-        constraint = engine.grammars.constraint(options.constraint) if options.constraint is not None else None
+        constraint = engine.constraint(options.constraint) if options.constraint is not None else None
         g = Generation(engine.runner, ids, options, constraint=constraint)
         batch.add(g)
         gens.append(g)
@@ -193,7 +194,7 @@ def run_batch(engine, kind: str, size: int, profile: bool = False) -> dict:
     return out
 
 
-ROW_CASES = [(1, 1), (1, 8), (1, 16), (8, 8), (8, 9), (8, 10), (8, 12), (8, 14), (8, 16), (8, 17), (8, 24),
+ROW_CASES = [(1, 1), (1, 8), (1, 16), (2, 2), (4, 4), (8, 8), (8, 9), (8, 10), (8, 12), (8, 14), (8, 16), (8, 17), (8, 24),
              (8, 32), (8, 33), (8, 48)]
 
 
@@ -236,6 +237,43 @@ def forward_costs(engine, reps: int) -> dict:
     one = statistics.median(times[(1, 1)])
     return {f"{s}x{r}": {"ms": round(1e3 * statistics.median(t), 1), "vs_one_row": round(statistics.median(t) / one, 2)}
             for (s, r), t in times.items()}
+
+
+CALIBRATION_ROWS = 64  # the calibration's table reaches this many rows (extrapolated past the cases)
+
+
+def calibration(costs: dict) -> dict:
+    """The CPU's entry of onyx/decoding/step_cost.json from `forward_costs`: the step cost of
+    R rows from the case of min(R, 8) sequences, extended in a straight line to
+    `CALIBRATION_ROWS`; the width cost fitted (least squares through 1 at no draft) to the lone
+    sequence's cases."""
+    from onyx.cpu.blas import blas_status
+
+    points = [(1, 1.0)] + sorted((r, costs[f"{s}x{r}"]["vs_one_row"]) for s, r in ROW_CASES if r > 1 and s == min(r, 8))
+    (r0, c0), (r1, c1) = points[-2], points[-1]
+    if r1 < CALIBRATION_ROWS:
+        points.append((CALIBRATION_ROWS, round(c1 + (c1 - c0) * (CALIBRATION_ROWS - r1) / (r1 - r0), 2)))
+    lone = [(r - 1, costs[f"1x{r}"]["vs_one_row"] - 1.0) for s, r in ROW_CASES if s == 1 and r > 1]
+    width = sum(g * c for g, c in lone) / sum(g * g for g, _ in lone)
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=harness.ROOT, capture_output=True,
+                            text=True).stdout.strip() or None
+    return {"step_cost": [[r, round(c, 2)] for r, c in points], "width_cost": round(width, 3),
+            "max_rows": CALIBRATION_ROWS,
+            "provenance": {"model": "SmolLM2-135M-Instruct, float32 weights",
+                           "machine": f"{harness.machine_meta()['platform']}, {os.cpu_count()} cores; {blas_status()}",
+                           "command": "python bench/batch_json_bench.py --rows --write-calibration",
+                           "commit": commit,
+                           "note": f"rows 2-{r1} measured (up to eight sequences); {CALIBRATION_ROWS}: extrapolated"}}
+
+
+def write_calibration(entry: dict, device: str = "cpu") -> Path:
+    """Replaces `device`'s entry of onyx/decoding/step_cost.json."""
+    from onyx.decoding.gamma import CALIBRATION_FILE
+
+    data = json.loads(CALIBRATION_FILE.read_text())
+    data[device] = entry
+    CALIBRATION_FILE.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    return CALIBRATION_FILE
 
 
 OVERLAP_CASES = ((1, 1), (8, 1), (8, 3))  # (sequences, rows each)
@@ -295,6 +333,8 @@ def main() -> int:
     ap.add_argument("--batch", default="1,8", help="comma-separated batch sizes")
     ap.add_argument("--reps", type=int, default=4)
     ap.add_argument("--rows", action="store_true", help="measure forward cost against rows instead")
+    ap.add_argument("--write-calibration", action="store_true",
+                    help="with --rows: rewrite the CPU's step costs in onyx/decoding/step_cost.json")
     ap.add_argument("--overlap", action="store_true", help="measure onyx.cpu.overlap's layers instead (CPU)")
     ap.add_argument("--models", default="smollm2", help="comma-separated models for --overlap")
     ap.add_argument("--profile", action="store_true", help="print cProfile's top functions (JSON batches)")
@@ -307,6 +347,10 @@ def main() -> int:
         result["forward_costs"] = costs = forward_costs(Engine(), max(args.reps, 5))
         for case, c in costs.items():
             print(f"{case:>6} sequences x rows: {c['ms']:8.1f} ms  {c['vs_one_row']:5.2f}x")
+        result["calibration"] = entry = calibration(costs)
+        print("calibration:", json.dumps(entry["step_cost"]), "width cost", entry["width_cost"])
+        if args.write_calibration:
+            print(f"wrote {write_calibration(entry)}")
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "batch_rows_bench.json").write_text(json.dumps(result, indent=1) + "\n")
         return 0

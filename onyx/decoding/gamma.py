@@ -3,10 +3,31 @@
 The decoding loop asks `next()` for the model / lookup drafts of a round and `forced_limit()`
 for the grammar-forced ones on top, then reports what was accepted with `update()`. A batched
 step of several sequences then keeps, of all their drafts, the ones that pay at the step's
-width (`fit_rows`, from the measured step cost against rows, `STEP_COST`).
+width (`fit_rows`, from the step cost against rows).
+
+The costs are a device's calibration, measured by a bench, not constants of the algorithm: they
+live in `step_cost.json` beside this module, with where they come from (model, machine, bench
+command, commit); `python bench/batch_json_bench.py --rows --write-calibration` measures the
+CPU's again and rewrites its entry.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+
+CALIBRATION_FILE = Path(__file__).with_name("step_cost.json")
+
+
+def load_calibration(path: Path = CALIBRATION_FILE) -> dict:
+    """Per device: `step_cost` as ((rows, cost), ...), `width_cost` and `max_rows`."""
+    data = json.loads(path.read_text())
+    return {device: {"step_cost": tuple((int(r), float(c)) for r, c in entry["step_cost"]),
+                     "width_cost": float(entry["width_cost"]), "max_rows": entry["max_rows"]}
+            for device, entry in data.items() if isinstance(entry, dict) and "step_cost" in entry}
+
+
+CALIBRATION = load_calibration()
 
 
 class GammaController:
@@ -20,20 +41,15 @@ class GammaController:
     unit cost, so a poor or expensive draft source drives g to 0, i.e. plain decoding. The costs
     are fixed per device, not timed, so a seeded request draws the same output every run.
 
-    Width cost: on the CPU (float32, OpenBLAS, the few-row kernel, layers evaluated while the
-    rest of the graph is built) a lone sequence's forward over 1 + g tokens costs about
-    1 + 0.06 g single steps (`bench/batch_json_bench.py --rows`: 8 tokens 1.32-1.38x, 16 tokens
-    1.96x); on Metal, verifying a few more tokens is nearly free. (It was 0.12 before the
-    overlap hid a forward's fixed Python time; with 0.06 `bench/spec_bench.py`'s adaptive rows
-    draw 0.38-0.40 forwards per token on the JSON schemas instead of 0.41-0.43.)
+    Width cost: a lone sequence's forward over 1 + g tokens costs about 1 + `width_cost` g single
+    steps (the device's calibration); on Metal, verifying a few more tokens is nearly free.
 
     Prompt-lookup drafts are priced by the length of the n-gram they continue (`match`): each
     length has its own acceptance rate, since a draft that continues three repeated tokens is
     far likelier to be right than one that continues a single common token (on the serving
-    bench's regex load, greedy: trigram matches 88% first-token acceptance, unigram ones 0%).
+    bench's regex load, greedy, trigram matches are accepted far more often than unigram ones).
     One rate for all would let a few failed unigram guesses stop every lookup draft."""
 
-    WIDTH_COST = {"cpu": 0.06, "gpu": 0.03}
     PRIOR = 0.6  # acceptance of model / lookup drafts before a request has seen any
 
     def __init__(self, gamma: int | str, *, max_gamma: int = 7, device: str = "cpu",
@@ -41,11 +57,10 @@ class GammaController:
         self.adaptive = gamma == "auto"
         self.fixed = 0 if self.adaptive else int(gamma)
         # Adaptive rounds draft at most max_gamma tokens in all: past 1 + 7 rows a lone
-        # sequence's rows cost more each (8 rows 1.3-1.7x a token, 16 rows 1.8-2.9x:
-        # `bench/batch_json_bench.py --rows`, cases "1x8" and "1x16").
+        # sequence's rows cost more each (`bench/batch_json_bench.py --rows`, cases 1x8, 1x16).
         self.max_gamma = max_gamma
         self.cap = max_gamma if self.adaptive else self.fixed
-        self.width_cost = self.default_width_cost = self.WIDTH_COST.get(device, self.WIDTH_COST["cpu"])
+        self.width_cost = self.default_width_cost = _device(device)["width_cost"]
         self.acceptance = self.PRIOR  # of model drafts
         self.by_match: dict[int, float] = {}  # of lookup drafts, per matched n-gram length
         # Grammar-forced drafts (jump-forward) fail mostly at a span's first token, where the
@@ -58,7 +73,7 @@ class GammaController:
 
     def price(self, row_cost: float | None) -> None:
         """Sets the cost of one draft row for the next rounds, in units of this sequence's share
-        of a step (None: a lone sequence's forward, `WIDTH_COST`). A batched step prices its rows
+        of a step (None: a lone sequence's forward, the device's `width_cost`). A batched step prices its rows
         with `batch_row_cost`."""
         self.width_cost = self.default_width_cost if row_cost is None else row_cost
 
@@ -139,30 +154,13 @@ class GammaController:
                 self.forced_rest = 0.8 * self.forced_rest + 0.2 * ((forced_accepted - 1) / tested)
 
 
-# The cost of a forward against the rows it runs, in single-token forwards, per device: piecewise
-# linear between the points. CPU: float32 with OpenBLAS and the few-row shim (products of up to
-# 32 rows in its kernels, wider ones in pieces of at most 32, split between two threads),
-# SmolLM2-135M, ragged rows of eight sequences attending together over the view slots, measured
-# with `bench/batch_json_bench.py --rows` (four runs; see the README): 8 rows 1.5-1.6x, 9 rows
-# 1.6-1.7x, 10 rows 1.7-1.8x (a sequence with a second row makes every slot's attention two rows
-# wide), 12 rows 1.8-2.0x, 14 rows 1.9-2.1x, 16 rows 1.9-2.2x, 24 rows 2.4-2.7x, 32 rows
-# 3.0-3.2x, 33 rows 3.4-3.6x (the second piece reads the weights again), 48 rows 4.4-4.7x (64:
-# extrapolated).
-STEP_COST = {
-    "cpu": ((1, 1.0), (2, 1.1), (4, 1.3), (8, 1.55), (9, 1.65), (10, 1.77), (12, 1.87), (14, 2.0), (16, 2.07),
-            (24, 2.6), (32, 3.15), (33, 3.5), (48, 4.5), (64, 5.8)),
-    "gpu": ((1, 1.0), (8, 1.2), (16, 1.4), (64, 2.5)),
-}
-
-# The most decode rows one batched step takes, per device (None: no limit): on the CPU, where
-# the table above ends (measured to 48 rows, extrapolated to 64). A step whose rounds ask for
-# more keeps the drafts most likely to be accepted (`fit_rows`).
-MAX_ROWS = {"cpu": 64, "gpu": None}
+def _device(device: str) -> dict:
+    return CALIBRATION.get(device, CALIBRATION["cpu"])
 
 
 def step_cost(rows: int, device: str = "cpu") -> float:
     """A forward over `rows` rows, in single-token forwards (extrapolated past the table)."""
-    pts = STEP_COST.get(device, STEP_COST["cpu"])
+    pts = _device(device)["step_cost"]
     if rows <= pts[0][0]:
         return pts[0][1]
     for (r0, c0), (r1, c1) in zip(pts, pts[1:]):
@@ -177,7 +175,7 @@ def batch_row_cost(sequences: int, rows: int, device: str = "cpu") -> float | No
     step: with S sequences and R rows, a step costs T(R) and each sequence's share is T(R) / S,
     so a row costs S (T(R + 1) - T(R)) / T(R). This is the price at which a sequence's extra
     tokens pay for the time they add to everyone's step. None for a lone sequence (its own
-    forward: `GammaController.WIDTH_COST`)."""
+    forward: the device's `width_cost`)."""
     if sequences <= 1:
         return None
     t = step_cost(rows, device)
@@ -186,7 +184,7 @@ def batch_row_cost(sequences: int, rows: int, device: str = "cpu") -> float | No
 
 def row_limit(device: str = "cpu") -> int | None:
     """The most decode rows (pending tokens plus drafts) one batched step should run."""
-    return MAX_ROWS.get(device, MAX_ROWS["cpu"])
+    return _device(device)["max_rows"]
 
 
 def fit_rows(drafts: list[list[float]], extra: int, device: str = "cpu", limit: int | None = None) -> list[int]:

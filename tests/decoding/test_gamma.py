@@ -87,3 +87,37 @@ def test_a_wide_step_keeps_the_drafts_that_pay():
     # past 32 rows the few-row kernels run in pieces, each reading the weights again: pricing
     # sees the step
     assert step_cost(33) - step_cost(32) > 4 * (step_cost(32) - step_cost(31))
+
+
+def test_step_costs_come_from_the_calibration_file_with_their_provenance(tmp_path):
+    import json
+
+    from onyx.decoding import gamma
+
+    data = json.loads(gamma.CALIBRATION_FILE.read_text())
+    for device in ("cpu", "gpu"):
+        assert set(data[device]["provenance"]) >= {"model", "machine", "command", "commit", "note"}
+        for rows, cost in data[device]["step_cost"]:
+            assert gamma.step_cost(rows, device) == cost
+    assert gamma.row_limit("cpu") == data["cpu"]["max_rows"]
+    assert gamma.GammaController("auto", device="cpu").width_cost == data["cpu"]["width_cost"]
+    data["cpu"]["step_cost"][1][1] = 9.0  # another file, another table
+    other = tmp_path / "step_cost.json"
+    other.write_text(json.dumps(data))
+    assert gamma.load_calibration(other)["cpu"]["step_cost"][1] == (2, 9.0)
+
+
+def test_the_bench_writes_a_calibration_that_gamma_reads(tmp_path):
+    import json
+
+    from bench.batch_json_bench import CALIBRATION_ROWS, ROW_CASES, calibration
+    from onyx.decoding import gamma
+
+    costs = {f"{s}x{r}": {"vs_one_row": 1.0 + 0.05 * (r - 1) + 0.01 * (s - 1)} for s, r in ROW_CASES}
+    entry = calibration(costs)
+    assert entry["step_cost"][0] == [1, 1.0] and entry["step_cost"][-1][0] == CALIBRATION_ROWS
+    assert abs(entry["width_cost"] - 0.05) < 1e-9  # the lone sequence's cases: 1 + 0.05 per extra row
+    path = tmp_path / "step_cost.json"
+    path.write_text(json.dumps({"cpu": entry}))
+    table = dict(gamma.load_calibration(path)["cpu"]["step_cost"])
+    assert table[8] == round(costs["8x8"]["vs_one_row"], 2) and table[2] == round(costs["2x2"]["vs_one_row"], 2)
