@@ -1,5 +1,7 @@
-"""The layout rules, read from the source: imports run one way, the library never reaches into
-the server, the CLI or the integrations, and the Rust core calls no Python."""
+"""The layout rules, read from the source: imports run one way (between modules and between the
+packages of the data flow), the library never reaches into the server, the CLI or the
+integrations, no module reads another's private fields, files stay small, and the Rust core
+calls no Python."""
 
 from __future__ import annotations
 
@@ -97,6 +99,105 @@ def test_the_graph_reader_sees_real_edges():
     assert "onyx.scheduler" in graph["onyx.engine"]
     assert "onyx.errors" in graph["onyx.server.routes"]  # from onyx import errors as E
     assert "onyx.kv.sequence" in graph["onyx.kv.pool"]
+    assert "onyx.grammar.constraint" in graph["onyx.decoding.drafts"]
+
+
+# What each layer of the library may import besides itself (the root package `onyx` is allowed
+# everywhere: it is what loads the Rust extension). Lower layers never import higher ones:
+# paths, errors < options < grammar < chat; paths < cpu < kv; models (cpu, grammar) <
+# decoding < scheduler < engine < the apps.
+LAYERS = {
+    "onyx.paths": set(),
+    "onyx.errors": set(),
+    "onyx.options": {"onyx.errors"},
+    "onyx.grammar": {"onyx.errors", "onyx.options", "onyx.paths"},
+    "onyx.chat": {"onyx.errors", "onyx.options", "onyx.grammar"},
+    "onyx.cpu": {"onyx.paths"},
+    "onyx.kv": {"onyx.errors", "onyx.cpu"},
+    "onyx.models": {"onyx.errors", "onyx.paths", "onyx.cpu", "onyx.grammar"},
+    "onyx.decoding": {"onyx.errors", "onyx.options", "onyx.grammar", "onyx.kv", "onyx.models"},
+    "onyx.scheduler": {"onyx.errors", "onyx.options", "onyx.grammar", "onyx.decoding"},
+    "onyx.engine": {"onyx.errors", "onyx.options", "onyx.grammar", "onyx.chat", "onyx.models", "onyx.decoding",
+                    "onyx.scheduler"},
+}
+
+
+def _layer(name: str) -> str:
+    parts = name.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 else name
+
+
+def test_the_layers_import_one_way():
+    bad = []
+    for module, deps in _graph().items():
+        allowed = LAYERS.get(_layer(module))
+        if allowed is None:
+            continue
+        for d in deps:
+            if _layer(d) not in allowed | {_layer(module), "onyx"}:
+                bad.append(f"{module} -> {d}")
+    assert not bad, f"imports against the layer order: {sorted(bad)}"
+    assert set(LAYERS) | set(APPS) | {"onyx"} >= {_layer(m) for m in _graph()}, "a package missing from LAYERS"
+
+
+# Private names of other libraries that are their documented way in (os._exit; the backend
+# tokenizer a transformers or mlx-lm tokenizer wraps).
+FOREIGN_PRIVATE = {"_exit", "_tokenizer"}
+
+
+def _private_reads(path: Path, root: Path = ROOT) -> list[str]:
+    """`x._name` in a file where `x` is not `self`, `cls` or `super()` and `_name` is not the file's
+    own (a function, class or module name it defines, or an attribute it sets on `self` or on a
+    function or class it defines)."""
+    tree = ast.parse(path.read_text(), str(path))
+    defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    own = set(defined)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            own.add(node.id)
+        elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+              and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls", *defined)):
+            own.add(node.attr)
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")):
+            continue
+        v = node.value
+        if isinstance(v, ast.Name) and v.id in ("self", "cls"):
+            continue
+        if isinstance(v, ast.Call) and getattr(v.func, "id", None) == "super":
+            continue
+        if node.attr in own or node.attr in FOREIGN_PRIVATE:
+            continue
+        out.append(f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def test_no_module_reads_another_modules_private_fields():
+    bad = [hit for p in sorted(PACKAGE.rglob("*.py")) for hit in _private_reads(p)]
+    assert not bad, "private fields read from outside their module:\n" + "\n".join(bad)
+
+
+def test_the_private_field_check_can_fail(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("import os\n\nclass A:\n    def __init__(self):\n        self._mine = 1\n\n"
+                     "def f(seq, a):\n    return seq._blocks, a._mine, os._exit\n")
+    assert [r.split(": ", 1)[1] for r in _private_reads(probe, tmp_path)] == ["seq._blocks"]
+
+
+MAX_PYTHON_LINES = 600
+MAX_RUST_LINES = 800
+
+
+def test_files_stay_small():
+    py = [p for d in ("onyx", "tests", "bench") for p in (ROOT / d).rglob("*.py")]
+    long_py = {str(p.relative_to(ROOT)): n for p in py if (n := len(p.read_text().splitlines())) > MAX_PYTHON_LINES}
+    assert not long_py, f"Python files over {MAX_PYTHON_LINES} lines: {long_py}"
+    src = ROOT / "grammar_engine" / "src"
+    long_rs = {str(p.relative_to(ROOT)): n for p in src.rglob("*.rs")
+               if p.name != "tests.rs" and "tests" not in p.relative_to(src).parts
+               and (n := len(p.read_text().splitlines())) > MAX_RUST_LINES}
+    assert not long_rs, f"Rust files over {MAX_RUST_LINES} lines outside tests: {long_rs}"
 
 
 def test_the_rust_core_calls_no_python():
