@@ -6,7 +6,7 @@ vocabulary plus the tokenizer self-test) and `Grammar`. `Engine` runs a model un
 grammar (loaded on first use, so `import onyx` stays light for grammar-only users).
 """
 
-# On Linux, MLX's CPU backend must find OpenBLAS before mlx.core is first imported (it is ~40x
+# On Linux, MLX's CPU backend must find OpenBLAS before mlx.core is first imported (it is far
 # faster than the bundled reference BLAS on these matrix products); a no-op on macOS.
 from onyx.cpu.blas import ensure_fast_blas
 

@@ -184,8 +184,8 @@ def _held_back(buf: str, tag: str) -> int:
 class ReasoningBudget:
     """At most `max_tokens` tokens for the thinking block, its tags included.
 
-    The decoding loop (`onyx.decoding.row_logits.ReasoningGate`) keeps one `state` per request, starting at
-    `initial_state`, and while `is_open(state)`:
+    The decoding loop (`onyx.decoding.processors.ReasoningGate`) keeps one `state` per request,
+    starting at `initial_state`, and while `is_open(state)`:
     - restricts the request's mask with `restrict(words, state, used)`, `used` being the
       tokens generated so far, then samples;
     - advances it with `advance(state, token)` after every committed token.

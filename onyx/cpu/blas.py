@@ -1,38 +1,33 @@
-"""Runtime choices that depend on the platform: which MLX device, which BLAS, which dtype.
+"""OpenBLAS for MLX's CPU backend, and the few-row GEMM shim (Linux; nothing to do on macOS).
 
-Nothing here is hard-coded for one OS: every choice is made from what the running machine is.
-
-* Apple Silicon (macOS, arm64): MLX runs on Metal; quantized weights stay quantized; the BLAS
-  question does not arise (MLX uses Accelerate). `ensure_fast_blas()` does nothing.
-* Linux (MLX's CPU backend, `mlx[cpu]`): the `mlx-cpu` wheel bundles the *reference* BLAS, about
-  25x slower than OpenBLAS for the GEMMs a transformer does. Loading OpenBLAS into the process
-  with `RTLD_GLOBAL` *before* `mlx.core` is first imported makes MLX's `cblas_sgemm` resolve to
-  OpenBLAS (measured: f32 256x576 @ 576x1536 takes 68 ms with the bundled BLAS, 4.4 ms after
-  the preload, the same as with `LD_PRELOAD`). Loading it after `mlx.core` was imported has no
-  effect, so `onyx/__init__.py` calls `ensure_fast_blas()` before anything imports MLX.
+* Apple Silicon (macOS): MLX uses Accelerate; `ensure_fast_blas()` does nothing. (The device
+  and weight dtype are chosen in `onyx.models.device`.)
+* Linux (MLX's CPU backend, `mlx[cpu]`): the `mlx-cpu` wheel bundles the *reference* BLAS, far
+  slower than OpenBLAS for the GEMMs a transformer does. Loading OpenBLAS into the process with
+  `RTLD_GLOBAL` *before* `mlx.core` is first imported makes MLX's `cblas_sgemm` resolve to
+  OpenBLAS (as `LD_PRELOAD` would). Loading it after `mlx.core` was imported has no effect, so
+  `onyx/__init__.py` calls `ensure_fast_blas()` before anything imports MLX.
 
   Decoding multiplies one token's activations by every weight matrix: MLX calls `cblas_sgemm`
-  with M=1, which OpenBLAS 0.3.21 (Debian 12) runs 3-4x slower than `cblas_sgemv` (it packs the
-  whole weight matrix first), and with M = 2..16 (verifying draft tokens, a batch of requests)
-  it costs twice a single token or more. So, when a C compiler is available, `ensure_fast_blas()`
-  also builds (once, cached next to the assets, with the host's vector instructions) and preloads
-  a small shim that exports `cblas_sgemm`, runs x @ W^T with 1..32 rows in its own kernels (each
-  weight row read once for all rows, register tiles sized for the machine's vector registers; a
-  row's result has the same bits whatever other rows share the call), and up to 512 rows of
-  weight products (K >= 256: prompt chunks, wide steps) in pieces of at most 32 (each reads the
-  weights again; on one thread 0.8-1.6x the speed of OpenBLAS's single-threaded sgemm from 33
-  to 256 rows, and split between two threads like the other products, which OpenBLAS's are not
-  here), sends other one-row / one-column products to `cblas_sgemv` and everything else to
-  OpenBLAS's `cblas_sgemm`. Without a compiler it falls back to plain OpenBLAS.
-  `bench/matmul_bench.py` measures the kernels.
+  with M=1, which OpenBLAS runs several times slower than `cblas_sgemv` (it packs the whole
+  weight matrix first), and with a few rows (verifying draft tokens, a batch of requests) it
+  costs a multiple of a single token. So, when a C compiler is available, `ensure_fast_blas()`
+  also builds (once, cached, with the host's vector instructions) and preloads a small shim
+  (`blas_shim.c`) that exports `cblas_sgemm`, runs x @ W^T with 1..32 rows in its own kernels
+  (each weight row read once for all rows, register tiles sized for the machine's vector
+  registers; a row's result has the same bits whatever other rows share the call), and up to
+  512 rows of weight products (K >= 256: prompt chunks, wide steps) in pieces of at most 32
+  (each reads the weights again, and split between two threads like the other products), sends
+  other one-row / one-column products to `cblas_sgemv` and everything else to OpenBLAS's
+  `cblas_sgemm`. Without a compiler it falls back to plain OpenBLAS. `bench/matmul_bench.py`
+  measures the kernels against OpenBLAS.
 
   The shim splits a few-row product between two threads (`shim_threads()`): chunks of weight
   rows, claimed one at a time by the calling thread and a helper, so a helper that loses its core
   to another process costs at most one chunk (and after such a wait the next products run alone
   for a while). A row's bits do not depend on the split. OpenBLAS itself runs single-threaded by
   default here: its threads split every product in fixed halves and wait for each other, so on a
-  2-core machine one busy process beside them is ruinous (measured: 2 threads 33 tok/s on an idle
-  machine but 10 tok/s next to one busy process, where 1 thread keeps 25).
+  2-core machine one busy process beside them slows every product down to the slower half.
 
   Environment: `ONYX_BLAS_LIB=/path/to/libopenblas.so` picks another library, `ONYX_BLAS_LIB=none`
   turns all of this off; `ONYX_BLAS_SHIM=0` keeps OpenBLAS but skips the shim;

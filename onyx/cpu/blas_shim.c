@@ -1,3 +1,9 @@
+/* The few-row GEMM shim for MLX's CPU backend on Linux (see onyx/cpu/blas.py, which builds it
+   once per machine with the host's vector instructions and preloads it before OpenBLAS). It
+   exports `cblas_sgemm`: x @ W^T products of 1 to 512 rows go to its own kernels (`few_rows_product`),
+   other one-row / one-column products to OpenBLAS's `cblas_sgemv`, everything else to OpenBLAS's
+   `cblas_sgemm`. `onyx_blas_shim_init(path)` binds it to the OpenBLAS at `path`; preloaded with
+   LD_PRELOAD instead, it binds to the next `cblas_sgemm` / `cblas_sgemv` (RTLD_NEXT). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <string.h>
@@ -32,16 +38,16 @@ static void gemv(int trans, int m, int n, float alpha, const float *a, int lda, 
 /* x @ W^T for 1 to 32 rows of x (more in pieces: `few_rows_product`): C = alpha * A @ B^T +
    beta * C with A (M x K), B (N x K), both row-major. A decode step multiplies one row (M = 1);
    verifying drafts and batched decoding a few (M = 2..32). Each weight row is read from memory
-   once for all M rows of A. (OpenBLAS's sgemm repacks the whole matrix on every call: a 2-row
-   product cost twice a 1-row one.)
+   once for all M rows of A. (OpenBLAS's sgemm repacks the whole matrix on every call, so a 2-row
+   product costs about twice a 1-row one.)
 
    One row costs what its weights take to stream in. With more rows the multiply-adds catch up:
    M of them per weight float, so on one core with two 16-lane FMA pipes the arithmetic alone
    allows about 40 GB/s of weights at M = 8 and 20 at M = 16 (half that with 8 lanes). The kernel
    keeps both pipes busy: a tile of R weight rows x G rows of A holds R x G vector accumulators in
    registers and loads R weight vectors and G activation vectors per R x G multiply-adds. Rows of
-   A beyond G (at most ACCS / 2: 12 with AVX-512's 32 registers, where 9 rows used to run as two
-   groups at 1.4x the time of 8) are further groups (up to eight), run while the tile's weight
+   A beyond G (at most ACCS / 2: 12 with AVX-512's 32 registers, so that 9 to 12 rows still run
+   as one group) are further groups (up to eight), run while the tile's weight
    rows are still in L1 (or, past what L1 holds of A, in L2: see `tiles`).
    Each tile prefetches the next tile's weight rows into L2.
 
@@ -195,8 +201,7 @@ INLINE float settle(const struct pass *p, int m, int j, const float *w, float s)
    not stay in L1 (16 rows over K = 576 are 36 KB), otherwise one tile at a time; each group
    sweeps a whole block before the next group does: a group's rows of A stay in L1 across the
    block's tiles, and the block's weights, streamed from memory by the first group, are read
-   again from L2 (measured at 16 rows: 1.1-1.6x; at 9-12 rows, where A fits, the blocks cost
-   5-10%, so they are not used there).
+   again from L2. Where A fits in L1 the blocks only add overhead, so they are not used there.
    Each output is still one tile's sum, whatever the order of the tiles. */
 enum { JB = 64 };
 static long a_in_l1 = 30 << 10;  /* 15/16 of the L1 data cache (32 KB here), read at load */
@@ -498,7 +503,7 @@ static int few_rows_product(int M, int N, int K, float alpha, const float *A, in
     /* past MAX_ROWS: pieces of at most MAX_ROWS rows, as even as possible (each reads the
        weights again; a row's bits do not depend on its piece). Only for weight-sized K: with
        K = 64 (attention's scores over a prompt chunk) each output's reduction weighs more than
-       its multiply-adds, and OpenBLAS's sgemm was 1.1-1.5x faster there on one thread. */
+       its multiply-adds, and OpenBLAS's sgemm is faster there. */
     const int pieces = (M + MAX_ROWS - 1) / MAX_ROWS, base = M / pieces, extra = M % pieces;
     for (int i = 0, m0 = 0; i < pieces; i++) {
         const int rows = base + (i < extra);

@@ -7,15 +7,12 @@ the arithmetic. `use_overlapped_layers` makes every `EVERY`-th decoder layer sta
 output (`mx.async_eval`) as soon as its graph is built: the layers before it compute while
 Python builds the ones after it, and each evaluation walks a smaller graph.
 
-Measured in float32 with `bench/batch_json_bench.py --overlap --models smollm2,gemma3-270m`
-(the same forwards with the layers switched and switched back, alternated 30 times, median):
-SmolLM2-135M one sequence of one row 0.83x the time of evaluating once at the end, eight
-sequences of one row 0.85x, eight of three rows 0.91x; Gemma 3 270M 0.91x, 0.96x and 0.99x (an
-earlier ad-hoc run: SmolLM2 0.78-0.87x, Gemma 3 0.92-0.93x). Every second layer is about as good
-as every layer and starts half as many evaluations. The arithmetic is the same: logits are
-bit-identical.
+`bench/batch_json_bench.py --overlap` measures the same forwards with the layers switched and
+switched back; the gain is largest for small models and few rows, where Python's share of the
+step is largest. Every second layer is about as good as every layer and starts half as many
+evaluations. The arithmetic is the same: logits are bit-identical.
 
-On Metal, where the GPU computes and the CPU only encodes, this is not applied (not measured).
+On Metal, where the GPU computes and the CPU only encodes, this is not applied.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Rotary position embedding from a precomputed table, for MLX's CPU backend.
 
 On Metal, `mx.fast.rope` is one fused kernel. On the CPU backend it computes a cosine and a sine
-for every element on every call, with scalar transcendental functions: measured here, rotating
-one decode step's queries (9 heads x 64) takes about 130 us and the keys about 85 us, so for
-SmolLM2's 30 layers about 6 ms of a ~30 ms token. Reading the angles from a table that is built
-once (in float64, then rounded to float32) costs about a quarter of that.
+for every element on every call, with scalar transcendental functions, which makes rope a
+visible part of a small model's step. Reading the angles from a table that is built once (in
+float64, then rounded to float32) is several times cheaper (`docs/benchmarks.md`).
 
 `TableRoPE` computes what `mlx.nn.RoPE(dims, traditional=False, base, scale)` computes: the first
 `dims` features of the last axis are split into two halves (x1, x2) and rotated by the angle

@@ -30,7 +30,7 @@ import numpy as np
 import onyx._grammar as _g
 from onyx.options import ConstraintSpec
 
-log = logging.getLogger("onyx.constraint")
+log = logging.getLogger("onyx.grammar")
 
 GRAMMAR_CACHE_SIZE = 128
 # Budget-restricted masks kept per table (they only occur in the last steps before max_tokens).

@@ -28,10 +28,9 @@ those arrays hold has arrays of its own), so a ragged forward writes and attends
 sequences in them at once. A block's rows are written from the view into the pool when the
 block fills (one write per layer every ``block_size`` decode steps), and before the blocks are
 shared (``fork``) or the views dropped (``drop_views``); the sequence tracks how far the pool
-is current. Measured on a SmolLM2-135M-shaped model (30 layers) on the CPU, per decode step
-against mlx-lm's KVCache:
-gathering the blocks out of the pool each step +9%; a view with every token also written to the
-pool +2-4%; this design +0-1%. The view is derived data: rebuilt from the blocks when missing
+is current. Gathering the blocks out of the pool at every step, or writing every token to the
+pool as well as the view, would cost a decode step measurably more than mlx-lm's KVCache; this
+design costs about the same (`bench/cache_bench.py`). The view is derived data: rebuilt from the blocks when missing
 (after ``fork``/``lookup_prefix``, or ``drop_views()`` to release its slot), and rows past the
 length are simply overwritten later, which is what makes ``rollback`` free.
 

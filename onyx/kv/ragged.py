@@ -24,11 +24,10 @@ This needs no change to the model's code. During a ragged forward every layer ge
 The ragged attention is one batched attention over the view slots for the segments of a few
 rows (decode rows and drafts: the queries padded to the longest such segment), and one
 attention per segment for longer ones (prompt chunks), which would make every slot pay their
-rows. Before the views shared one array per layer, attention and the view writes ran once per
-sequence per layer, and at 8 sequences of one row that was ~40% of the step (measured by
-replacing it with a no-op). A padded batch of the whole forward (B, L_max) would also make the
-weight products pay for the padding, which the rows laid end to end avoid
-(`bench/batch_attention_bench.py`).
+rows. Attention and view writes run once per layer for all the short segments, not once per
+sequence per layer, which at several sequences of one row would be a large part of the step. A
+padded batch of the whole forward (B, L_max) would also make the weight products pay for the
+padding, which the rows laid end to end avoid (`bench/batch_attention_bench.py` compares them).
 """
 
 from __future__ import annotations
@@ -214,9 +213,8 @@ def grouped_attention(q: mx.array, k: mx.array, v: mx.array, mask: mx.array, sca
     """Attention of (B, Hq, n, D) queries on (B, Hk, T, D) keys and values under a boolean
     (B, 1, n, T) mask, the Hq / Hk query heads that share a key head taken as the rows of one
     product with it (grouped-query attention without broadcasting the keys). On MLX's CPU path
-    an 8-sequence step of 8 rows took 0.92-0.96x the time it takes with
-    `mx.fast.scaled_dot_product_attention` (same values to ~3e-7; no difference at 24-32 rows;
-    `bench/batch_json_bench.py --rows`); on Metal the fused kernel is used instead."""
+    this is no slower than `mx.fast.scaled_dot_product_attention` and faster at a few rows per
+    sequence (`bench/batch_json_bench.py --rows`); on Metal the fused kernel is used instead."""
     b, heads, n, dim = q.shape
     groups = k.shape[1]
     q = (q * scale).reshape(b, groups, heads // groups * n, dim)

@@ -7,8 +7,8 @@ shape ``(slots, kv_heads, capacity, head_dim)``, and a sequence that holds a vie
 ``(1, kv_heads, length, head_dim)`` slice, as it read its own array before; a ragged forward
 over several sequences (``onyx.kv.ragged``) writes all their new rows with one scatter per
 layer and runs one attention over the slots, masked per row, instead of one write and one
-attention per sequence. That is what the layout is for: measured on the default model with 8
-sequences of one row each, the per-sequence writes and attentions were ~40% of the step.
+attention per sequence. That is what the layout is for: per-sequence writes and attentions
+would be a large part of a step of several one-row sequences.
 
 The price is padding: every slot has the capacity of the longest view (grown in steps of
 ``STEP`` tokens). So the shared arrays hold at most ``SHARED_CAPACITY`` tokens a slot, and a

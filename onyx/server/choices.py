@@ -4,7 +4,7 @@ tool_calls), the finish reason, the logprobs, and the same as streamed deltas.
 Whole answers and streams are built from the same engine objects (a `Result`, and the
 `Chunk`s whose `deltas` the output parser wrote), so the streamed pieces of a choice reassemble
 to its whole message. Logprobs come from the engine as one entry per token (`token`,
-`logprob`, `bytes`, `top_logprobs`; see `onyx.decoding.row_logits` for the distribution they
+`logprob`, `bytes`, `top_logprobs`; see `onyx.decoding.logprobs` for the distribution they
 describe) and are shaped here: chat's `{"content": [...]}`, or the completions endpoint's
 parallel lists (`tokens`, `token_logprobs`, `top_logprobs`, `text_offset`).
 """
