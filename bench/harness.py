@@ -119,8 +119,22 @@ def loadavg() -> list[float] | None:
 
 
 def machine_meta() -> dict:
-    """CPU count, platform string and Python version."""
-    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()}
+    """CPU count, platform string, Python version and the commit measured (`commit`: `git
+    describe --always --dirty` of this checkout, which bench/report.py cites)."""
+    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+            "commit": checkout_commit()}
+
+
+def checkout_commit() -> str | None:
+    """This checkout's commit (`-dirty` with uncommitted changes); None outside git."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
 
 
 def package_version(dist: str) -> str | None:

@@ -90,6 +90,19 @@ def test_openai_client_examples(base_url):
         assert isinstance(city["city"], str) and isinstance(city["population"], int)
 
 
+def test_streaming_and_tools_example(base_url):
+    """The block that goes on "with `client`" runs after the first block's client setup."""
+    first = next(b for b in blocks("python") if "OpenAI(" in b)
+    setup = first[:first.index("\n", first.index("client = OpenAI("))]
+    code = next(b for b in blocks("python") if "stream=True" in b and "tools=" in b)
+    out = run_python((setup + "\n" + code).replace("http://127.0.0.1:8000", base_url))
+    assert out.returncode == 0, out.stderr[-2000:]
+    streamed, call = out.stdout.strip().splitlines()
+    assert re.fullmatch(r"[A-Z]{3}-[0-9]{4}", streamed)
+    name, arguments = call.split(" ", 1)
+    assert name == "get_weather" and isinstance(json.loads(arguments)["city"], str)
+
+
 def test_python_api_examples():
     engine_block = next(b for b in blocks("python") if "onyx.Engine()" in b)
     out = run_python(engine_block)

@@ -89,7 +89,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 def _bench_scripts() -> list[Path]:
     bench = Path(__file__).resolve().parents[2] / "bench"
     scripts = sorted(bench.glob("*_bench.py"))
-    # grammar_bench first: it is the one the README's numbers come from
+    # grammar_bench first: the headline mask-step numbers come from it
     return sorted(scripts, key=lambda p: (p.name != "grammar_bench.py", p.name))
 
 

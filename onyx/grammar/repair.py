@@ -1,9 +1,9 @@
 """Two-stage JSON repair: a tolerant parse by json_repair, then Onyx's exact repair.
 
 `Grammar.repair` alone always answers with text the grammar accepts, priced by its default cost
-model (the intent model, see the README). A tolerant parser first can read some mistakes more
-like a person would (keys out of order, a whole extra field, Python's `None`), and the second
-stage keeps the guarantee: whatever json_repair returns, or when it raises, Onyx's repair makes
+model (the intent model: docs/architecture.md, "Repair"). A tolerant parser first can read some
+mistakes more like a person would (keys out of order, a whole extra field, Python's `None`), and
+the second stage keeps the guarantee: whatever json_repair returns, or when it raises, Onyx's repair makes
 it valid. On the repair corpora (bench/repair_bench.py) the pipeline, with json_repair's salvage
 mode reading the schema, finds the intended value more often than either stage alone, so it is the
 default of `onyx repair --schema` and of the server's `/v1/repair` for a JSON Schema (json-repair

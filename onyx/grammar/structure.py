@@ -1,6 +1,6 @@
 """Structure specs: constraints made of segments, compiled by the grammar core into one DFA.
 
-A spec is plain JSON-able data (the syntax is in the README's grammar-core section and in
+A spec is plain JSON-able data (the syntax is in docs/architecture.md, "Structures", and in
 `grammar_engine/src/structure/mod.rs`): a string is literal text, a list is a sequence, and a
 dict has one kind key (`text`, `regex`, `json_schema`, `token`, `free_text`, `until`,
 `sequence`, `any_of`, `repeat`, `optional`). `Vocabulary.compile_structure(spec)` returns an

@@ -1,5 +1,5 @@
 """bench/serve_bench.py's target ratios, from a list of runs as the bench records them (the
-bench itself starts three real servers and takes minutes: it is run by hand, see the README)."""
+bench itself starts three real servers and takes minutes: it is run by hand: docs/benchmarks.md)."""
 
 from __future__ import annotations
 

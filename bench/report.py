@@ -1,0 +1,274 @@
+"""docs/benchmarks.md, generated from the measurements in bench/results/*.json.
+
+    python bench/report.py            # rewrites docs/benchmarks.md
+    python bench/report.py --check    # exit 1 when docs/benchmarks.md is not what the results give
+
+Each results file gets a section: the command that wrote it (`SOURCES`, with a short note on
+reading it), the commit it was measured at, its machine and load, tables drawn from the file in
+the bench's own terms (ratios, the peers of the same run), and its plot. The commit is the file's
+own (`commit`, `meta.commit` or `machine.commit`: `bench.harness.machine_meta` records it) when
+the bench recorded one, else the one `SOURCES` names for that version of the file, else the
+commit before the one that last changed the file (benches run on a
+checkout, their results are committed after), or HEAD while the file has uncommitted changes:
+the same commit before and after the results are committed, so `--check` holds across that
+commit. Nothing else (no date, no machine state) enters the output: same inputs, same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from bench.report_tables import (r_cache, r_grammar, r_integrations, r_matmul, r_overlap, r_phi,  # noqa: E402
+                                 r_repair, r_runtime, r_schema, r_serve, r_spec, r_structure, suite_lines)
+
+RESULTS = ROOT / "bench" / "results"
+OUT = ROOT / "docs" / "benchmarks.md"
+
+
+@dataclass(frozen=True)
+class Source:
+    title: str
+    command: str
+    render: Callable[[dict], list[str]]
+    note: str = ""
+    # {commit that last changed the file: commit the run was measured at}, where the run's record says
+    measured_at: dict = field(default_factory=dict)
+
+
+SOURCES: dict[str, Source] = {
+    "grammar_bench.json": Source(
+        "Grammar core: masks and steps against llguidance, outlines-core and xgrammar",
+        "python bench/grammar_bench.py", r_grammar,
+        "Three real vocabularies, the same inputs for every engine, each engine in its own worker process; `make "
+        "bench` installs the peers and runs it. A step is the next-token mask plus the advance, from Python: for Onyx "
+        "a lookup of a precomputed row, so the call overhead is most of it. Peers' masks are sometimes subsets of "
+        "Onyx's (they refuse tokens that cross a JSON structure boundary or prefer a canonical tokenization); Onyx "
+        "allows every token whose bytes keep the output completable."),
+    "structure_bench.json": Source(
+        "Structures: segments, triggers and special tokens", "python bench/structure_bench.py", r_structure,
+        "Segments cost states, not step time. A special-token trigger is cheaper than the same trigger as text: free "
+        "text that must avoid a text trigger tracks how much of it has been written, while no text contains a marker "
+        "byte. The index is built lazily, so a large tool set pays only for the states a request visits."),
+    "schema_bench_full.json": Source(
+        "JSON Schema: every JSONSchemaBench schema, compile only, against llguidance",
+        "python bench/schema_bench.py --engines onyx,llguidance --walk-engines none --no-suite", r_schema,
+        "Both engines in one run on SmolLM2's vocabulary, 10 s per schema. *Restricted*: the exact automaton was over "
+        "a limit and a sound restriction was compiled instead ([json-schema.md](json-schema.md)); *exact* counts the "
+        "unrestricted grammars only. Compile-time target: p99 ≤ 1 s, max ≤ 10 s.", {"ea4f772": "4a1ce5e"}),
+    "schema_bench_walks.json": Source(
+        "JSON Schema: every JSONSchemaBench schema, with walks",
+        "python bench/schema_bench.py --engines onyx --no-suite", r_schema,
+        "Three random walks per compiled schema, each text parsed strictly and validated by `jsonschema` (formats "
+        "checked). *Covered*: compiled and every walk valid. Walks that could not run need every state's row for the "
+        "budget-aware mask, past the 2 GB `max_index_bytes` limit; an unbudgeted request builds only the rows it "
+        "visits. The one known way to an invalid text is a duplicate extra member name ([json-schema.md]"
+        "(json-schema.md)).", {"dd700f5": "e51ad2a"}),
+    "schema_bench.json": Source(
+        "JSON Schema: the first 100 schemas of each set, with walks and the Test Suite",
+        "python bench/schema_bench.py --engines onyx --limit 100", r_schema,
+        "A 1,000-schema sample with walks, for quick checks of the validity claim; compile times against llguidance "
+        "are the compile-only run's, which times both in one run.", {"ea4f772": "ba13257"}),
+    "schema_suite.json": Source(
+        "JSON Schema Test Suite (draft 2020-12)", "python bench/schema_bench.py --engines onyx --limit 100",
+        suite_lines,
+        "That command's Test Suite part (`bench/schema_suite.run_suite`). Instances are written compactly in the "
+        "schema's key order and asked to `Grammar.validate`. A false positive (an instance the suite calls invalid "
+        "that the grammar accepts) would be a soundness bug. llguidance publishes 934 passes of 1,897 with 38 false "
+        "positives."),
+    "repair_bench.json": Source(
+        "Repair: the intent cost model and the two-stage default against json_repair", "python bench/repair_bench.py",
+        r_repair,
+        "*Intended*: the repair equals the value the mistake was made from. The intent model's 15 weights were fitted "
+        "on the train corpus (`bench/repair_fit.py`) and frozen; the test corpus was never fitted on. The oracle picks "
+        "unit, swap or trim costs per case. Cheap deletions weaken the A* heuristic, which shows on long texts with "
+        "many random errors."),
+    "runtime_bench.json": Source(
+        "Runtime: decode speed, mask overhead, paged cache, rollback, prefix sharing", "python bench/runtime_bench.py",
+        r_runtime,
+        "The default model, float32 on the CPU, greedy, 128 tokens, configurations interleaved. The mask lookup "
+        "overlaps the forward, so the grammar costs nothing measurable per step. The gap to the bandwidth floor is "
+        "MLX's per-operation cost on the CPU and the Python that builds the graph."),
+    "cache_bench.json": Source(
+        "Paged KV cache against mlx-lm's cache", "python bench/cache_bench.py --real; python bench/cache_bench.py",
+        r_cache,
+        "Steps of the two caches interleaved: read the paired ratios. Each run replaces its model's entry (`--real`: "
+        "the default model; without: a random model of its shape)."),
+    "spec_bench.json": Source(
+        "Speculative decoding: grammar-aware drafts and jump-forward", "python bench/spec_bench.py", r_spec,
+        "Speedup in decode tok/s over `baseline` (median of per-repetition ratios), greedy, modes round-robin. Drafts "
+        "are model-free (forced spans, prompt lookup) or the target drafting for itself (an upper bound on "
+        "acceptance, a lower bound on speed). `[0-9]{4}` drafts nothing in `aware` modes (1.00 forwards per token): "
+        "its spread is noise. The forward counts are exact."),
+    "spec_bench_model_free.json": Source(
+        "Speculative decoding, model-free drafts only", "python bench/spec_bench.py --no-draft-model", r_spec,
+        "Written as spec_bench.json and kept under this name: no self-draft block; lookup drafts priced per match "
+        "length."),
+    "serve_bench.json": Source(
+        "Serving: many clients against `onyx serve` and mlx-lm's server",
+        "python bench/serve_bench.py --clients 1,2,4,8,16 --base 822e667", r_serve,
+        "Real servers, streamed greedy chat requests of 64 tokens, 2 per client; `regex` is a sentence of 24-64 "
+        "words, `json` the order schema of `bench/corpus.py`. mlx-lm's server has no grammar, so it runs free text, "
+        "with as many OpenBLAS threads as Onyx's products use. Single runs vary by 10-20%: compare within a run. "
+        "JSON's inter-token latency is low because a step commits several tokens, streamed one delta each."),
+    "matmul_bench.json": Source(
+        "Few-row products x @ Wᵀ: the BLAS shim's kernels", "python bench/matmul_bench.py", r_matmul,
+        "SmolLM2-135M's weight shapes, each call on another copy of W from a 512 MB pool, variants interleaved call by "
+        "call. Past about 8 rows the multiply-adds bind, not the weight stream. The split keeps each output's "
+        "additions in order, so a row's bits depend neither on the split nor on the rows beside it."),
+    "matmul_bench_pieces.json": Source(
+        "Few-row products: 9-12-row tiles and 33-256-row pieces",
+        "python bench/matmul_bench.py --before 029e840 --rows 1,8,9,12,33,64,256 --pool-mb 256 --reps 2", r_matmul,
+        "With AVX-512's 32 registers a tile holds 24 accumulators, so 9-12 rows run as one group; weight products of "
+        "33-512 rows run in pieces of at most 32 rows, split between two threads."),
+    "matmul_bench_small_k.json": Source(
+        "Few-row products: attention-sized K stays with OpenBLAS",
+        "python bench/matmul_bench.py --before 99c97c2 --rows 33,64,256 --shape 512x64 --shape 2048x64 "
+        "--pool-mb 64 --reps 3", r_matmul,
+        "With a small K (attention scores over a prompt chunk) the pieces lose to OpenBLAS, so the shim takes pieces "
+        "for weight-sized K (≥ 256) only."),
+    "overlap_bench.json": Source(
+        "Overlapped layers on the CPU", "python bench/batch_json_bench.py --overlap --models smollm2,gemma3-270m",
+        r_overlap,
+        "The same forwards with every second layer starting its own evaluation, switched on and off, alternated; "
+        "logits bit-identical. The gain is the Python graph-building time hidden behind compute."),
+    "integrations_bench.json": Source(
+        "mlx-lm logits processor", "python bench/integrations_bench.py", r_integrations,
+        "mlx-lm's own `stream_generate` on the default model, greedy, 128 tokens, runs interleaved. llguidance's "
+        "kernel is Metal-only; on Linux its bitmask is applied with one MLX select, a fair CPU stand-in. Whole-run "
+        "ratios swing by several percent under load; the processor's own time per token is the steadier figure."),
+    "phi_bench.json": Source(
+        "Φ reweighting: distance to the model's law given validity", "python bench/phi_bench.py", r_phi,
+        "Total variation (TV) to μ\\*, the model's law given a valid output; plain masking samples μ^proj. The floor "
+        "is the expected TV of N samples from μ\\* itself. The Φ paper's Table 2 (D(3,16)): 0.418 / 0.359 / 0.014. "
+        "OneStep sees only the next token's validity, so it can be worse than masking. Exact Φ costs a trie scoring "
+        "before decoding, not per-token time."),
+}
+
+
+# -- provenance --------------------------------------------------------------------------------
+
+def _git(cwd: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def measured_at(path: Path, data, source: Source | None) -> str:
+    """The commit a results file was measured at (see the module docstring), or 'unknown'."""
+    holders = [data] + ([data.get("meta"), data.get("machine")] if isinstance(data, dict) else [])
+    for holder in holders:
+        if isinstance(holder, dict) and isinstance(holder.get("commit"), str):
+            commit = holder["commit"]
+            return commit[:7] + (" (with uncommitted changes)" if commit.endswith("-dirty") else "")
+    top = _git(path.parent, "rev-parse", "--show-toplevel")
+    if top is None:
+        return "unknown"
+    rel = str(path.resolve().relative_to(Path(top).resolve()))
+    clean = _git(Path(top), "ls-files", "--error-unmatch", rel) is not None and \
+        _git(Path(top), "diff", "--quiet", "HEAD", "--", rel) is not None
+    if not clean:
+        head = _git(Path(top), "rev-parse", "HEAD")
+        return head[:7] if head else "unknown"
+    last = _git(Path(top), "log", "-1", "--format=%H", "--", rel) or ""
+    if source and last[:7] in source.measured_at:
+        return source.measured_at[last[:7]]
+    parent = _git(Path(top), "rev-parse", "--verify", "--quiet", last + "^") if last else None
+    return (parent or last or "unknown")[:7]
+
+
+def machine(d) -> str:
+    if not isinstance(d, dict):
+        return ""
+    meta = d.get("meta") if isinstance(d.get("meta"), dict) else {}
+    m = next((x for x in (meta.get("machine"), d.get("machine")) if isinstance(x, dict)), {})
+    cpus = m.get("cpus") or meta.get("cpus") or meta.get("cpu_count") or d.get("cpus")
+    platform = m.get("platform") or meta.get("platform") or d.get("platform") or m.get("machine") or meta.get("machine")
+    parts = [f"{cpus} cores" if cpus else None, platform if isinstance(platform, str) else None]
+    for key, holder in (("loadavg_before_after", meta), ("loadavg_start", meta), ("loadavg", d), ("load", d)):
+        if isinstance(holder.get(key), list):
+            loads = holder[key] if isinstance(holder[key][0], list) else [holder[key]] + (
+                [meta["loadavg_end"]] if key == "loadavg_start" and "loadavg_end" in meta else [])
+            parts.append("load average " + " → ".join(" ".join(f"{x:.2f}" for x in la) for la in loads))
+            break
+    versions = meta.get("versions")
+    if isinstance(versions, dict):
+        parts.append(", ".join(f"{k} {v}" for k, v in versions.items() if v))
+    return "; ".join(p for p in parts if p)
+
+
+# -- the document ------------------------------------------------------------------------------
+
+HEADER = """# Benchmarks
+
+Generated by `python bench/report.py` from `bench/results/*.json` (do not edit; `--check` fails
+when this file is stale). Each section names the command that wrote its results and the commit it
+was measured at. The machines are shared and noisy (2 cores): compare ratios and peers within one
+run, not absolute times across runs. How the numbers got here: [CHANGELOG.md](../CHANGELOG.md).
+"""
+
+
+def anchor(title: str) -> str:
+    keep = "".join(c for c in title.lower() if c.isalnum() or c in " -_")  # as GitHub makes them
+    return keep.replace(" ", "-")
+
+
+def generate(results: Path = RESULTS) -> str:
+    files = sorted(results.glob("*.json"))
+    order = {name: i for i, name in enumerate(SOURCES)}
+    files.sort(key=lambda p: (order.get(p.name, len(order)), p.name))
+    sections, toc = [], []
+    for path in files:
+        data = json.loads(path.read_text())
+        source = SOURCES.get(path.name)
+        title = source.title if source else path.stem
+        toc.append(f"- [{title}](#{anchor(title)})")
+        command = source.command if source else "unknown: add an entry to SOURCES in bench/report.py"
+        lines = [f"## {title}", "", f"- Command: `{command}`", f"- Measured at: `{measured_at(path, data, source)}`"]
+        info = machine(data)
+        lines += [f"- Machine: {info}"] if info else []
+        lines += [f"- Results: [`bench/results/{path.name}`](../bench/results/{path.name})", ""]
+        if source and source.note:
+            lines += [source.note, ""]
+        lines += source.render(data) if source else [
+            "No entry in `SOURCES` yet; top-level keys: " + ", ".join(f"`{k}`" for k in data) + ".", ""]
+        plot = path.with_suffix(".png")
+        if plot.exists():
+            lines += [f"![{path.stem}](../bench/results/{plot.name})", ""]
+        sections.append("\n".join(lines).rstrip() + "\n")
+    return HEADER + "\n" + "\n".join(toc) + "\n\n" + "\n".join(sections)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="exit 1 when docs/benchmarks.md is stale, without writing")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="results folder (default bench/results)")
+    ap.add_argument("--out", type=Path, default=OUT, help="document to write or check (default docs/benchmarks.md)")
+    args = ap.parse_args(argv)
+    text = generate(args.results)
+    if args.check:
+        current = args.out.read_text() if args.out.exists() else ""
+        if current == text:
+            return 0
+        diff = list(difflib.unified_diff(current.splitlines(), text.splitlines(), str(args.out), "generated",
+                                         lineterm="", n=1))
+        print(f"{args.out} is stale: run `python bench/report.py` and commit the result.", *diff[:40],
+              *(["..."] if len(diff) > 40 else []), sep="\n", file=sys.stderr)
+        return 1
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
