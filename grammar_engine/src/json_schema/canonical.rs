@@ -117,7 +117,7 @@ fn push_class_char(out: &mut String, c: char) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::{Dfa, DfaConfig, DEAD};
+    use crate::automata::{Dfa, DfaConfig, DEAD};
 
     fn full_match(regex: &str, text: &str) -> bool {
         let d = Dfa::from_regex(regex, &DfaConfig::default()).unwrap();

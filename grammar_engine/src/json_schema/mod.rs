@@ -10,7 +10,7 @@
 //! restriction is a typed error naming the keyword and the JSON pointer, never a silent
 //! relaxation.
 //!
-//! How: the schema is compiled to an automaton expression ([`crate::algebra::Expr`]): regexes
+//! How: the schema is compiled to an automaton expression ([`crate::automata::Expr`]): regexes
 //! for the pieces, concatenation, union and repetition for the structure, and intersection and
 //! difference where the schema combines constraints (`allOf`, a pattern with length bounds,
 //! `oneOf`, `not`, `if`). The whole is one minimized DFA.
@@ -28,7 +28,7 @@
 
 use serde_json::Value;
 
-use crate::dfa::{Dfa, DfaConfig};
+use crate::automata::{Dfa, DfaConfig};
 use crate::error::Result;
 
 mod arrays;
@@ -93,7 +93,7 @@ impl Default for JsonSchemaOptions {
 /// The whole compilation, restricted retries included, has `max_compile_ms`: the exact
 /// attempt may use half of it, each later one half of what is left, the last one all of it.
 /// An attempt whose automaton expression is far past the state limit gives up before
-/// determinizing (see [`crate::algebra::Expr::to_dfa`]), one predicted from an attempt that
+/// determinizing (see [`crate::automata::Expr::to_dfa`]), one predicted from an attempt that
 /// did not fit to be over the limit too is skipped, and slow attempts get the next ones
 /// started beside them ([`ladder`]), so hopeless attempts cost little.
 pub fn compile(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> Result<Dfa> {

@@ -35,8 +35,8 @@ use super::refs::pointer_token;
 use super::strings::{string_expr, string_literal, StringFacts};
 use super::values::{any_string, kind_superset, JsonType, ANY_NUMBER};
 use super::walk::{count_keyword, Compiler, Conj, Item, DONE_DEPENDENCIES};
-use crate::algebra::Expr;
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::Expr;
+use crate::automata::{Dfa, DEAD};
 use crate::error::Result;
 
 /// Largest number of dependency entries split on; past it, a dependent name is left out

@@ -33,8 +33,8 @@ use regex_syntax::utf8::Utf8Sequences;
 use super::canonical::{self, CANONICAL_CHAR};
 use super::context::Ctx;
 use super::pattern::{self, Around, Look, Node};
-use crate::algebra::Expr;
-use crate::dfa::{Dfa, DfaConfig};
+use crate::automata::Expr;
+use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 
 /// Most states of the code-point automaton (before and after resolving assertions).
@@ -577,7 +577,7 @@ fn byte_sequences(set: &ClassUnicode) -> Vec<Vec<(u8, u8)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::DEAD;
+    use crate::automata::DEAD;
 
     fn lang(pattern: &str) -> Option<Dfa> {
         let node = pattern::parse(pattern).unwrap();

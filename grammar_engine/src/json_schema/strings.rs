@@ -23,8 +23,8 @@ use super::values::count;
 use super::formats;
 use super::pattern::{self, PatternError};
 use super::search;
-use crate::algebra::Expr;
-use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::automata::Expr;
+use crate::automata::{Dfa, DfaConfig, DEAD};
 use crate::error::{GrammarError, Result};
 
 pub(crate) use super::canonical::CANONICAL_CHAR;

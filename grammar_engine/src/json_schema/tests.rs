@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::{compile, JsonSchemaOptions};
-use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::automata::{Dfa, DfaConfig, DEAD};
 use crate::error::GrammarError;
 
 fn dfa(schema: Value) -> Dfa {
@@ -341,7 +341,7 @@ fn pruning_keeps_what_min_properties_and_min_items_need() {
 
 #[test]
 fn the_size_estimate_refuses_huge_expressions_before_building_them() {
-    use crate::algebra::Expr;
+    use crate::automata::Expr;
     let config = DfaConfig { max_states: 1_000, nfa_states_factor: Some(2), ..DfaConfig::default() };
     // 64 distinct words, the union copied 2^7 times: far more NFA states than 4 × 1,000
     // (its minimized DFA would be small; the estimate is about the NFA built on the way).

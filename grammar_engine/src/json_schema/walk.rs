@@ -41,8 +41,8 @@ use super::strings::{string_expr, StringFacts};
 use super::values::{any_value_expr, json_equal, kind_superset, literal, one_order, type_kinds, value_kind, value_kind_name, JsonType, K_ALL,
                     K_ARRAY, K_BOOL, K_FRACTION, K_INTEGER, K_NULL, K_OBJECT, K_STRING};
 use super::JsonSchemaOptions;
-use crate::algebra::Expr;
-use crate::dfa::DfaConfig;
+use crate::automata::Expr;
+use crate::automata::DfaConfig;
 use crate::error::{GrammarError, Result};
 
 /// Keywords of a member already applied by an enclosing split (so they are not applied again).

@@ -16,12 +16,12 @@ use pyo3::types::{PyBytes, PyString};
 
 use super::errors::{run, InvalidSchemaError, InvalidStructureError, VocabularyError};
 use super::grammar::Grammar;
-use crate::dfa::DfaConfig;
+use crate::automata::DfaConfig;
 use crate::error::GrammarError as CoreError;
-use crate::gguf;
+use crate::vocab::gguf;
 use crate::grammar::{Grammar as CoreGrammar, GrammarConfig};
 use crate::json_schema::JsonSchemaOptions;
-use crate::tokenizer_json;
+use crate::vocab::tokenizer_json;
 use crate::vocab::Vocabulary as CoreVocabulary;
 
 /// A model vocabulary: token id → bytes, special tokens, EOS ids.

@@ -32,7 +32,7 @@ use std::collections::BinaryHeap;
 use super::cost::{hi, insert_class, special_target, Weights, INF};
 use super::search::{Completion, Search, Stop};
 use super::table::{Table, OP_DELETE, OP_INSERT, OP_KEEP, OP_NONE, OP_SUBSTITUTE};
-use crate::dfa::DEAD;
+use crate::automata::DEAD;
 
 /// Backward heap key: smallest cost-to-go first, then smallest `i` (dive toward the start).
 #[inline]

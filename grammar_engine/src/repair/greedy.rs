@@ -12,7 +12,7 @@ use super::groups::Groups;
 use super::search::{Completion, Search};
 use super::table::Table;
 use super::{Edit, EditKind};
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::{Dfa, DEAD};
 
 /// How many bytes the greedy completion looks ahead when choosing a local fix.
 const LOOKAHEAD: usize = 24;

@@ -10,7 +10,7 @@
 //! Groups and classes are built lazily, once per state and call.
 
 use super::cost::{insert_class, is_space, StateClass, INSERT_CLASSES};
-use crate::dfa::Dfa;
+use crate::automata::Dfa;
 
 /// A state with at least this many live printable ASCII bytes is inside a free string.
 const FREE_STRING_BYTES: usize = 80;
@@ -49,7 +49,7 @@ impl Groups {
             let s = before[k];
             for b in [b' ', b'\t', b'\n', b'\r'] {
                 let t = dfa.next(s, b);
-                if t != crate::dfa::DEAD && !before.contains(&t) {
+                if t != crate::automata::DEAD && !before.contains(&t) {
                     before.push(t);
                 }
             }
@@ -122,7 +122,7 @@ impl Groups {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::DfaConfig;
+    use crate::automata::DfaConfig;
 
     #[test]
     fn one_readable_byte_per_target() {

@@ -54,7 +54,7 @@ pub(crate) mod test_support;
 
 use std::time::{Duration, Instant};
 
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::{Dfa, DEAD};
 use cost::{keep_costs, Weights};
 pub use cost::{CostModel, IntentWeights};
 use greedy::greedy_tail;

@@ -11,7 +11,7 @@ use super::groups::Groups;
 use super::search::{Completion, Search};
 use super::table::{Table, OP_DELETE, OP_KEEP, OP_NONE, OP_SUBSTITUTE};
 use super::{Edit, EditKind, RepairResult, RepairStatus};
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::{Dfa, DEAD};
 
 /// The text with `edits` (in text order) applied.
 fn apply(text: &[u8], edits: &[Edit]) -> Vec<u8> {

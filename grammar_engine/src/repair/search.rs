@@ -51,7 +51,7 @@ use super::table::{
     Node, Table, CHAIN_FAIL, CHAIN_OK, CHAIN_UNKNOWN, OP_DELETE, OP_INSERT, OP_KEEP, OP_SUBSTITUTE, UNSEEN,
 };
 use super::{RepairOptions, RepairResult, RepairStatus, Tuning};
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::{Dfa, DEAD};
 
 /// Expansions between two reads of the clock.
 const CLOCK_EVERY: usize = 64;

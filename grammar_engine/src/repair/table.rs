@@ -5,7 +5,7 @@
 //! `(len + 1) * num_states` for short texts and small DFAs, and a hash map keyed by the packed
 //! `(i, s)` otherwise; the caller picks one per call (see [`DENSE_MAX_ENTRIES`]).
 
-use crate::int_hash::IntMap;
+use crate::util::int_hash::IntMap;
 
 use super::cost::INF;
 

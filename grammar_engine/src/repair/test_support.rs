@@ -11,7 +11,7 @@ use super::cost::edit_cost;
 use super::{
     repair, repair_impl, CostModel, Edit, EditKind, IntentWeights, RepairOptions, RepairResult, RepairStatus, Tuning,
 };
-use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::automata::{Dfa, DfaConfig, DEAD};
 
 pub(super) fn dfa(p: &str) -> Dfa {
     Dfa::from_regex(p, &DfaConfig::default()).unwrap()

@@ -10,8 +10,8 @@ use std::rc::Rc;
 
 use super::spec::{Kind, Node, TokenName};
 use super::special::{marker_expr, SpecialTokens};
-use crate::algebra::Expr;
-use crate::dfa::{Dfa, DfaConfig};
+use crate::automata::Expr;
+use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 use crate::json_schema::{self, JsonSchemaOptions};
 use crate::vocab::Vocabulary;

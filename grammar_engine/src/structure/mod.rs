@@ -42,7 +42,7 @@ mod tests;
 
 use serde_json::Value;
 
-use crate::dfa::{Dfa, DfaConfig};
+use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 use crate::json_schema::JsonSchemaOptions;
 use crate::vocab::Vocabulary;

@@ -11,12 +11,12 @@
 //!
 //! Ordinary tokens can contain these bytes (a byte-level vocabulary has a token for every byte),
 //! so the grammar walks ordinary tokens through a copy of the DFA with the marker transitions
-//! cut ([`crate::dfa::Dfa::with_bytes_cut`]): no ordinary token can ever enter a marker.
+//! cut ([`crate::automata::Dfa::with_bytes_cut`]): no ordinary token can ever enter a marker.
 
 use std::rc::Rc;
 
-use crate::algebra::Expr;
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::Expr;
+use crate::automata::{Dfa, DEAD};
 use crate::error::{GrammarError, Result};
 
 /// The bytes that no valid UTF-8 text contains, in the order they are handed out.
@@ -94,7 +94,7 @@ pub fn marker_expr(byte: u8) -> Expr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::DfaConfig;
+    use crate::automata::DfaConfig;
 
     #[test]
     fn markers_are_handed_out_once_and_never_utf8() {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::dfa::DEAD;
+use crate::automata::DEAD;
 use crate::grammar::{Grammar, GrammarConfig};
 use crate::vocab::{Family, TokenSpec};
 

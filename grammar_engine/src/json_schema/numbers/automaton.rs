@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::automata::{Dfa, DfaConfig, DEAD};
 use crate::error::{GrammarError, Result};
 
 /// The bytes of number text.

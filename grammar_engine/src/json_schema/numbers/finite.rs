@@ -10,7 +10,7 @@
 
 use super::decimal::Decimal;
 use super::universe::representable;
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::{Dfa, DEAD};
 
 /// Most trie nodes: minimization handles tables up to about 300 000 states of this alphabet.
 pub(crate) const MAX_NODES: usize = 250_000;

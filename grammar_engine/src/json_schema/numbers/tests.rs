@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::doubles::python_float_multiple;
 use super::facts::Bound;
 use super::*;
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::{Dfa, DEAD};
 use crate::error::GrammarError;
 
 fn parse(text: &str) -> Value {

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::byte_level::ByteDecoder;
+use crate::vocab::byte_level::ByteDecoder;
 use crate::error::{GrammarError, Result};
 use crate::vocab::{Family, TokenSpec, END_TOKEN_NAMES};
 

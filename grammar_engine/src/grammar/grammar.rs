@@ -13,9 +13,9 @@ use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
-use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::automata::{Dfa, DfaConfig, DEAD};
 use crate::error::{GrammarError, Result};
-use crate::index::{compute_row, Row};
+use crate::grammar::index::{compute_row, Row};
 use crate::json_schema::{self, JsonSchemaOptions};
 use crate::structure::{self, SpecialTokens};
 use crate::vocab::Vocabulary;

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::dfa::Dfa;
+use crate::automata::Dfa;
 
 /// Largest DFA kept, in states: big automata are built once anyway (the final grammar), and
 /// small ones are what repeats.
@@ -94,7 +94,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::RegexMemo;
-    use crate::dfa::{Deadline, Dfa, DfaConfig};
+    use crate::automata::{Deadline, Dfa, DfaConfig};
     use crate::error::GrammarError;
 
     #[test]

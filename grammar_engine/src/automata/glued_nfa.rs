@@ -1,22 +1,22 @@
 //! An NFA made of whole DFAs glued together by empty moves, and its determinization.
 //!
-//! The automaton algebra ([`crate::algebra`]) compiles every regex leaf to a [`Dfa`] first, so
+//! The automaton algebra ([`crate::automata::algebra`]) compiles every regex leaf to a [`Dfa`] first, so
 //! the automaton of a grammar expression is a set of DFA copies wired by concatenation, union
 //! and repetition. Here a copy keeps its DFA's own transition table: a state of a copy is one
 //! NFA node, its moves on a byte are one table lookup, and an accepting state also moves
 //! (without input) to the copy's exit. The glue is union nodes with any number of empty moves.
 //!
-//! The subset construction ([`crate::subset`]) then moves each copy state of a set by one
+//! The subset construction ([`crate::automata::subset`]) then moves each copy state of a set by one
 //! lookup in its DFA's table, where a Thompson NFA would hold the state as byte ranges to
 //! search.
 
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::automata::{Dfa, DfaConfig, DEAD};
 use crate::error::{GrammarError, Result};
-use crate::int_hash::IntMap;
-use crate::subset::{self, Automaton, NodeId, Visit};
+use crate::util::int_hash::IntMap;
+use crate::automata::subset::{self, Automaton, NodeId, Visit};
 
 /// A DFA held by a copy: a leaf of the expression or a shared regex DFA.
 #[derive(Clone)]

@@ -10,7 +10,7 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 use crate::error::{GrammarError, Result};
-use crate::tokenizer_json::parse_byte_token;
+use crate::vocab::tokenizer_json::parse_byte_token;
 use crate::vocab::{Family, TokenSpec, END_TOKEN_NAMES};
 
 /// One metadata value.
@@ -152,7 +152,7 @@ pub fn tokenizer_from_metadata(meta: &BTreeMap<String, GgufValue>) -> Result<(Ve
     };
     let tokens = meta.get("tokenizer.ggml.tokens").and_then(GgufValue::as_array).ok_or_else(|| GrammarError::vocab("GGUF has no tokenizer.ggml.tokens"))?;
     let types = meta.get("tokenizer.ggml.token_type").and_then(GgufValue::as_array);
-    let dec = crate::byte_level::ByteDecoder::new();
+    let dec = crate::vocab::byte_level::ByteDecoder::new();
     let mut specs = Vec::with_capacity(tokens.len());
     let mut controls: Vec<(&str, u32)> = Vec::new();
     for (id, tok) in tokens.iter().enumerate() {

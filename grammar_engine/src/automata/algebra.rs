@@ -11,7 +11,7 @@
 //! reference count. A tree of regex leaves only (the common case) is rendered as one regex and
 //! compiled as a plain pattern would be. Otherwise each maximal regex-only subtree is compiled
 //! on its own, the DFAs are glued into one NFA by the tree's operators
-//! ([`crate::glued_nfa`]), and the subset construction determinizes the whole. Intersection
+//! ([`crate::automata::glued_nfa`]), and the subset construction determinizes the whole. Intersection
 //! and difference are products on [`Dfa`]s, so [`Expr::and`] and [`Expr::minus`] build their
 //! operands at once and give back a DFA leaf.
 //!
@@ -21,11 +21,11 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::automata::{Dfa, DfaConfig, DEAD};
 use crate::error::{GrammarError, Result};
-use crate::glued_nfa::{GluedNfa, SharedDfa};
-use crate::int_hash::IntMap;
-use crate::subset::NodeId;
+use crate::automata::glued_nfa::{GluedNfa, SharedDfa};
+use crate::util::int_hash::IntMap;
+use crate::automata::subset::NodeId;
 
 /// Longest regex text rendered for a regex-only subtree.
 const MAX_REGEX_LEN: usize = 16 << 20;
@@ -197,7 +197,7 @@ impl Expr {
             return n;
         }
         let n = match self {
-            Expr::Regex(r) => match crate::dfa::parse(r) {
+            Expr::Regex(r) => match crate::automata::parse::parse(r) {
                 Ok(hir) => hir_size(&hir),
                 Err(_) => r.len() as u64,
             },

@@ -7,18 +7,20 @@
 //! not depend on the order, then by checking a candidate's members against the marks the
 //! closure left (no sorting). Each state is moved on one byte of each byte class.
 //!
-//! Two automata are determinized here: the [`crate::glued_nfa`] of a grammar expression, and
+//! Two automata are determinized here: the [`crate::automata::glued_nfa`] of a grammar expression, and
 //! the Thompson NFA `regex-automata` compiles a regex to (without look-around assertions;
-//! those go to `regex-automata`'s own lazy DFA, see [`crate::dfa::Dfa::from_nfa`]). For both,
+//! those go to `regex-automata`'s own lazy DFA, see [`crate::automata::Dfa::from_nfa`]). For both,
 //! this is several times faster than driving the lazy DFA state by state: no state
 //! re-encoding, no cryptographic hash, and no cache bookkeeping per transition.
 
 use regex_automata::nfa::thompson::{self, State};
 use regex_automata::util::primitives::StateID;
 
-use crate::dfa::{class_tables, no_full_match, Dfa, DfaConfig, DEAD};
+use super::build::no_full_match;
+use super::dfa::{class_tables, DEAD};
+use super::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
-use crate::int_hash::IntMap;
+use crate::util::int_hash::IntMap;
 
 /// A node of an NFA.
 pub(crate) type NodeId = u32;
@@ -300,8 +302,8 @@ mod tests {
     use std::collections::{HashSet, VecDeque};
     use std::rc::Rc;
 
-    use crate::algebra::Expr;
-    use crate::dfa::{Dfa, DfaConfig, DEAD};
+    use crate::automata::Expr;
+    use crate::automata::{Dfa, DfaConfig, DEAD};
     use crate::repair::test_support::Rng;
 
     /// Whether two DFAs accept the same strings: walked side by side over every byte, each

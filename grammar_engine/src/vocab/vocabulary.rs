@@ -1,13 +1,13 @@
 //! A model's vocabulary as the grammar core sees it: for every token id, the exact bytes it
 //! writes, whether it may ever be sampled under a grammar, and which ids end generation.
 //!
-//! Vocabularies come from a Hugging Face `tokenizer.json` ([`crate::tokenizer_json`]) or from
-//! the tokenizer stored in a GGUF file ([`crate::gguf`]). Both are turned into a list of
+//! Vocabularies come from a Hugging Face `tokenizer.json` ([`crate::vocab::tokenizer_json`]) or from
+//! the tokenizer stored in a GGUF file ([`crate::vocab::gguf`]). Both are turned into a list of
 //! [`TokenSpec`]s here, and the allowed tokens are laid out in a [`TokenTrie`] once, so every
 //! grammar compiled against this vocabulary shares it.
 
 use crate::error::{GrammarError, Result};
-use crate::token_trie::TokenTrie;
+use crate::vocab::trie::TokenTrie;
 
 /// How a tokenizer writes bytes into token strings. Kept for diagnostics and self-tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! each edge. A byte that kills the DFA skips the whole subtree, so a state that allows few
 //! tokens costs little, and one that allows almost everything (free text) costs one pass.
 
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::{Dfa, DEAD};
 use crate::vocab::Vocabulary;
 
 /// A computed row: the bitmask over all token ids, and for each allowed ordinary token, in
