@@ -8,8 +8,9 @@
 
 use std::collections::HashMap;
 
-use super::dfa::{class_tables, DEAD};
+use super::dfa::class_tables;
 use super::Dfa;
+use crate::util::StateId;
 
 impl Dfa {
     /// The same language without the strings that use a byte outside `allowed`: transitions on
@@ -32,7 +33,7 @@ impl Dfa {
         let mut raw = Vec::with_capacity(self.num_states() * stride);
         for s in 0..self.num_states() {
             for &(old, ok) in &class_old {
-                raw.push(if ok { self.trans[s * self.stride + old as usize] } else { DEAD });
+                raw.push(if ok { self.trans[s * self.stride + old as usize] } else { StateId::DEAD });
             }
         }
         Dfa::prune(classes, stride, &raw, &self.accepting).map(Dfa::minimize)
@@ -58,7 +59,7 @@ impl Dfa {
         let mut trans = Vec::with_capacity(self.num_states() * stride);
         for s in 0..self.num_states() {
             for &(old, cut) in &class_old {
-                trans.push(if cut { DEAD } else { self.trans[s * self.stride + old as usize] });
+                trans.push(if cut { StateId::DEAD } else { self.trans[s * self.stride + old as usize] });
             }
         }
         let (class_rep, class_size) = class_tables(&classes, stride);

@@ -1,7 +1,8 @@
 //! The DFA table and its step API.
 //!
 //! A [`Dfa`] is a compact byte DFA whose every state can still reach acceptance: state ids
-//! are dense, state 0 is the start, [`DEAD`] stands for "no valid continuation", and a state
+//! are dense [`StateId`]s, state 0 is the start, [`StateId::DEAD`] stands for "no valid
+//! continuation", and a state
 //! is *accepting* when the bytes read so far fully match. Transitions are stored per byte
 //! class, one row per state. Owning the table lets the token index, jump-forward and repair
 //! read transitions directly.
@@ -10,8 +11,7 @@
 //! [`super::prune`] (live states and byte distances), [`super::minimize`], [`super::cut`]
 //! (removing bytes).
 
-/// The transition target meaning "this byte makes a full match impossible".
-pub const DEAD: u32 = u32::MAX;
+use crate::util::StateId;
 
 /// A DFA over bytes with only live states. State 0 is the start state.
 #[derive(Debug, Clone)]
@@ -19,7 +19,7 @@ pub struct Dfa {
     pub(super) classes: [u8; 256],
     /// Number of byte classes: the row length of `trans`.
     pub(super) stride: usize,
-    pub(super) trans: Vec<u32>,
+    pub(super) trans: Vec<StateId>,
     pub(super) accepting: Vec<bool>,
     /// Fewest bytes from each state to an accepting state.
     pub(super) byte_distance: Vec<u32>,
@@ -35,61 +35,67 @@ impl Dfa {
         self.classes[byte as usize] as usize
     }
 
-    /// The targets of `state`, one per byte class ([`DEAD`] for none).
+    /// The targets of `state`, one per byte class ([`StateId::DEAD`] for none).
     #[inline]
-    pub(crate) fn row(&self, state: u32) -> &[u32] {
-        &self.trans[state as usize * self.stride..(state as usize + 1) * self.stride]
+    pub(crate) fn row(&self, state: StateId) -> &[StateId] {
+        &self.trans[state.as_usize() * self.stride..(state.as_usize() + 1) * self.stride]
     }
 
     /// True when some live transition reads byte `b`.
     pub fn uses_byte(&self, b: u8) -> bool {
         let c = self.classes[b as usize] as usize;
-        (0..self.num_states()).any(|s| self.trans[s * self.stride + c] != DEAD)
+        (0..self.num_states()).any(|s| !self.trans[s * self.stride + c].is_dead())
     }
 
-    pub const fn start(&self) -> u32 {
-        0
+    pub const fn start(&self) -> StateId {
+        StateId::new(0)
     }
 
     pub fn num_states(&self) -> usize {
         self.accepting.len()
     }
 
-    /// The state after reading `byte` in `state`, or [`DEAD`].
+    /// The state after reading `byte` in `state`, or [`StateId::DEAD`].
     #[inline(always)]
-    pub fn next(&self, state: u32, byte: u8) -> u32 {
-        self.trans[state as usize * self.stride + self.classes[byte as usize] as usize]
+    pub fn next(&self, state: StateId, byte: u8) -> StateId {
+        self.trans[state.as_usize() * self.stride + self.classes[byte as usize] as usize]
     }
 
-    /// Walks `bytes` from `state`; [`DEAD`] as soon as one byte leaves the language.
+    /// Walks `bytes` from `state`; [`StateId::DEAD`] as soon as one byte leaves the language.
     #[inline]
-    pub fn walk(&self, mut state: u32, bytes: &[u8]) -> u32 {
+    pub fn walk(&self, mut state: StateId, bytes: &[u8]) -> StateId {
         for &b in bytes {
             state = self.next(state, b);
-            if state == DEAD {
-                return DEAD;
+            if state.is_dead() {
+                return StateId::DEAD;
             }
         }
         state
     }
 
+    /// True when the whole of `bytes`, read from the start, is a full match.
+    pub fn accepts(&self, bytes: &[u8]) -> bool {
+        let s = self.walk(self.start(), bytes);
+        !s.is_dead() && self.is_accepting(s)
+    }
+
     /// True when the bytes that led to `state` fully match.
     #[inline]
-    pub fn is_accepting(&self, state: u32) -> bool {
-        self.accepting[state as usize]
+    pub fn is_accepting(&self, state: StateId) -> bool {
+        self.accepting[state.as_usize()]
     }
 
     /// Fewest bytes from `state` to a full match.
-    pub fn byte_distance(&self, state: u32) -> u32 {
-        self.byte_distance[state as usize]
+    pub fn byte_distance(&self, state: StateId) -> u32 {
+        self.byte_distance[state.as_usize()]
     }
 
     /// Calls `f(byte, next)` for every byte with a live transition out of `state`.
-    pub fn for_each_transition(&self, state: u32, mut f: impl FnMut(u8, u32)) {
-        let row = &self.trans[state as usize * self.stride..(state as usize + 1) * self.stride];
+    pub fn for_each_transition(&self, state: StateId, mut f: impl FnMut(u8, StateId)) {
+        let row = self.row(state);
         for b in 0..=255u8 {
             let t = row[self.classes[b as usize] as usize];
-            if t != DEAD {
+            if !t.is_dead() {
                 f(b, t);
             }
         }
@@ -97,16 +103,16 @@ impl Dfa {
 
     /// The longest byte string every full match continuing from `state` begins with: follow
     /// the state's only live byte while there is exactly one and the state is not accepting.
-    pub fn forced_bytes(&self, mut state: u32) -> Vec<u8> {
+    pub fn forced_bytes(&self, mut state: StateId) -> Vec<u8> {
         let mut out = Vec::new();
         // A forced chain cannot revisit a state (it would never accept), so it is shorter
         // than the number of states.
         while out.len() <= self.num_states() && !self.is_accepting(state) {
-            let row = &self.trans[state as usize * self.stride..(state as usize + 1) * self.stride];
-            let mut only: Option<(u8, u32)> = None;
+            let row = self.row(state);
+            let mut only: Option<(u8, StateId)> = None;
             let mut count = 0usize;
             for (c, &t) in row.iter().enumerate() {
-                if t != DEAD {
+                if !t.is_dead() {
                     count += self.class_size[c] as usize;
                     only = Some((self.class_rep[c], t));
                 }
@@ -131,8 +137,8 @@ impl Dfa {
         self.list_from(self.start(), &mut Vec::new(), &mut on_path, max, &mut out).then_some(out)
     }
 
-    fn list_from(&self, s: u32, path: &mut Vec<u8>, on_path: &mut [bool], max: usize, out: &mut Vec<Vec<u8>>) -> bool {
-        if on_path[s as usize] || path.len() > 4096 {
+    fn list_from(&self, s: StateId, path: &mut Vec<u8>, on_path: &mut [bool], max: usize, out: &mut Vec<Vec<u8>>) -> bool {
+        if on_path[s.as_usize()] || path.len() > 4096 {
             return false;
         }
         if self.is_accepting(s) {
@@ -141,7 +147,7 @@ impl Dfa {
             }
             out.push(path.clone());
         }
-        on_path[s as usize] = true;
+        on_path[s.as_usize()] = true;
         let mut edges = Vec::new();
         self.for_each_transition(s, |b, t| edges.push((b, t)));
         let ok = edges.into_iter().all(|(b, t)| {
@@ -150,7 +156,7 @@ impl Dfa {
             path.pop();
             ok
         });
-        on_path[s as usize] = false;
+        on_path[s.as_usize()] = false;
         ok
     }
 

@@ -9,10 +9,11 @@ use regex_automata::nfa::thompson;
 use regex_automata::{Anchored, Input, MatchKind};
 
 use super::build::{build_error, no_full_match};
-use super::dfa::{class_tables, DEAD};
+use super::dfa::class_tables;
 use super::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 use crate::util::int_hash::IntMap;
+use crate::util::StateId;
 
 impl Dfa {
     /// [`Dfa::from_nfa`] by `regex-automata`'s lazy DFA, driven breadth-first from here. Its
@@ -44,10 +45,10 @@ impl Dfa {
         let limit = config.raw_state_limit(stride);
 
         // Breadth-first walk over the lazy DFA's non-dead states.
-        let mut ids: IntMap<LazyStateID, u32> = IntMap::default();
+        let mut ids: IntMap<LazyStateID, StateId> = IntMap::default();
         let mut order: Vec<LazyStateID> = Vec::new();
-        let mut raw_trans: Vec<u32> = Vec::new();
-        ids.insert(start, 0);
+        let mut raw_trans: Vec<StateId> = Vec::new();
+        ids.insert(start, StateId::new(0));
         order.push(start);
         let mut i = 0;
         while i < order.len() {
@@ -59,7 +60,7 @@ impl Dfa {
             for &rep in class_rep.iter().take(stride) {
                 let next = lazy.next_state(&mut cache, s, rep).map_err(cache_err)?;
                 if next.is_dead() || next.is_quit() {
-                    raw_trans.push(DEAD);
+                    raw_trans.push(StateId::DEAD);
                     continue;
                 }
                 let id = match ids.get(&next) {
@@ -68,7 +69,7 @@ impl Dfa {
                         if order.len() >= limit {
                             return Err(config.determinization_overflow(order.len()));
                         }
-                        let id = order.len() as u32;
+                        let id = StateId::from_index(order.len());
                         ids.insert(next, id);
                         order.push(next);
                         id

@@ -5,8 +5,8 @@
 //! with an explicit dead sink, over predecessor lists by byte class, and splits blocks by
 //! marking, so each round costs the size of the splitter's predecessors.
 
-use super::dfa::DEAD;
 use super::Dfa;
+use crate::util::StateId;
 
 /// Largest transition table (states × byte classes) [`Dfa::minimize`] works on.
 pub(super) const MINIMIZE_MAX_ENTRIES: usize = 4_000_000;
@@ -29,7 +29,7 @@ impl Dfa {
                 return n;
             }
             let t = self.trans[s * k + c];
-            if t == DEAD { n } else { t as usize }
+            if t.is_dead() { n } else { t.as_usize() }
         };
         // Predecessors by class, in CSR form: pred[pred_start[c*total+t]..] = states s with
         // s --c--> t.
@@ -110,12 +110,12 @@ impl Dfa {
         }
         // Renumber live blocks in order of their first state, so the start stays state 0.
         let dead_block = part.block_of(n);
-        let mut renum = vec![DEAD; part.num_blocks()];
+        let mut renum = vec![StateId::DEAD; part.num_blocks()];
         let mut reps = Vec::new();
         for s in 0..n {
             let b = part.block_of(s);
-            if b != dead_block && renum[b] == DEAD {
-                renum[b] = reps.len() as u32;
+            if b != dead_block && renum[b].is_dead() {
+                renum[b] = StateId::from_index(reps.len());
                 reps.push(s);
             }
         }
@@ -124,7 +124,7 @@ impl Dfa {
             for c in 0..k {
                 let t = target(s, c);
                 let b = part.block_of(t);
-                trans.push(if b == dead_block { DEAD } else { renum[b] });
+                trans.push(if b == dead_block { StateId::DEAD } else { renum[b] });
             }
         }
         Dfa {

@@ -30,10 +30,10 @@ pub(crate) mod regex_memo;
 pub(crate) mod subset;
 
 #[cfg(test)]
-mod tests_dfa;
+mod tests;
 
 pub use algebra::Expr;
 pub use budget::Deadline;
 pub use config::DfaConfig;
-pub use dfa::{Dfa, DEAD};
+pub use dfa::Dfa;
 pub use regex_memo::RegexMemo;

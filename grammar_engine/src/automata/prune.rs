@@ -7,27 +7,28 @@
 
 use std::collections::VecDeque;
 
-use super::dfa::{class_tables, DEAD};
+use super::dfa::class_tables;
 use super::Dfa;
+use crate::util::StateId;
 
 impl Dfa {
     /// A pruned, minimized DFA from a raw transition table (state 0 = start, rows of `stride`
-    /// targets indexed by `classes`, [`DEAD`] for no transition); `None` when no string is
+    /// targets indexed by `classes`, [`StateId::DEAD`] for no transition); `None` when no string is
     /// accepted. Used by the automaton algebra, whose products come out in this form.
-    pub(crate) fn from_table(classes: [u8; 256], stride: usize, trans: &[u32], accepting: &[bool]) -> Option<Dfa> {
+    pub(crate) fn from_table(classes: [u8; 256], stride: usize, trans: &[StateId], accepting: &[bool]) -> Option<Dfa> {
         Dfa::prune(classes, stride, trans, accepting).map(Dfa::minimize)
     }
 
     /// Keeps the states of a raw table (state 0 = start) from which an accepting state is
     /// reachable, renumbered in order with the start first, and computes byte distances to
     /// acceptance. `None` when the start state cannot reach acceptance.
-    pub(super) fn prune(classes: [u8; 256], stride: usize, raw_trans: &[u32], accepting: &[bool]) -> Option<Dfa> {
+    pub(super) fn prune(classes: [u8; 256], stride: usize, raw_trans: &[StateId], accepting: &[bool]) -> Option<Dfa> {
         let n = accepting.len();
         // Predecessors in CSR form: `rev[rev_start[t]..rev_start[t + 1]]` lead to `t`.
         let mut rev_start = vec![0u32; n + 1];
         for &t in &raw_trans[..n * stride] {
-            if t != DEAD {
-                rev_start[t as usize + 1] += 1;
+            if !t.is_dead() {
+                rev_start[t.as_usize() + 1] += 1;
             }
         }
         for i in 1..=n {
@@ -37,9 +38,9 @@ impl Dfa {
         let mut rev = vec![0u32; rev_start[n] as usize];
         for s in 0..n {
             for &t in &raw_trans[s * stride..(s + 1) * stride] {
-                if t != DEAD {
-                    rev[fill[t as usize] as usize] = s as u32;
-                    fill[t as usize] += 1;
+                if !t.is_dead() {
+                    rev[fill[t.as_usize()] as usize] = s as u32;
+                    fill[t.as_usize()] += 1;
                 }
             }
         }
@@ -62,18 +63,18 @@ impl Dfa {
         if dist.first().copied().unwrap_or(u32::MAX) == u32::MAX {
             return None;
         }
-        let mut new_id = vec![DEAD; n];
+        let mut new_id = vec![StateId::DEAD; n];
         let mut live = Vec::new();
         for s in 0..n {
             if dist[s] != u32::MAX {
-                new_id[s] = live.len() as u32;
+                new_id[s] = StateId::from_index(live.len());
                 live.push(s);
             }
         }
         let mut trans = Vec::with_capacity(live.len() * stride);
         for &s in &live {
             for &t in &raw_trans[s * stride..(s + 1) * stride] {
-                trans.push(if t == DEAD { DEAD } else { new_id[t as usize] });
+                trans.push(if t.is_dead() { StateId::DEAD } else { new_id[t.as_usize()] });
             }
         }
         let (class_rep, class_size) = class_tables(&classes, stride);

@@ -17,16 +17,14 @@ use regex_automata::nfa::thompson::{self, State};
 use regex_automata::util::primitives::StateID;
 
 use super::build::no_full_match;
-use super::dfa::{class_tables, DEAD};
+use super::dfa::class_tables;
 use super::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 use crate::util::int_hash::IntMap;
+use crate::util::StateId;
 
 /// A node of an NFA.
 pub(crate) type NodeId = u32;
-
-/// The end of a hash chain.
-const NONE: u32 = u32::MAX;
 
 /// Most moves (kernel members × byte classes) between two checks of the deadline.
 const CHECK_EVERY_MOVES: usize = 1 << 20;
@@ -68,7 +66,7 @@ pub(crate) fn determinize(
     let mut closure = Closure::new(nfa.num_nodes());
     let start_accepting = closure.run(nfa, std::iter::once(start));
     sets.insert(Sets::hash(&closure.kernel, start_accepting), &closure.kernel, start_accepting);
-    let mut raw_trans: Vec<u32> = Vec::new();
+    let mut raw_trans: Vec<StateId> = Vec::new();
     let mut members: Vec<NodeId> = Vec::new();
     // Moves made since the deadline was last checked: a state of a large kernel over many
     // classes is much work, so the check counts moves as well as states.
@@ -94,7 +92,7 @@ pub(crate) fn determinize(
             let moved = members.iter().filter_map(|&n| nfa.step(n, class, byte));
             let accepting = closure.run(nfa, moved);
             if closure.kernel.is_empty() && !accepting {
-                raw_trans.push(DEAD);
+                raw_trans.push(StateId::DEAD);
                 continue;
             }
             let hash = Sets::hash(&closure.kernel, accepting);
@@ -191,8 +189,8 @@ struct Sets {
     starts: Vec<usize>,
     accepting: Vec<bool>,
     /// The last set made with each hash; per set, the one made before it with the same hash.
-    by_hash: IntMap<u64, u32>,
-    older: Vec<u32>,
+    by_hash: IntMap<u64, StateId>,
+    older: Vec<Option<StateId>>,
 }
 
 impl Sets {
@@ -220,28 +218,28 @@ impl Sets {
 
     /// The set equal to the last closure's kernel with `accepting`, if one was made: equal
     /// size, and every member in the closure.
-    fn find(&self, hash: u64, closure: &Closure, accepting: bool) -> Option<u32> {
+    fn find(&self, hash: u64, closure: &Closure, accepting: bool) -> Option<StateId> {
         let kernel = &closure.kernel;
-        let mut id = *self.by_hash.get(&hash)?;
-        while id != NONE {
-            let other = self.kernel(id as usize);
-            if self.accepting[id as usize] == accepting
+        let mut next = self.by_hash.get(&hash).copied();
+        while let Some(id) = next {
+            let other = self.kernel(id.as_usize());
+            if self.accepting[id.as_usize()] == accepting
                 && other.len() == kernel.len()
                 && other.iter().all(|&n| closure.contains(n))
             {
                 return Some(id);
             }
-            id = self.older[id as usize];
+            next = self.older[id.as_usize()];
         }
         None
     }
 
-    fn insert(&mut self, hash: u64, kernel: &[NodeId], accepting: bool) -> u32 {
-        let id = self.len() as u32;
+    fn insert(&mut self, hash: u64, kernel: &[NodeId], accepting: bool) -> StateId {
+        let id = StateId::from_index(self.len());
         self.starts.push(self.members.len());
         self.members.extend_from_slice(kernel);
         self.accepting.push(accepting);
-        let older = self.by_hash.insert(hash, id).unwrap_or(NONE);
+        let older = self.by_hash.insert(hash, id);
         self.older.push(older);
         id
     }
@@ -303,15 +301,16 @@ mod tests {
     use std::rc::Rc;
 
     use crate::automata::Expr;
-    use crate::automata::{Dfa, DfaConfig, DEAD};
+    use crate::automata::{Dfa, DfaConfig};
+    use crate::util::StateId;
     use crate::repair::test_support::Rng;
 
     /// Whether two DFAs accept the same strings: walked side by side over every byte, each
     /// pair of states reached must agree on acceptance and on dying (both keep live states
     /// only, so a dead side and a live side differ).
     fn same_language(a: &Dfa, b: &Dfa) -> bool {
-        let mut seen = HashSet::from([(0u32, 0u32)]);
-        let mut queue = VecDeque::from([(0u32, 0u32)]);
+        let mut seen = HashSet::from([(a.start(), b.start())]);
+        let mut queue = VecDeque::from([(a.start(), b.start())]);
         while let Some((s, t)) = queue.pop_front() {
             if a.is_accepting(s) != b.is_accepting(t) {
                 return false;
@@ -319,8 +318,8 @@ mod tests {
             for byte in 0..=255u8 {
                 let pair = (a.next(s, byte), b.next(t, byte));
                 match pair {
-                    (DEAD, DEAD) => {}
-                    (DEAD, _) | (_, DEAD) => return false,
+                    (StateId::DEAD, StateId::DEAD) => {}
+                    (StateId::DEAD, _) | (_, StateId::DEAD) => return false,
                     _ if seen.insert(pair) => queue.push_back(pair),
                     _ => {}
                 }

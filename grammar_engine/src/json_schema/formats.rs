@@ -317,14 +317,13 @@ pub(crate) fn format_expr(name: &str, ctx: &Ctx, config: &DfaConfig) -> Result<O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::automata::DEAD;
 
     fn accepts(name: &str) -> impl Fn(&str) -> bool {
         let e = format_expr(name, &Ctx::root(), &DfaConfig::default()).unwrap().unwrap();
         let d = e.to_dfa(&DfaConfig::default()).unwrap().unwrap();
         move |s: &str| {
-            let t = d.walk(0, super::super::canonical::spell(s).as_bytes());
-            t != DEAD && d.is_accepting(t)
+            let t = d.walk(d.start(), super::super::canonical::spell(s).as_bytes());
+            !t.is_dead() && d.is_accepting(t)
         }
     }
 

@@ -577,7 +577,6 @@ fn byte_sequences(set: &ClassUnicode) -> Vec<Vec<(u8, u8)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::automata::DEAD;
 
     fn lang(pattern: &str) -> Option<Dfa> {
         let node = pattern::parse(pattern).unwrap();
@@ -589,8 +588,8 @@ mod tests {
         let d = lang(pattern);
         let accepts = |s: &str| {
             d.as_ref().is_some_and(|d| {
-                let t = d.walk(0, canonical::spell(s).as_bytes());
-                t != DEAD && d.is_accepting(t)
+                let t = d.walk(d.start(), canonical::spell(s).as_bytes());
+                !t.is_dead() && d.is_accepting(t)
             })
         };
         for s in yes {

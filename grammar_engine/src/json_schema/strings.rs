@@ -24,7 +24,8 @@ use super::formats;
 use super::pattern::{self, PatternError};
 use super::search;
 use crate::automata::Expr;
-use crate::automata::{Dfa, DfaConfig, DEAD};
+use crate::automata::{Dfa, DfaConfig};
+use crate::util::StateId;
 use crate::error::{GrammarError, Result};
 
 pub(crate) use super::canonical::CANONICAL_CHAR;
@@ -223,11 +224,11 @@ fn length_range(dfa: &Dfa) -> (u64, Option<u64>) {
     let phases = [Phase::Between, Phase::Escape, Phase::Hex(4), Phase::Hex(3), Phase::Hex(2), Phase::Hex(1)];
     let index = |p: Phase| phases.iter().position(|&q| q == p).unwrap_or(0);
     let n = dfa.num_states() * phases.len();
-    let node = |s: u32, p: Phase| s as usize * phases.len() + index(p);
+    let node = |s: StateId, p: Phase| s.as_usize() * phases.len() + index(p);
     let mut edges: Vec<Vec<(usize, u64)>> = vec![Vec::new(); n];
     let mut seen = vec![false; n];
-    let mut stack = vec![(0u32, Phase::Between)];
-    seen[node(0, Phase::Between)] = true;
+    let mut stack = vec![(dfa.start(), Phase::Between)];
+    seen[node(dfa.start(), Phase::Between)] = true;
     while let Some((s, p)) = stack.pop() {
         let from = node(s, p);
         dfa.for_each_transition(s, |byte, t| {
@@ -240,11 +241,11 @@ fn length_range(dfa: &Dfa) -> (u64, Option<u64>) {
             }
         });
     }
-    let accepting = |v: usize| v.is_multiple_of(phases.len()) && dfa.is_accepting((v / phases.len()) as u32);
+    let accepting = |v: usize| v.is_multiple_of(phases.len()) && dfa.is_accepting(StateId::from_index(v / phases.len()));
     // Shortest: 0-1 BFS.
     let mut dist = vec![u64::MAX; n];
-    let mut deque = std::collections::VecDeque::from([node(0, Phase::Between)]);
-    dist[node(0, Phase::Between)] = 0;
+    let mut deque = std::collections::VecDeque::from([node(dfa.start(), Phase::Between)]);
+    dist[node(dfa.start(), Phase::Between)] = 0;
     while let Some(v) = deque.pop_front() {
         for &(w, c) in &edges[v] {
             if dist[v] + c < dist[w] {
@@ -303,10 +304,10 @@ fn bound_length(body: &Expr, min: u64, max: Option<u64>, config: &DfaConfig) -> 
     }
     let cap = max.unwrap_or(min);
     let limit = config.max_states.saturating_mul(2).saturating_add(64);
-    let mut ids: std::collections::HashMap<(u32, u64, Phase), u32> = std::collections::HashMap::new();
-    let mut order = vec![(0u32, 0u64, Phase::Between)];
-    ids.insert(order[0], 0);
-    let mut trans: Vec<u32> = Vec::new();
+    let mut ids: std::collections::HashMap<(StateId, u64, Phase), StateId> = std::collections::HashMap::new();
+    let mut order = vec![(dfa.start(), 0u64, Phase::Between)];
+    ids.insert(order[0], StateId::new(0));
+    let mut trans: Vec<StateId> = Vec::new();
     let mut i = 0;
     while i < order.len() {
         let (s, n, phase) = order[i];
@@ -315,8 +316,8 @@ fn bound_length(body: &Expr, min: u64, max: Option<u64>, config: &DfaConfig) -> 
             let t = dfa.next(s, byte);
             let (next_phase, starts) = phase.step(byte);
             let count = n + u64::from(starts);
-            if t == DEAD || (max.is_some() && count > cap) {
-                trans.push(DEAD);
+            if t.is_dead() || (max.is_some() && count > cap) {
+                trans.push(StateId::DEAD);
                 continue;
             }
             let key = (t, count.min(cap), next_phase);
@@ -330,9 +331,10 @@ fn bound_length(body: &Expr, min: u64, max: Option<u64>, config: &DfaConfig) -> 
                             detail: format!("more than {} states counting up to {cap} characters", order.len()),
                         });
                     }
-                    ids.insert(key, order.len() as u32);
+                    let id = StateId::from_index(order.len());
+                    ids.insert(key, id);
                     order.push(key);
-                    order.len() as u32 - 1
+                    id
                 }
             };
             trans.push(id);
@@ -370,8 +372,8 @@ mod tests {
         let d = compile(schema.clone());
         let accepts = |s: &str| {
             d.as_ref().is_some_and(|d| {
-                let t = d.walk(0, format!("\"{}\"", canonical::spell(s)).as_bytes());
-                t != DEAD && d.is_accepting(t)
+                let t = d.walk(d.start(), format!("\"{}\"", canonical::spell(s)).as_bytes());
+                !t.is_dead() && d.is_accepting(t)
             })
         };
         for s in yes {
@@ -383,8 +385,8 @@ mod tests {
     }
 
     fn accepts_text(d: &Dfa, text: &str) -> bool {
-        let t = d.walk(0, text.as_bytes());
-        t != DEAD && d.is_accepting(t)
+        let t = d.walk(d.start(), text.as_bytes());
+        !t.is_dead() && d.is_accepting(t)
     }
 
     #[test]
@@ -513,8 +515,8 @@ mod suite {
                     let Some(data) = test["data"].as_str() else { continue };
                     let text = format!("\"{}\"", canonical::spell(data));
                     let accepted = dfa.as_ref().is_some_and(|d| {
-                        let t = d.walk(0, text.as_bytes());
-                        t != DEAD && d.is_accepting(t)
+                        let t = d.walk(d.start(), text.as_bytes());
+                        !t.is_dead() && d.is_accepting(t)
                     });
                     match (test["valid"].as_bool() == Some(true), accepted) {
                         (true, true) => accepted_valid += 1,

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::{compile, JsonSchemaOptions};
-use crate::automata::{Dfa, DfaConfig, DEAD};
+use crate::automata::{Dfa, DfaConfig};
 use crate::error::GrammarError;
 
 fn dfa(schema: Value) -> Dfa {
@@ -12,8 +12,8 @@ fn dfa(schema: Value) -> Dfa {
 }
 
 fn accepts(d: &Dfa, text: &str) -> bool {
-    let s = d.walk(0, text.as_bytes());
-    s != DEAD && d.is_accepting(s)
+    let s = d.walk(d.start(), text.as_bytes());
+    !s.is_dead() && d.is_accepting(s)
 }
 
 fn check(schema: Value, good: &[&str], bad: &[&str]) {

@@ -54,7 +54,7 @@ pub(crate) mod test_support;
 
 use std::time::{Duration, Instant};
 
-use crate::automata::{Dfa, DEAD};
+use crate::automata::Dfa;
 use cost::{keep_costs, Weights};
 pub use cost::{CostModel, IntentWeights};
 use greedy::greedy_tail;
@@ -78,7 +78,7 @@ pub fn validate(dfa: &Dfa, text: &[u8]) -> Validation {
     let mut state = dfa.start();
     for (offset, &b) in text.iter().enumerate() {
         state = dfa.next(state, b);
-        if state == DEAD {
+        if state.is_dead() {
             return Validation { valid: false, error_offset: Some(offset) };
         }
     }

@@ -37,9 +37,6 @@ mod build;
 mod spec;
 pub mod special;
 
-#[cfg(test)]
-mod tests;
-
 use serde_json::Value;
 
 use crate::automata::{Dfa, DfaConfig};
