@@ -35,7 +35,7 @@ pub enum GrammarError {
     /// A state id that does not belong to this grammar, as the caller gave it (an id from
     /// Python may be negative or past `u32`).
     InvalidState { state: i64, num_states: usize },
-    /// A structure spec (see [`crate::structure`]) that is malformed: `path` is a JSON pointer
+    /// A structure spec (see [`crate::compile_structure`]) that is malformed: `path` is a JSON pointer
     /// into the spec.
     InvalidStructure { path: String, reason: String },
     /// An error raised by one part of a structure spec (a regex, a schema, a token), with the

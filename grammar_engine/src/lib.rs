@@ -6,7 +6,7 @@
 //! output completable (its token index), where each one leads, and how far acceptance is.
 //! [`compile_structure`] compiles specs made of segments (text, regexes, schemas, special
 //! tokens, free text up to a trigger) into one DFA, for tool calls and reasoning models.
-//! [`repair`] checks a finished text against a DFA and finds its cheapest edit into the
+//! [`repair()`] checks a finished text against a DFA and finds its cheapest edit into the
 //! language. With the `python` feature, the `python` module exposes all of this as
 //! `onyx._grammar`; the core itself never calls Python.
 //!

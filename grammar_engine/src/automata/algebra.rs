@@ -404,7 +404,7 @@ enum Op {
 
 /// The product of two DFAs: `And` accepts what both accept, `Minus` what `a` accepts and `b`
 /// does not. Byte classes are refined so each product class is one class of each side. In a
-/// `Minus` product, `b` may die ([`DEAD`]): from there it refuses everything, so only `a`
+/// `Minus` product, `b` may die ([`StateId::DEAD`]): from there it refuses everything, so only `a`
 /// decides.
 fn product(a: &Dfa, b: &Dfa, op: Op, config: &DfaConfig) -> Result<Option<Dfa>> {
     let mut classes = [0u8; 256];

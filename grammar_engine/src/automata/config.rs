@@ -1,4 +1,4 @@
-//! The limits and shared helpers one compilation runs under.
+//! The limits one compilation runs under.
 //!
 //! A [`DfaConfig`] travels with every construction in [`crate::automata`]: the state limit,
 //! the heap limit of NFA building and determinization, and the optional deadline, cancel flag,
@@ -10,8 +10,6 @@ use std::sync::Arc;
 
 use super::budget::Deadline;
 use super::regex_memo::RegexMemo;
-#[allow(unused_imports)]
-use super::Dfa;
 
 /// Size limits for compiling a regex.
 #[derive(Debug, Clone)]
@@ -39,7 +37,7 @@ pub struct DfaConfig {
     /// Schema compiler's restriction ladder raises it for attempts whose answer it no longer
     /// needs.
     pub cancel: Option<Arc<AtomicBool>>,
-    /// When set, [`Dfa::from_regex`] builds each regex text once and copies it afterwards.
+    /// When set, [`Dfa::from_regex`](super::Dfa::from_regex) builds each regex text once and copies it afterwards.
     /// The JSON Schema compiler sets one per compilation (see [`RegexMemo`]).
     pub memo: Option<Arc<RegexMemo>>,
 }

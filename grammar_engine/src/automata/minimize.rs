@@ -15,7 +15,7 @@ impl Dfa {
     /// Merges equivalent states (Hopcroft's partition refinement). Fewer states means fewer
     /// rows to index: Unicode classes and counted repeats leave many duplicates behind, and each
     /// free-text state costs a full walk of the token trie. Skipped for tables of more than
-    /// [`MINIMIZE_MAX_ENTRIES`] transitions.
+    /// `MINIMIZE_MAX_ENTRIES` transitions.
     pub fn minimize(self) -> Dfa {
         let n = self.num_states();
         let k = self.stride;

@@ -72,7 +72,7 @@ impl Grammar {
         Self::new(vocab, dfa, pattern.to_string(), SpecialTokens::default(), config)
     }
 
-    /// Compiles a JSON Schema (see [`json_schema`]).
+    /// Compiles a JSON Schema (see [`crate::compile_json_schema`]).
     pub fn from_json_schema(
         vocab: Arc<Vocabulary>,
         schema: &serde_json::Value,
@@ -86,12 +86,12 @@ impl Grammar {
     }
 
     /// `Some` (what was left out) when a JSON Schema was compiled under a sound restriction
-    /// because its exact automaton did not fit: see `RESTRICTIONS` in [`json_schema`].
+    /// because its exact automaton did not fit: see `RESTRICTIONS` in the JSON Schema compiler's `ladder.rs`.
     pub fn restriction(&self) -> Option<&str> {
         self.restriction.as_deref()
     }
 
-    /// Compiles a structure spec (see [`structure`]): one DFA over its segments, with the
+    /// Compiles a structure spec (see [`crate::compile_structure`]): one DFA over its segments, with the
     /// special tokens it names allowed exactly where it names them.
     pub fn from_structure(
         vocab: Arc<Vocabulary>,
@@ -227,7 +227,7 @@ impl Grammar {
 
     /// The bytes a token sequence writes in this grammar's spelling: a special token of the
     /// structure as its marker byte, any other token as its text; EOS writes nothing. For
-    /// checking a finished output with [`crate::repair`] or the DFA.
+    /// checking a finished output with [`crate::repair()`] or the DFA.
     pub fn spell(&self, tokens: &[TokenId]) -> Vec<u8> {
         let mut out = Vec::new();
         for &t in tokens {
@@ -273,7 +273,7 @@ impl Grammar {
 
     #[inline]
     fn is_live(&self, state: StateId) -> bool {
-        self.token_live.as_ref().map_or(true, |l| l[state.as_usize()])
+        self.token_live.as_ref().is_none_or(|l| l[state.as_usize()])
     }
 
     /// The row of `state`, computed on first use.

@@ -1,6 +1,6 @@
 //! One state's row of the token index: which tokens keep the DFA alive, and where each goes.
 //!
-//! The row is found by one walk over the vocabulary's [`TokenTrie`] carrying the DFA state down
+//! The row is found by one walk over the vocabulary's [`TokenTrie`](crate::vocab::trie::TokenTrie) carrying the DFA state down
 //! each edge. A byte that kills the DFA skips the whole subtree, so a state that allows few
 //! tokens costs little, and one that allows almost everything (free text) costs one pass.
 

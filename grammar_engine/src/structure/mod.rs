@@ -35,7 +35,7 @@
 
 mod build;
 mod spec;
-pub mod special;
+mod special;
 
 use serde_json::Value;
 
