@@ -111,3 +111,35 @@ fn index_size_limit() {
     let g = Grammar::from_regex(v, "[a-z ]+", &cfg).unwrap();
     assert!(matches!(g.token_bitmask(g.initial_state()), Err(GrammarError::TooLarge { .. })));
 }
+
+#[test]
+fn ids_from_outside_are_checked_never_trusted() {
+    let v = ascii_vocab();
+    let g = Grammar::from_regex(v.clone(), "[0-9]{3}", &GrammarConfig::default()).unwrap();
+    let n = g.num_states();
+    assert_eq!(g.state(0).unwrap(), g.initial_state());
+    for bad in [-1, n as i64, i64::from(u32::MAX), 1 << 40] {
+        match g.state(bad) {
+            Err(GrammarError::InvalidState { state, num_states }) => assert_eq!((state, num_states), (bad, n)),
+            other => panic!("state {bad}: {other:?}"),
+        }
+    }
+    let err = g.state(-1).unwrap_err().to_string();
+    assert_eq!(err, format!("state -1 does not exist (the grammar has {n} states)"));
+    // The dead state is no state of a grammar: every call refuses it with a typed error.
+    let one = TokenId::new(u32::from(b'1') - 32);
+    assert!(StateId::DEAD.is_dead() && !g.initial_state().is_dead());
+    assert!(matches!(g.advance(StateId::DEAD, one), Err(GrammarError::InvalidState { .. })));
+    assert!(matches!(g.token_bitmask(StateId::DEAD), Err(GrammarError::InvalidState { .. })));
+    assert!(matches!(g.is_accepting(StateId::DEAD), Err(GrammarError::InvalidState { .. })));
+    assert!(matches!(g.min_tokens_to_accept(StateId::DEAD), Err(GrammarError::InvalidState { .. })));
+    // A token past the vocabulary is refused, naming the id.
+    let past = TokenId::new(v.size() as u32 + 7);
+    match g.advance(g.initial_state(), past) {
+        Err(e @ GrammarError::TokenNotAllowed { .. }) => {
+            assert!(e.to_string().contains(&format!("token {past} ")) && e.to_string().contains("outside the vocabulary"), "{e}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(v.token_bytes(one), Some(&b"1"[..]));
+}
