@@ -11,6 +11,9 @@ use super::dfa::class_tables;
 use super::Dfa;
 use crate::util::StateId;
 
+/// The byte distance of a state from which no accepting state has been reached (yet).
+const UNREACHED: u32 = u32::MAX;
+
 impl Dfa {
     /// A pruned, minimized DFA from a raw transition table (state 0 = start, rows of `stride`
     /// targets indexed by `classes`, [`StateId::DEAD`] for no transition); `None` when no string is
@@ -44,7 +47,7 @@ impl Dfa {
                 }
             }
         }
-        let mut dist = vec![u32::MAX; n];
+        let mut dist = vec![UNREACHED; n];
         let mut queue: VecDeque<u32> = VecDeque::new();
         for s in 0..n {
             if accepting[s] {
@@ -54,19 +57,19 @@ impl Dfa {
         }
         while let Some(t) = queue.pop_front() {
             for &s in &rev[rev_start[t as usize] as usize..rev_start[t as usize + 1] as usize] {
-                if dist[s as usize] == u32::MAX {
+                if dist[s as usize] == UNREACHED {
                     dist[s as usize] = dist[t as usize] + 1;
                     queue.push_back(s);
                 }
             }
         }
-        if dist.first().copied().unwrap_or(u32::MAX) == u32::MAX {
+        if dist.first().copied().unwrap_or(UNREACHED) == UNREACHED {
             return None;
         }
         let mut new_id = vec![StateId::DEAD; n];
         let mut live = Vec::new();
         for s in 0..n {
-            if dist[s] != u32::MAX {
+            if dist[s] != UNREACHED {
                 new_id[s] = StateId::from_index(live.len());
                 live.push(s);
             }

@@ -34,6 +34,9 @@ use super::search::{Completion, Search, Stop};
 use super::table::{Table, OP_DELETE, OP_INSERT, OP_KEEP, OP_NONE, OP_SUBSTITUTE};
 use crate::util::StateId;
 
+/// `Backward::from_start` of a state the breadth-first walk from the start has not reached.
+const UNREACHED: u32 = u32::MAX;
+
 /// Backward heap key: smallest cost-to-go first, then smallest `i` (dive toward the start).
 #[inline]
 fn back_key(g: u64, i: u32, s: StateId) -> u128 {
@@ -87,13 +90,13 @@ impl<T: Table> Search<'_, T> {
                 cursor[t.as_usize()] += 1;
             }
         }
-        let mut from_start = vec![u32::MAX; n];
+        let mut from_start = vec![UNREACHED; n];
         from_start[start.as_usize()] = 0;
         let mut queue = std::collections::VecDeque::from([start]);
         while let Some(s) = queue.pop_front() {
             for k in self.groups.range(dfa, s) {
                 let t = self.groups.pool[k].0;
-                if from_start[t.as_usize()] == u32::MAX {
+                if from_start[t.as_usize()] == UNREACHED {
                     from_start[t.as_usize()] = from_start[s.as_usize()] + 1;
                     queue.push_back(t);
                 }
