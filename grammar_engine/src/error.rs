@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use crate::util::StateId;
+
 /// What went wrong while building a vocabulary, compiling a grammar or stepping through one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GrammarError {
@@ -27,11 +29,13 @@ pub enum GrammarError {
     InvalidSchema { path: String, reason: String },
     /// A tokenizer file that cannot be read or understood.
     Vocabulary { reason: String },
-    /// `advance` was called with a token the mask does not allow at this state.
-    TokenNotAllowed { state: u32, token: u32, reason: String },
-    /// A state id that does not belong to this grammar.
-    InvalidState { state: u32, num_states: usize },
-    /// A structure spec (see [`crate::structure`]) that is malformed: `path` is a JSON pointer
+    /// `advance` was called with a token the mask does not allow at this state. `token` is
+    /// the id as the caller gave it (an id from Python may be negative or past `u32`).
+    TokenNotAllowed { state: StateId, token: i64, reason: String },
+    /// A state id that does not belong to this grammar, as the caller gave it (an id from
+    /// Python may be negative or past `u32`).
+    InvalidState { state: i64, num_states: usize },
+    /// A structure spec (see [`crate::compile_structure`]) that is malformed: `path` is a JSON pointer
     /// into the spec.
     InvalidStructure { path: String, reason: String },
     /// An error raised by one part of a structure spec (a regex, a schema, a token), with the

@@ -20,8 +20,8 @@ use serde_json::Value;
 use super::objects::subsequence;
 use super::values::{json_equal, literal};
 use super::walk::{count_keyword, Compiler, Conj, Item, MAX_COUNT};
-use crate::algebra::Expr;
-use crate::dfa::{Dfa, DfaConfig};
+use crate::automata::Expr;
+use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 
 /// Most distinct values `uniqueItems` enumerates from a finite element language.

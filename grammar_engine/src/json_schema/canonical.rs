@@ -117,12 +117,12 @@ fn push_class_char(out: &mut String, c: char) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::{Dfa, DfaConfig, DEAD};
+    use crate::automata::{Dfa, DfaConfig};
 
     fn full_match(regex: &str, text: &str) -> bool {
         let d = Dfa::from_regex(regex, &DfaConfig::default()).unwrap();
-        let s = d.walk(0, text.as_bytes());
-        s != DEAD && d.is_accepting(s)
+        let s = d.walk(d.start(), text.as_bytes());
+        !s.is_dead() && d.is_accepting(s)
     }
 
     #[test]

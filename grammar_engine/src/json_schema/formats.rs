@@ -49,8 +49,8 @@ use std::collections::HashMap;
 use super::context::Ctx;
 use super::pattern;
 use super::search;
-use crate::algebra::Expr;
-use crate::dfa::DfaConfig;
+use crate::automata::Expr;
+use crate::automata::DfaConfig;
 use crate::error::{GrammarError, Result};
 
 /// The format names that constrain strings (the names `format_pattern` knows; any other name
@@ -317,14 +317,13 @@ pub(crate) fn format_expr(name: &str, ctx: &Ctx, config: &DfaConfig) -> Result<O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::DEAD;
 
     fn accepts(name: &str) -> impl Fn(&str) -> bool {
         let e = format_expr(name, &Ctx::root(), &DfaConfig::default()).unwrap().unwrap();
         let d = e.to_dfa(&DfaConfig::default()).unwrap().unwrap();
         move |s: &str| {
-            let t = d.walk(0, super::super::canonical::spell(s).as_bytes());
-            t != DEAD && d.is_accepting(t)
+            let t = d.walk(d.start(), super::super::canonical::spell(s).as_bytes());
+            !t.is_dead() && d.is_accepting(t)
         }
     }
 

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::{walk, JsonSchemaOptions};
-use crate::dfa::{Deadline, Dfa, DfaConfig};
+use crate::automata::{Deadline, Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 
 /// How long the attempt running alone may take before helpers start the next ones: most

@@ -10,7 +10,7 @@
 //! restriction is a typed error naming the keyword and the JSON pointer, never a silent
 //! relaxation.
 //!
-//! How: the schema is compiled to an automaton expression ([`crate::algebra::Expr`]): regexes
+//! How: the schema is compiled to an automaton expression ([`crate::automata::Expr`]): regexes
 //! for the pieces, concatenation, union and repetition for the structure, and intersection and
 //! difference where the schema combines constraints (`allOf`, a pattern with length bounds,
 //! `oneOf`, `not`, `if`). The whole is one minimized DFA.
@@ -19,16 +19,22 @@
 //! - `policy.rs`: which keywords constrain values (the rest are annotations), the dialect;
 //! - `refs.rs`: `$ref` resolution (`$id`, anchors, JSON pointers);
 //! - `ladder.rs`: the exact attempt, then sound restrictions, side by side on slow schemas;
-//! - `walk.rs`: the compiler walk over conjunctions of schemas, combinators, under/over;
-//! - `objects.rs`, `arrays.rs`, `strings.rs` (+ `pattern.rs`, `formats.rs`), `numbers.rs`: the
-//!   languages of each type;
+//! - `walk.rs`: the compiler walk over conjunctions of schemas, under/over, emitting per type;
+//! - `split.rs`: the disjunctions a conjunction splits on (`anyOf`, `oneOf`, `not`, `if`);
+//! - `objects.rs`, `arrays.rs`, `strings.rs`, `numbers/`: the languages of each type;
+//!   `numbers/mod.rs` lists its own files;
+//! - `pattern.rs`: the ECMA-262 `pattern` parser; `search.rs`: a pattern's search language;
+//!   `formats.rs`: the `format` names; `canonical.rs`: the canonical spelling of strings;
 //! - `values.rs`: JSON values (kinds, equality, literals, any value);
 //! - `disjoint.rs`: the cheap proof that `oneOf` branches cannot overlap;
 //! - `context.rs`: where the walk is (JSON pointer, depth, dialect), for errors.
+//!
+//! The compiler as a whole is tested through the crate's face (`tests/json_schema.rs`); the
+//! tests beside the files here reach their internals.
 
 use serde_json::Value;
 
-use crate::dfa::{Dfa, DfaConfig};
+use crate::automata::{Dfa, DfaConfig};
 use crate::error::Result;
 
 mod arrays;
@@ -43,6 +49,7 @@ mod pattern;
 mod policy;
 mod refs;
 mod search;
+mod split;
 mod strings;
 mod values;
 mod walk;
@@ -66,7 +73,7 @@ pub struct JsonSchemaOptions {
     /// Compile time limit, in milliseconds (past it: a typed `TooLarge` error).
     pub max_compile_ms: u64,
     /// Whether a schema whose exact automaton is over a limit may be compiled under a sound
-    /// restriction ([`ladder::RESTRICTIONS`]); when false it is a typed `TooLarge` error.
+    /// restriction (`RESTRICTIONS` in `ladder.rs`); when false it is a typed `TooLarge` error.
     /// Default true.
     pub allow_restriction: bool,
     /// Most attempts of the restriction ladder run at once (threads, the caller's included);
@@ -93,9 +100,9 @@ impl Default for JsonSchemaOptions {
 /// The whole compilation, restricted retries included, has `max_compile_ms`: the exact
 /// attempt may use half of it, each later one half of what is left, the last one all of it.
 /// An attempt whose automaton expression is far past the state limit gives up before
-/// determinizing (see [`crate::algebra::Expr::to_dfa`]), one predicted from an attempt that
+/// determinizing (see `Expr::to_dfa`), one predicted from an attempt that
 /// did not fit to be over the limit too is skipped, and slow attempts get the next ones
-/// started beside them ([`ladder`]), so hopeless attempts cost little.
+/// started beside them (`ladder.rs`), so hopeless attempts cost little.
 pub fn compile(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> Result<Dfa> {
     compile_noting(schema, opts, config).map(|(dfa, _)| dfa)
 }

@@ -35,8 +35,8 @@ use super::refs::pointer_token;
 use super::strings::{string_expr, string_literal, StringFacts};
 use super::values::{any_string, kind_superset, JsonType, ANY_NUMBER};
 use super::walk::{count_keyword, Compiler, Conj, Item, DONE_DEPENDENCIES};
-use crate::algebra::Expr;
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::Expr;
+use crate::automata::Dfa;
 use crate::error::Result;
 
 /// Largest number of dependency entries split on; past it, a dependent name is left out
@@ -484,8 +484,7 @@ fn string_literal_text(s: &str) -> String {
 }
 
 fn accepts(d: &Dfa, text: &str) -> bool {
-    let s = d.walk(d.start(), text.as_bytes());
-    s != DEAD && d.is_accepting(s)
+    d.accepts(text.as_bytes())
 }
 
 /// The body between the braces: the slots' members in order, separated by commas.

@@ -10,8 +10,8 @@ use serde_json::{Number, Value};
 
 use super::numbers::{number_literal, universe_regex};
 use super::strings::{string_literal, CANONICAL_CHAR};
-use crate::algebra::Expr;
-use crate::dfa::{Dfa, DfaConfig};
+use crate::automata::Expr;
+use crate::automata::{Dfa, DfaConfig};
 use super::context::Ctx;
 use crate::error::Result;
 

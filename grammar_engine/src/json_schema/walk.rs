@@ -19,6 +19,9 @@
 //! under(rest ∧ Sᵢ) minus the over of every other branch; `else` is under(rest ∧ else) minus
 //! over(if). So every output validates, and scalar cases lose nothing.
 //!
+//! The splits themselves are in `split.rs`; this file flattens conjunctions, caches what it
+//! compiled, and emits the merged keywords per type.
+//!
 //! Recursion: a `$ref` target entered more than `max_recursion_depth` times along the current
 //! path compiles to the empty language, so the deepest level admits only the non-recursive
 //! alternatives (an optional property is left out, an array stays empty, an `anyOf` branch
@@ -32,17 +35,17 @@ use serde_json::{Map, Value};
 
 use super::arrays;
 use super::context::{Ctx, Dialect};
-use super::disjoint::Disjoint;
 use super::numbers::{number_expr, number_superset, NumberFacts};
 use super::objects;
 use super::policy::{keyword_type, Reading};
 use super::refs::Resolver;
+use super::split::with_done;
 use super::strings::{string_expr, StringFacts};
 use super::values::{any_value_expr, json_equal, kind_superset, literal, one_order, type_kinds, value_kind, value_kind_name, JsonType, K_ALL,
                     K_ARRAY, K_BOOL, K_FRACTION, K_INTEGER, K_NULL, K_OBJECT, K_STRING};
 use super::JsonSchemaOptions;
-use crate::algebra::Expr;
-use crate::dfa::DfaConfig;
+use crate::automata::Expr;
+use crate::automata::DfaConfig;
 use crate::error::{GrammarError, Result};
 
 /// Keywords of a member already applied by an enclosing split (so they are not applied again).
@@ -54,8 +57,6 @@ pub(crate) const DONE_NOT: u16 = 16;
 pub(crate) const DONE_IF: u16 = 32;
 pub(crate) const DONE_DEPENDENCIES: u16 = 64;
 
-/// How many alternatives one schema may split into (anyOf × oneOf × ...), in all.
-const MAX_CASES: usize = 512;
 
 /// One schema of a conjunction, with its location and the base URI of its references.
 #[derive(Clone)]
@@ -123,7 +124,7 @@ pub(crate) struct Compiler<'a> {
     /// Results that cut a recursion, by the conjunction and the reference depths (target
     /// address, times entered) they were compiled at.
     deep_cache: HashMap<(ConjKey, Vec<(usize, u32)>), Expr>,
-    cases: usize,
+    pub(super) cases: usize,
     started: Instant,
     /// Object names that do not discriminate (see `one_of`); over-languages prefer others.
     pub common_names: HashSet<String>,
@@ -388,174 +389,6 @@ impl<'a> Compiler<'a> {
         Ok(result)
     }
 
-    fn split_or_emit(&mut self, conj: Conj<'a>) -> Result<Expr> {
-        for (idx, item) in conj.items.iter().enumerate() {
-            let Some(map) = item.map() else { continue };
-            if item.done & DONE_ANY_OF == 0 {
-                if let Some(v) = map.get("anyOf") {
-                    let branches = nonempty_list(v, "anyOf", &item.ctx)?;
-                    let rest = with_done(&conj, idx, DONE_ANY_OF);
-                    let mut parts = Vec::new();
-                    for (i, b) in branches.iter().enumerate() {
-                        let case = self.with_item(&rest, item.child(b, &format!("anyOf/{i}"), &self.resolver)?)?;
-                        parts.push(self.compile(case)?);
-                    }
-                    return Ok(Expr::union(parts));
-                }
-            }
-            if item.done & DONE_ONE_OF == 0 {
-                if let Some(v) = map.get("oneOf") {
-                    let branches = nonempty_list(v, "oneOf", &item.ctx)?;
-                    let rest = with_done(&conj, idx, DONE_ONE_OF);
-                    return self.one_of(rest, item, branches);
-                }
-            }
-            if item.done & DONE_NOT == 0 {
-                if let Some(negated) = map.get("not") {
-                    let rest = with_done(&conj, idx, DONE_NOT);
-                    let negated = item.child(negated, "not", &self.resolver)?;
-                    return self.not(rest, negated);
-                }
-            }
-            if item.done & DONE_IF == 0 && (map.contains_key("then") || map.contains_key("else")) {
-                if let Some(cond) = map.get("if") {
-                    let rest = with_done(&conj, idx, DONE_IF);
-                    let cond = item.child(cond, "if", &self.resolver)?;
-                    let then = match map.get("then") {
-                        Some(t) => Some(item.child(t, "then", &self.resolver)?),
-                        None => None,
-                    };
-                    let otherwise = match map.get("else") {
-                        Some(e) => Some(item.child(e, "else", &self.resolver)?),
-                        None => None,
-                    };
-                    return self.if_then_else(rest, cond, then, otherwise);
-                }
-            }
-            if item.done & DONE_DEPENDENCIES == 0 && objects::has_dependencies(map) {
-                let rest = with_done(&conj, idx, DONE_DEPENDENCIES);
-                return objects::dependencies(self, rest, item.clone());
-            }
-        }
-        self.emit(conj)
-    }
-
-    /// Counts one more case of a split; too many is an error.
-    pub(crate) fn count_case(&mut self, ctx: &Ctx) -> Result<()> {
-        self.cases += 1;
-        if self.cases > MAX_CASES {
-            return Err(GrammarError::TooLarge {
-                what: "JSON Schema alternatives (anyOf × oneOf × dependencies ...)",
-                limit: MAX_CASES,
-                detail: format!("too many combined cases at {}", ctx.path),
-            });
-        }
-        Ok(())
-    }
-
-    /// `rest` plus one more member.
-    pub(crate) fn with_item(&mut self, rest: &Conj<'a>, item: Item<'a>) -> Result<Conj<'a>> {
-        self.count_case(&item.ctx)?;
-        let mut case = rest.clone();
-        case.items.push(item);
-        Ok(case)
-    }
-
-    fn one_of(&mut self, rest: Conj<'a>, item: &Item<'a>, branches: &'a [Value]) -> Result<Expr> {
-        let mut kids = Vec::new();
-        for (i, b) in branches.iter().enumerate() {
-            kids.push(item.child(b, &format!("oneOf/{i}"), &self.resolver)?);
-        }
-        let context = self.kinds(&rest, false)? & !rest.excluded;
-        let mut context_required: Vec<String> = objects::required_by(&rest).into_iter().collect();
-        context_required.sort();
-        let mut disjoint = true;
-        'pairs: for (x, a) in kids.iter().enumerate() {
-            for b in &kids[x + 1..] {
-                let mut check = Disjoint::new(&self.resolver, &a.base)
-                    .within(context)
-                    .requiring(context_required.clone())
-                    .with_consts(self.reading.knows_const());
-                if !check.schemas(a.schema, b.schema, 0) {
-                    disjoint = false;
-                    break 'pairs;
-                }
-            }
-        }
-        let mut overs = Vec::new();
-        if !disjoint {
-            // Names every branch requires do not tell branches apart: over-languages are
-            // narrowed by the others first.
-            let mut shared: Option<HashSet<String>> = None;
-            for k in &kids {
-                let names = objects::required_by(&Conj::of(vec![k.clone()]));
-                shared = Some(match shared {
-                    None => names,
-                    Some(s) => s.intersection(&names).cloned().collect(),
-                });
-            }
-            self.common_names = shared.unwrap_or_default();
-            for k in &kids {
-                // Built once here: each is subtracted from every other branch.
-                let over = self.over(Conj::of(vec![k.clone()]))?;
-                overs.push(over.built(self.config)?);
-            }
-            self.common_names.clear();
-        }
-        let mut parts = Vec::new();
-        for (i, k) in kids.iter().enumerate() {
-            let case = self.with_item(&rest, k.clone())?;
-            let mut lang = self.compile(case)?;
-            if !disjoint {
-                for (j, o) in overs.iter().enumerate() {
-                    if j != i && !lang.is_empty() {
-                        lang = lang.minus(o, self.config)?;
-                    }
-                }
-            }
-            parts.push(lang);
-        }
-        Ok(Expr::union(parts))
-    }
-
-    fn not(&mut self, rest: Conj<'a>, negated: Item<'a>) -> Result<Expr> {
-        // `not: {required: [...]}` (and annotations): the value is an object (every other value
-        // satisfies `required`) and some of those keys are absent. Forbid the first one the
-        // rest does not require (a sound choice among the allowed ones).
-        if let Some(names) = objects::required_only(negated.schema) {
-            let required = objects::required_by(&rest);
-            let Some(k) = names.iter().find(|n| !required.contains(n.as_str())) else { return Ok(Expr::Empty) };
-            let mut case = rest.clone();
-            case.forbidden.push(k.clone());
-            case.excluded |= K_ALL & !K_OBJECT;
-            return self.compile(case);
-        }
-        let under = self.compile(rest)?;
-        if under.is_empty() {
-            return Ok(under);
-        }
-        let over = self.over(Conj::of(vec![negated]))?;
-        under.minus(&over, self.config)
-    }
-
-    fn if_then_else(&mut self, rest: Conj<'a>, cond: Item<'a>, then: Option<Item<'a>>, otherwise: Option<Item<'a>>) -> Result<Expr> {
-        let mut yes = self.with_item(&rest, cond.clone())?;
-        if let Some(t) = then {
-            yes.items.push(t);
-        }
-        let yes = self.compile(yes)?;
-        let no = match otherwise {
-            Some(e) => self.with_item(&rest, e)?,
-            None => {
-                self.count_case(&cond.ctx)?;
-                rest
-            }
-        };
-        let no = self.compile(no)?;
-        let no = if no.is_empty() { no } else { no.minus(&self.over(Conj::of(vec![cond]))?, self.config)? };
-        Ok(Expr::union(vec![yes, no]))
-    }
-
     /// The merged keywords of a split-free conjunction, per type.
     ///
     /// `unevaluatedProperties`/`unevaluatedItems` are read here as the rest of one schema's
@@ -566,7 +399,7 @@ impl<'a> Compiler<'a> {
     /// `policy::keyword_type`); when those admit no value (`required` names that
     /// `additionalProperties: false` forbids, say), values of the other types are generated
     /// instead: the keywords do not apply to them, so they are valid.
-    fn emit(&mut self, conj: Conj<'a>) -> Result<Expr> {
+    pub(super) fn emit(&mut self, conj: Conj<'a>) -> Result<Expr> {
         if conj.items.len() > 1 {
             for (m, item) in conj.maps() {
                 for keyword in ["unevaluatedProperties", "unevaluatedItems"] {
@@ -703,7 +536,7 @@ impl<'a> Compiler<'a> {
 
     /// The kinds of value the conjunction admits: its `type`s intersected, else (with `infer`,
     /// for under) the types its keywords constrain, else every kind.
-    fn kinds(&self, conj: &Conj<'a>, infer: bool) -> Result<u8> {
+    pub(super) fn kinds(&self, conj: &Conj<'a>, infer: bool) -> Result<u8> {
         let mut declared: Option<u8> = None;
         let mut inferred = 0u8;
         for (m, item) in conj.maps() {
@@ -815,13 +648,6 @@ impl<'a> Compiler<'a> {
 /// Whether an error is the schema nesting limit (see `context::MAX_SCHEMA_DEPTH`).
 fn too_deep(e: &GrammarError) -> bool {
     matches!(e, GrammarError::TooLarge { what, .. } if *what == super::context::NESTING_LIMIT)
-}
-
-/// The conjunction with member `idx` marked as having applied `bit`.
-pub(crate) fn with_done<'a>(conj: &Conj<'a>, idx: usize, bit: u16) -> Conj<'a> {
-    let mut rest = conj.clone();
-    rest.items[idx].done |= bit;
-    rest
 }
 
 /// The values `enum`/`const` allow across the conjunction (`None` when no member has either).

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 
 use super::errors::run;
-use crate::gguf::{self, GgufValue};
+use crate::vocab::gguf::{self, GgufValue};
 
 /// Reads the metadata of a GGUF file's header into a dict (arrays become lists).
 #[pyfunction]

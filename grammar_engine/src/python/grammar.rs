@@ -1,8 +1,10 @@
 //! `Grammar`: the step API the decoding loop calls once per token.
 //!
 //! Masks are handed to Python as read-only NumPy views of the core's own rows, made once per
-//! state and shared by every caller, so asking for a mask never copies it. State ids arrive as
-//! Python ints; out-of-range ones become an id the core rejects as invalid.
+//! state and shared by every caller, so asking for a mask never copies it. State and token ids
+//! arrive as Python ints and are checked here: a state that is not the grammar's (negative,
+//! past `u32` or past the last state) raises `InvalidStateError`, a token outside the
+//! vocabulary `TokenNotAllowedError`, never a panic.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -14,12 +16,9 @@ use pyo3::types::{PyBytes, PyDict};
 
 use super::errors::{run, to_py};
 use super::repair::{self, RepairResult, Validation};
-use crate::grammar::Grammar as CoreGrammar;
-
-fn state_id(state: i64) -> u32 {
-    // Out-of-range ids become u32::MAX, which the core rejects as an invalid state.
-    u32::try_from(state).unwrap_or(u32::MAX)
-}
+use crate::error::GrammarError as CoreError;
+use crate::grammar::{Grammar as CoreGrammar, OUTSIDE_VOCABULARY};
+use crate::util::{StateId, TokenId};
 
 /// A compiled grammar: the step API the decoding loop calls once per token.
 #[pyclass(frozen, module = "onyx._grammar")]
@@ -41,7 +40,7 @@ impl Grammar {
 impl Grammar {
     #[getter]
     fn initial_state(&self) -> u32 {
-        self.inner.initial_state()
+        self.inner.initial_state().as_u32()
     }
 
     #[getter]
@@ -70,7 +69,7 @@ impl Grammar {
     /// The EOS ids of the grammar's vocabulary (allowed exactly in accepting states).
     #[getter]
     fn eos_token_ids(&self) -> Vec<u32> {
-        self.inner.vocab().eos_ids().to_vec()
+        self.inner.vocab().eos_ids().iter().map(|t| t.as_u32()).collect()
     }
 
     /// What the grammar was compiled from: the regex, or the JSON of the schema or structure.
@@ -85,7 +84,7 @@ impl Grammar {
     fn special_tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         for t in self.inner.special_tokens().iter() {
-            d.set_item(t.token, PyBytes::new(py, &[t.byte]))?;
+            d.set_item(t.token.as_u32(), PyBytes::new(py, &[t.byte]))?;
         }
         Ok(d)
     }
@@ -93,7 +92,8 @@ impl Grammar {
     /// The bytes `token_ids` write in this grammar's spelling (a structure's special tokens as
     /// their marker bytes, EOS as nothing), for `validate` or `repair` of a finished output.
     fn spell<'py>(&self, py: Python<'py>, token_ids: Vec<i64>) -> Bound<'py, PyBytes> {
-        let ids: Vec<u32> = token_ids.iter().map(|&t| u32::try_from(t).unwrap_or(u32::MAX)).collect();
+        // An id outside the vocabulary writes nothing, as EOS does.
+        let ids: Vec<TokenId> = token_ids.iter().filter_map(|&t| u32::try_from(t).ok()).map(TokenId::new).collect();
         PyBytes::new(py, &self.inner.spell(&ids))
     }
 
@@ -106,8 +106,8 @@ impl Grammar {
     /// Allowed token ids in `state`, ascending, as numpy int32.
     fn allowed_token_ids<'py>(&self, py: Python<'py>, state: i64) -> PyResult<Bound<'py, PyArray1<i32>>> {
         let g = self.inner.clone();
-        let ids = run(py, move || g.allowed_token_ids(state_id(state)))?;
-        Ok(PyArray1::from_iter(py, ids.into_iter().map(|t| t as i32)))
+        let ids = run(py, move || g.allowed_token_ids(g.state(state)?))?;
+        Ok(PyArray1::from_iter(py, ids.into_iter().map(|t| t.as_u32() as i32)))
     }
 
     /// The allowed-token bitmask of `state` as a read-only numpy uint32 array of ceil(V/32)
@@ -115,10 +115,11 @@ impl Grammar {
     fn token_bitmask<'py>(slf: Bound<'py, Self>, state: i64) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let py = slf.py();
         let this = slf.get();
-        let s = state_id(state);
-        if let Some(view) = this.views.get(s as usize).and_then(OnceLock::get) {
+        let cached = usize::try_from(state).ok().and_then(|s| this.views.get(s)).and_then(OnceLock::get);
+        if let Some(view) = cached {
             return Ok(view.bind(py).clone());
         }
+        let s = this.inner.state(state).map_err(|e| to_py(py, e))?;
         let g = this.inner.clone();
         run(py, move || g.row(s).map(|_| ()))?;
         let mask = this.inner.token_bitmask(s).map_err(|e| to_py(py, e))?;
@@ -131,7 +132,7 @@ impl Grammar {
         let kwargs = PyDict::new(py);
         kwargs.set_item("write", false)?;
         array.call_method("setflags", (), Some(&kwargs))?;
-        let cell = &this.views[s as usize];
+        let cell = &this.views[s.as_usize()];
         let _ = cell.set(array.clone().unbind());
         Ok(cell.get().map(|v| v.bind(py).clone()).unwrap_or(array))
     }
@@ -142,10 +143,9 @@ impl Grammar {
     fn token_bitmask_within<'py>(slf: Bound<'py, Self>, state: i64, budget: i64) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let py = slf.py();
         let g = slf.get().inner.clone();
-        let s = state_id(state);
         let budget = u32::try_from(budget.max(0)).unwrap_or(u32::MAX);
         let restricted = run(py, move || {
-            Ok(match g.token_bitmask_within(s, budget)? {
+            Ok(match g.token_bitmask_within(g.state(state)?, budget)? {
                 std::borrow::Cow::Borrowed(_) => None,
                 std::borrow::Cow::Owned(mask) => Some(mask),
             })
@@ -158,18 +158,22 @@ impl Grammar {
 
     /// The state after `token_id`; raises `TokenNotAllowedError` if the mask forbids it.
     fn advance(&self, py: Python<'_>, state: i64, token_id: i64) -> PyResult<u32> {
-        let token = u32::try_from(token_id).unwrap_or(u32::MAX);
-        self.inner.advance(state_id(state), token).map_err(|e| to_py(py, e))
+        let g = &self.inner;
+        let step = |state: StateId| match u32::try_from(token_id) {
+            Ok(token) => g.advance(state, TokenId::new(token)),
+            Err(_) => Err(CoreError::TokenNotAllowed { state, token: token_id, reason: OUTSIDE_VOCABULARY.into() }),
+        };
+        g.state(state).and_then(step).map(StateId::as_u32).map_err(|e| to_py(py, e))
     }
 
     /// True when the output so far fully matches.
     fn is_accepting(&self, py: Python<'_>, state: i64) -> PyResult<bool> {
-        self.inner.is_accepting(state_id(state)).map_err(|e| to_py(py, e))
+        self.inner.state(state).and_then(|s| self.inner.is_accepting(s)).map_err(|e| to_py(py, e))
     }
 
     /// The longest byte string every valid continuation from `state` begins with.
     fn forced_bytes<'py>(&self, py: Python<'py>, state: i64) -> PyResult<Bound<'py, PyBytes>> {
-        let b = self.inner.forced_bytes(state_id(state)).map_err(|e| to_py(py, e))?;
+        let b = self.inner.state(state).and_then(|s| self.inner.forced_bytes(s)).map_err(|e| to_py(py, e))?;
         Ok(PyBytes::new(py, &b))
     }
 
@@ -177,18 +181,17 @@ impl Grammar {
     /// builds the whole index.
     fn min_tokens_to_accept(&self, py: Python<'_>, state: i64) -> PyResult<u32> {
         let g = self.inner.clone();
-        run(py, move || g.min_tokens_to_accept(state_id(state)))
+        run(py, move || g.min_tokens_to_accept(g.state(state)?))
     }
 
     /// The (token ids, next states) of every token allowed in `state` (ordinary tokens, then a
     /// structure's special tokens), as int32 arrays (EOS excluded).
     fn transitions<'py>(&self, py: Python<'py>, state: i64) -> PyResult<(Bound<'py, PyArray1<i32>>, Bound<'py, PyArray1<i32>>)> {
         let g = self.inner.clone();
-        let s = state_id(state);
-        let pairs = run(py, move || g.transitions(s))?;
+        let pairs = run(py, move || g.transitions(g.state(state)?))?;
         Ok((
-            PyArray1::from_iter(py, pairs.iter().map(|&(t, _)| t as i32)),
-            PyArray1::from_iter(py, pairs.iter().map(|&(_, n)| n as i32)),
+            PyArray1::from_iter(py, pairs.iter().map(|&(t, _)| t.as_u32() as i32)),
+            PyArray1::from_iter(py, pairs.iter().map(|&(_, n)| n.as_u32() as i32)),
         ))
     }
 

@@ -16,12 +16,13 @@ use pyo3::types::{PyBytes, PyString};
 
 use super::errors::{run, InvalidSchemaError, InvalidStructureError, VocabularyError};
 use super::grammar::Grammar;
-use crate::dfa::DfaConfig;
+use crate::automata::DfaConfig;
 use crate::error::GrammarError as CoreError;
-use crate::gguf;
+use crate::vocab::gguf;
 use crate::grammar::{Grammar as CoreGrammar, GrammarConfig};
 use crate::json_schema::JsonSchemaOptions;
-use crate::tokenizer_json;
+use crate::util::TokenId;
+use crate::vocab::tokenizer_json;
 use crate::vocab::Vocabulary as CoreVocabulary;
 
 /// A model vocabulary: token id → bytes, special tokens, EOS ids.
@@ -71,7 +72,7 @@ impl Vocabulary {
         let inner = run(py, move || {
             let meta = gguf::read_metadata(&path)?;
             let (tokens, family, eos) = gguf::tokenizer_from_metadata(&meta)?;
-            CoreVocabulary::new(tokens, eos_token_ids.unwrap_or(eos), family, vocab_size)
+            CoreVocabulary::new(tokens, eos_token_ids.map_or(eos, token_ids), family, vocab_size)
         })?;
         Ok(Vocabulary { inner: Arc::new(inner) })
     }
@@ -194,7 +195,7 @@ impl Vocabulary {
         } else {
             text.extract::<Vec<u8>>()?
         };
-        Ok(self.inner.find_tokens(&bytes))
+        Ok(self.inner.find_tokens(&bytes).into_iter().map(TokenId::as_u32).collect())
     }
 
     /// Number of token ids (the bit width of a mask).
@@ -209,7 +210,7 @@ impl Vocabulary {
 
     #[getter]
     fn eos_token_ids(&self) -> Vec<u32> {
-        self.inner.eos_ids().to_vec()
+        self.inner.eos_ids().iter().map(|t| t.as_u32()).collect()
     }
 
     /// `byte_level`, `sentencepiece` or `raw`.
@@ -231,7 +232,7 @@ impl Vocabulary {
 
     /// The bytes token `token_id` writes.
     fn token_bytes<'py>(&self, py: Python<'py>, token_id: i64) -> PyResult<Bound<'py, PyBytes>> {
-        let bytes = u32::try_from(token_id).ok().and_then(|id| self.inner.token_bytes(id));
+        let bytes = u32::try_from(token_id).ok().and_then(|id| self.inner.token_bytes(TokenId::new(id)));
         match bytes {
             Some(b) => Ok(PyBytes::new(py, b)),
             None => Err(VocabularyError::new_err(format!("token id {token_id} is outside the vocabulary of {}", self.inner.size()))),
@@ -240,7 +241,7 @@ impl Vocabulary {
 
     /// True for special/control tokens and ids without a token (EOS included).
     fn is_special(&self, token_id: i64) -> bool {
-        u32::try_from(token_id).map_or(true, |id| self.inner.is_special(id))
+        u32::try_from(token_id).map_or(true, |id| self.inner.is_special(TokenId::new(id)))
     }
 
     fn __repr__(&self) -> String {
@@ -248,7 +249,7 @@ impl Vocabulary {
             "Vocabulary(size={}, family={}, eos_token_ids={:?})",
             self.inner.size(),
             self.inner.family().name(),
-            self.inner.eos_ids()
+            self.inner.eos_ids().iter().map(|t| t.as_u32()).collect::<Vec<_>>()
         )
     }
 }
@@ -282,12 +283,17 @@ fn eos_ids_of(tok: &Bound<'_, PyAny>) -> Option<Vec<u32>> {
     None
 }
 
+/// Token ids as Python hands them over (already `u32`s).
+fn token_ids(ids: Vec<u32>) -> Vec<TokenId> {
+    ids.into_iter().map(TokenId::new).collect()
+}
+
 /// A vocabulary from a `tokenizer.json`'s text; without `eos`, EOS ids come from the sidecar
 /// files in `dir` and the tokenizer's well-known end-of-turn tokens.
 fn build_from_json(text: &str, eos: Option<Vec<u32>>, dir: Option<&Path>, vocab_size: Option<usize>) -> Result<CoreVocabulary, CoreError> {
     let parsed = tokenizer_json::parse(text)?;
     let eos = match eos {
-        Some(ids) => ids,
+        Some(ids) => token_ids(ids),
         None => {
             let (names, ids) = dir.map(tokenizer_json::eos_from_sidecars).unwrap_or_default();
             let mut all = ids;

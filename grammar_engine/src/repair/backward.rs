@@ -32,17 +32,20 @@ use std::collections::BinaryHeap;
 use super::cost::{hi, insert_class, special_target, Weights, INF};
 use super::search::{Completion, Search, Stop};
 use super::table::{Table, OP_DELETE, OP_INSERT, OP_KEEP, OP_NONE, OP_SUBSTITUTE};
-use crate::dfa::DEAD;
+use crate::util::StateId;
+
+/// `Backward::from_start` of a state the breadth-first walk from the start has not reached.
+const UNREACHED: u32 = u32::MAX;
 
 /// Backward heap key: smallest cost-to-go first, then smallest `i` (dive toward the start).
 #[inline]
-fn back_key(g: u64, i: u32, s: u32) -> u128 {
-    ((!g as u128) << 64) | ((!i as u128) << 32) | s as u128
+fn back_key(g: u64, i: u32, s: StateId) -> u128 {
+    ((!g as u128) << 64) | ((!i as u128) << 32) | s.as_u32() as u128
 }
 
 #[inline]
-fn back_unkey(k: u128) -> (u64, u32, u32) {
-    (!((k >> 64) as u64), !((k >> 32) as u32), k as u32)
+fn back_unkey(k: u128) -> (u64, u32, StateId) {
+    (!((k >> 64) as u64), !((k >> 32) as u32), StateId::new(k as u32))
 }
 
 /// The backward phase: Dijkstra from the goals over reversed moves, computing exact
@@ -54,11 +57,11 @@ pub(super) struct Backward<T> {
     heap: BinaryHeap<u128>,
     /// Predecessors of each state as CSR: `(p, byte)` for each group `p --byte--> t`.
     pred_off: Vec<u32>,
-    pred: Vec<(u32, u8)>,
+    pred: Vec<(StateId, u8)>,
     /// Fewest bytes from the start to each state.
     from_start: Vec<u32>,
     /// `main[i]`: the state after keeping `text[..i]`, for the longest prefix that survives.
-    main: Vec<u32>,
+    main: Vec<StateId>,
     pub(super) radius: u64,
 }
 
@@ -70,31 +73,31 @@ impl<T: Table> Search<'_, T> {
         let n = dfa.num_states();
         let start = dfa.start();
         let mut pred_off = vec![0u32; n + 1];
-        for p in 0..n as u32 {
-            for k in self.groups.range(dfa, p) {
-                pred_off[self.groups.pool[k].0 as usize + 1] += 1;
+        for p in 0..n {
+            for k in self.groups.range(dfa, StateId::from_index(p)) {
+                pred_off[self.groups.pool[k].0.as_usize() + 1] += 1;
             }
         }
         for t in 0..n {
             pred_off[t + 1] += pred_off[t];
         }
         let mut cursor = pred_off.clone();
-        let mut pred = vec![(0u32, 0u8); pred_off[n] as usize];
-        for p in 0..n as u32 {
+        let mut pred = vec![(StateId::DEAD, 0u8); pred_off[n] as usize];
+        for p in (0..n).map(StateId::from_index) {
             for k in self.groups.range(dfa, p) {
                 let (t, rep) = self.groups.pool[k];
-                pred[cursor[t as usize] as usize] = (p, rep);
-                cursor[t as usize] += 1;
+                pred[cursor[t.as_usize()] as usize] = (p, rep);
+                cursor[t.as_usize()] += 1;
             }
         }
-        let mut from_start = vec![u32::MAX; n];
-        from_start[start as usize] = 0;
+        let mut from_start = vec![UNREACHED; n];
+        from_start[start.as_usize()] = 0;
         let mut queue = std::collections::VecDeque::from([start]);
         while let Some(s) = queue.pop_front() {
             for k in self.groups.range(dfa, s) {
                 let t = self.groups.pool[k].0;
-                if from_start[t as usize] == u32::MAX {
-                    from_start[t as usize] = from_start[s as usize] + 1;
+                if from_start[t.as_usize()] == UNREACHED {
+                    from_start[t.as_usize()] = from_start[s.as_usize()] + 1;
                     queue.push_back(t);
                 }
             }
@@ -103,7 +106,7 @@ impl<T: Table> Search<'_, T> {
         let mut s = start;
         for &b in self.text {
             s = dfa.next(s, b);
-            if s == DEAD {
+            if s.is_dead() {
                 break;
             }
             main.push(s);
@@ -117,7 +120,7 @@ impl<T: Table> Search<'_, T> {
             main,
             radius: 0,
         };
-        for a in 0..n as u32 {
+        for a in (0..n).map(StateId::from_index) {
             if dfa.is_accepting(a) {
                 self.relax_back(&mut back, self.len, a, 0, a, OP_NONE, 0);
             }
@@ -129,11 +132,11 @@ impl<T: Table> Search<'_, T> {
     /// prefix, otherwise at least one edit, and at least the insertions the distance from the
     /// start demands.
     #[inline]
-    fn h_rev(&self, back: &Backward<T>, i: u32, s: u32) -> u64 {
+    fn h_rev(&self, back: &Backward<T>, i: u32, s: StateId) -> u64 {
         if back.main.get(i as usize) == Some(&s) {
             return 0;
         }
-        let missing = back.from_start[s as usize].saturating_sub(i);
+        let missing = back.from_start[s.as_usize()].saturating_sub(i);
         self.min_edit.max(hi(Weights::cost_bound(self.w.min_insert()) as u64 * missing as u64))
     }
 
@@ -141,7 +144,7 @@ impl<T: Table> Search<'_, T> {
     /// move (`op`, `byte`) leads to state `succ`.
     #[inline]
     #[allow(clippy::too_many_arguments)]
-    fn relax_back(&self, back: &mut Backward<T>, i: u32, s: u32, g: u64, succ: u32, op: u8, byte: u8) {
+    fn relax_back(&self, back: &mut Backward<T>, i: u32, s: StateId, g: u64, succ: StateId, op: u8, byte: u8) {
         let mut node = back.table.get(i, s);
         if node.closed || g >= node.g {
             return;
@@ -208,7 +211,7 @@ impl<T: Table> Search<'_, T> {
                 return Stop::Exhausted; // g is the exact optimum, and it was just offered
             }
             let w = self.w;
-            let preds = back.pred_off[t as usize] as usize..back.pred_off[t as usize + 1] as usize;
+            let preds = back.pred_off[t.as_usize()] as usize..back.pred_off[t.as_usize() + 1] as usize;
             if i > 0 {
                 let x = self.text[i as usize - 1];
                 let class_t = self.groups.class(dfa, t);

@@ -12,7 +12,8 @@ use super::groups::Groups;
 use super::search::{Completion, Search};
 use super::table::Table;
 use super::{Edit, EditKind};
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::Dfa;
+use crate::util::StateId;
 
 /// How many bytes the greedy completion looks ahead when choosing a local fix.
 const LOOKAHEAD: usize = 24;
@@ -21,14 +22,14 @@ const ANYTIME_CANDIDATES: usize = 32;
 
 /// How many text bytes from `i` can be kept from `state` (capped at [`LOOKAHEAD`]); reaching
 /// the end counts as the cap, plus one when the end is accepting.
-fn keep_run(dfa: &Dfa, text: &[u8], mut i: usize, mut state: u32) -> usize {
+fn keep_run(dfa: &Dfa, text: &[u8], mut i: usize, mut state: StateId) -> usize {
     let mut n = 0;
     while n < LOOKAHEAD {
         if i == text.len() {
             return LOOKAHEAD + dfa.is_accepting(state) as usize;
         }
         state = dfa.next(state, text[i]);
-        if state == DEAD {
+        if state.is_dead() {
             return n;
         }
         i += 1;
@@ -49,14 +50,14 @@ pub(super) fn greedy_tail(
     w: &Weights,
     keep: &[u64],
     mut i: usize,
-    mut state: u32,
+    mut state: StateId,
     edits: &mut Vec<Edit>,
 ) -> u64 {
     let mut cost = 0u64;
     while i < text.len() {
         let b = text[i];
         let t = dfa.next(state, b);
-        if t != DEAD {
+        if !t.is_dead() {
             cost = cost.saturating_add(keep[i]);
             state = t;
             i += 1;
@@ -73,7 +74,7 @@ pub(super) fn greedy_tail(
                 best = (p, c, EditKind::Substitute, rep, i + 1, n);
             }
             let t2 = dfa.next(n, b);
-            if t2 != DEAD {
+            if !t2.is_dead() {
                 let p = 1 + keep_run(dfa, text, i + 1, t2);
                 let c = w.insert(class, rep).saturating_add(keep[i]);
                 if p > best.0 || (p == best.0 && c < best.1) {

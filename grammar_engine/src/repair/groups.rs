@@ -10,7 +10,8 @@
 //! Groups and classes are built lazily, once per state and call.
 
 use super::cost::{insert_class, is_space, StateClass, INSERT_CLASSES};
-use crate::dfa::Dfa;
+use crate::automata::Dfa;
+use crate::util::StateId;
 
 /// A state with at least this many live printable ASCII bytes is inside a free string.
 const FREE_STRING_BYTES: usize = 80;
@@ -26,6 +27,11 @@ fn byte_rank(b: u8) -> u8 {
     }
 }
 
+/// `Groups::off` of a state whose groups are not built yet.
+const UNBUILT: u32 = u32::MAX;
+/// `Groups::slot` of a (target, class) pair with no pool entry.
+const NO_SLOT: u32 = u32::MAX;
+
 /// Per state, its live transitions collapsed to one representative byte per target state,
 /// best-ranked bytes first. Filled lazily.
 pub(super) struct Groups {
@@ -33,9 +39,9 @@ pub(super) struct Groups {
     len: Vec<u16>,
     class: Vec<StateClass>,
     /// States reached from the start by whitespace only, sorted.
-    before: Vec<u32>,
+    before: Vec<StateId>,
     /// `(target state, representative byte)` entries; a state's groups are a range of it.
-    pub(super) pool: Vec<(u32, u8)>,
+    pub(super) pool: Vec<(StateId, u8)>,
     /// Scratch: `INSERT_CLASSES * target + class` -> its index in the pool while a state's groups are built.
     slot: Vec<u32>,
 }
@@ -49,7 +55,7 @@ impl Groups {
             let s = before[k];
             for b in [b' ', b'\t', b'\n', b'\r'] {
                 let t = dfa.next(s, b);
-                if t != crate::dfa::DEAD && !before.contains(&t) {
+                if !t.is_dead() && !before.contains(&t) {
                     before.push(t);
                 }
             }
@@ -57,38 +63,38 @@ impl Groups {
         }
         before.sort_unstable();
         Groups {
-            off: vec![u32::MAX; num_states],
+            off: vec![UNBUILT; num_states],
             len: vec![0; num_states],
             class: vec![StateClass::Structure; num_states],
             before,
             pool: Vec::new(),
-            slot: vec![u32::MAX; INSERT_CLASSES * num_states],
+            slot: vec![NO_SLOT; INSERT_CLASSES * num_states],
         }
     }
 
     /// The cost model's class of `state` (see [`StateClass`]).
     #[inline]
-    pub(super) fn class(&mut self, dfa: &Dfa, state: u32) -> StateClass {
-        if self.off[state as usize] == u32::MAX {
+    pub(super) fn class(&mut self, dfa: &Dfa, state: StateId) -> StateClass {
+        if self.off[state.as_usize()] == UNBUILT {
             self.range(dfa, state);
         }
-        self.class[state as usize]
+        self.class[state.as_usize()]
     }
 
     /// The pool range holding `state`'s groups.
     #[inline]
-    pub(super) fn range(&mut self, dfa: &Dfa, state: u32) -> std::ops::Range<usize> {
-        let s = state as usize;
-        if self.off[s] == u32::MAX {
+    pub(super) fn range(&mut self, dfa: &Dfa, state: StateId) -> std::ops::Range<usize> {
+        let s = state.as_usize();
+        if self.off[s] == UNBUILT {
             let start = self.pool.len();
             let (pool, slot) = (&mut self.pool, &mut self.slot);
             let (mut printable, mut only_space) = (0usize, true);
             dfa.for_each_transition(state, |b, next| {
                 printable += (b' '..=b'~').contains(&b) as usize;
                 only_space &= is_space(b);
-                let key = INSERT_CLASSES * next as usize + insert_class(b) as usize;
+                let key = INSERT_CLASSES * next.as_usize() + insert_class(b) as usize;
                 let k = slot[key];
-                if k == u32::MAX {
+                if k == NO_SLOT {
                     slot[key] = pool.len() as u32;
                     pool.push((next, b));
                 } else {
@@ -99,7 +105,7 @@ impl Groups {
                 }
             });
             for &(n, b) in &self.pool[start..] {
-                self.slot[INSERT_CLASSES * n as usize + insert_class(b) as usize] = u32::MAX;
+                self.slot[INSERT_CLASSES * n.as_usize() + insert_class(b) as usize] = NO_SLOT;
             }
             self.class[s] = if self.before.binary_search(&state).is_ok() {
                 StateClass::Before
@@ -122,7 +128,7 @@ impl Groups {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::DfaConfig;
+    use crate::automata::DfaConfig;
 
     #[test]
     fn one_readable_byte_per_target() {

@@ -11,7 +11,8 @@ use super::groups::Groups;
 use super::search::{Completion, Search};
 use super::table::{Table, OP_DELETE, OP_KEEP, OP_NONE, OP_SUBSTITUTE};
 use super::{Edit, EditKind, RepairResult, RepairStatus};
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::Dfa;
+use crate::util::StateId;
 
 /// The text with `edits` (in text order) applied.
 fn apply(text: &[u8], edits: &[Edit]) -> Vec<u8> {
@@ -37,7 +38,7 @@ fn apply(text: &[u8], edits: &[Edit]) -> Vec<u8> {
 /// keeps included.
 pub(super) fn price(dfa: &Dfa, text: &[u8], groups: &mut Groups, w: &Weights, keep: &[u64], edits: &[Edit]) -> u64 {
     let (mut total, mut s, mut pos) = (0u64, dfa.start(), 0usize);
-    let keep_to = |s: &mut u32, pos: &mut usize, end: usize, total: &mut u64| {
+    let keep_to = |s: &mut StateId, pos: &mut usize, end: usize, total: &mut u64| {
         while *pos < end {
             *total = total.saturating_add(keep[*pos]);
             *s = dfa.next(*s, text[*pos]);
@@ -46,7 +47,7 @@ pub(super) fn price(dfa: &Dfa, text: &[u8], groups: &mut Groups, w: &Weights, ke
     };
     for e in edits {
         keep_to(&mut s, &mut pos, e.offset, &mut total);
-        if s == DEAD {
+        if s.is_dead() {
             return u64::MAX;
         }
         let class = groups.class(dfa, s);
@@ -89,7 +90,7 @@ pub(super) fn finish(
     let out = apply(text, &edits);
     debug_assert!({
         let s = dfa.walk(dfa.start(), &out);
-        s != DEAD && dfa.is_accepting(s)
+        !s.is_dead() && dfa.is_accepting(s)
     });
     let (status, lower_bound) = match status {
         RepairStatus::Optimal => (status, cost),
@@ -101,7 +102,7 @@ pub(super) fn finish(
 
 impl<T: Table> Search<'_, T> {
     /// The edits of the recorded forward path from the start to `(i, s)`.
-    fn path_edits(&self, mut i: u32, mut s: u32) -> Vec<Edit> {
+    fn path_edits(&self, mut i: u32, mut s: StateId) -> Vec<Edit> {
         let mut edits = Vec::new();
         loop {
             let node = self.table.get(i, s);
@@ -129,7 +130,7 @@ impl<T: Table> Search<'_, T> {
     }
 
     /// Appends the edits of the backward search's path from `(i, s)` to a goal.
-    fn backward_edits(&self, mut i: u32, mut s: u32, edits: &mut Vec<Edit>) {
+    fn backward_edits(&self, mut i: u32, mut s: StateId, edits: &mut Vec<Edit>) {
         let back = self.back.as_ref().expect("backward phase ran");
         loop {
             let node = back.table.get(i, s);

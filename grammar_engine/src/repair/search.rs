@@ -51,20 +51,21 @@ use super::table::{
     Node, Table, CHAIN_FAIL, CHAIN_OK, CHAIN_UNKNOWN, OP_DELETE, OP_INSERT, OP_KEEP, OP_SUBSTITUTE, UNSEEN,
 };
 use super::{RepairOptions, RepairResult, RepairStatus, Tuning};
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::Dfa;
+use crate::util::StateId;
 
 /// Expansions between two reads of the clock.
 const CLOCK_EVERY: usize = 64;
 
 /// Forward heap key: smallest `f` first, then deepest `i`.
 #[inline]
-fn key(f: u64, i: u32, s: u32) -> u128 {
-    ((!f as u128) << 64) | ((i as u128) << 32) | s as u128
+fn key(f: u64, i: u32, s: StateId) -> u128 {
+    ((!f as u128) << 64) | ((i as u128) << 32) | s.as_u32() as u128
 }
 
 #[inline]
-fn unkey(k: u128) -> (u64, u32, u32) {
-    (!((k >> 64) as u64), (k >> 32) as u32, k as u32)
+fn unkey(k: u128) -> (u64, u32, StateId) {
+    (!((k >> 64) as u64), (k >> 32) as u32, StateId::new(k as u32))
 }
 
 /// How an incumbent node is completed into a full repair.
@@ -106,17 +107,17 @@ pub(super) struct Search<'a, T: Table> {
     /// Internal cost of the incumbent (`INF` when none).
     pub(super) best: u64,
     /// The incumbent: a node, completed as said, for a total internal cost of `best`.
-    pub(super) incumbent: Option<(u32, u32, Completion)>,
+    pub(super) incumbent: Option<(u32, StateId, Completion)>,
     /// Smallest internal cost whose cost exceeds `max_cost` (`INF` without one).
     cost_cap: u64,
     /// Nodes with `f >= bound` are pruned: `min(best, cost_cap)`.
     pub(super) bound: u64,
-    chain_buf: Vec<(u32, u32)>,
+    chain_buf: Vec<(u32, StateId)>,
     fwd_expansions: usize,
     pub(super) back_expansions: usize,
     deadline: Option<Instant>,
     /// Deepest expanded node (largest `i`, then smallest `g`): `(i, g, s)`.
-    pub(super) deepest: (u32, u64, u32),
+    pub(super) deepest: (u32, u64, StateId),
 }
 
 impl<'a, T: Table> Search<'a, T> {
@@ -161,7 +162,7 @@ impl<'a, T: Table> Search<'a, T> {
         self.fwd_expansions + self.back_expansions
     }
 
-    pub(super) fn offer(&mut self, cost: u64, i: u32, s: u32, how: Completion) {
+    pub(super) fn offer(&mut self, cost: u64, i: u32, s: StateId, how: Completion) {
         if cost < self.best {
             self.best = cost;
             self.incumbent = Some((i, s, how));
@@ -186,7 +187,7 @@ impl<'a, T: Table> Search<'a, T> {
 
     /// Whether keeping all of `text[i..]` from `s` ends in an accepting state; memoized for
     /// every node of the walk.
-    fn chain(&mut self, i: u32, s: u32) -> u8 {
+    fn chain(&mut self, i: u32, s: StateId) -> u8 {
         let (mut i, mut s) = (i, s);
         self.chain_buf.clear();
         let outcome = loop {
@@ -199,7 +200,7 @@ impl<'a, T: Table> Search<'a, T> {
                 break if self.dfa.is_accepting(s) { CHAIN_OK } else { CHAIN_FAIL };
             }
             let t = self.dfa.next(s, self.text[i as usize]);
-            if t == DEAD {
+            if t.is_dead() {
                 break CHAIN_FAIL;
             }
             i += 1;
@@ -216,7 +217,7 @@ impl<'a, T: Table> Search<'a, T> {
 
     /// The forward heuristic (see the module documentation), in internal units.
     #[inline]
-    fn h(&self, i: u32, s: u32, chain: u8) -> u64 {
+    fn h(&self, i: u32, s: StateId, chain: u8) -> u64 {
         let missing = self.dfa.byte_distance(s).saturating_sub(self.len - i);
         let h_ins = hi(Weights::cost_bound(self.w.min_insert()) as u64 * missing as u64);
         let h_chain = if chain == CHAIN_FAIL { self.min_edit } else { 0 };
@@ -233,7 +234,7 @@ impl<'a, T: Table> Search<'a, T> {
     /// Records a path of internal cost `g` to `(i, s)` if it is the best so far, and opens the
     /// node.
     #[inline]
-    fn relax(&mut self, i: u32, s: u32, g: u64, parent: u32, op: u8, byte: u8) {
+    fn relax(&mut self, i: u32, s: StateId, g: u64, parent: StateId, op: u8, byte: u8) {
         let mut node = self.table.get(i, s);
         if node.closed || g >= node.g || g >= self.bound {
             return;
@@ -271,7 +272,7 @@ impl<'a, T: Table> Search<'a, T> {
 
     /// Drops stale heap entries and re-files entries whose `f` grew (the heuristic grows when
     /// the backward phase has run); returns the top live node as `(f, i, s, node)`.
-    pub(super) fn peek_live(&mut self) -> Option<(u64, u32, u32, Node)> {
+    pub(super) fn peek_live(&mut self) -> Option<(u64, u32, StateId, Node)> {
         while let Some(&top) = self.heap.peek() {
             let (fk, i, s) = unkey(top);
             let node = self.table.get(i, s);
@@ -347,7 +348,7 @@ impl<'a, T: Table> Search<'a, T> {
             let (kept, b) = if i < self.len {
                 let b = self.text[i as usize];
                 let t = self.dfa.next(s, b);
-                if t != DEAD {
+                if !t.is_dead() {
                     self.relax(i + 1, t, g.saturating_add(self.keep[i as usize]), s, OP_KEEP, b);
                 }
                 self.relax(i + 1, s, g.saturating_add(w.delete(class, b, i as usize)), s, OP_DELETE, 0);
@@ -363,13 +364,13 @@ impl<'a, T: Table> Search<'a, T> {
                 // The cheap replacement of this byte, when it differs from the representative.
                 if let Some(sb) = special_target(b) {
                     let n = self.dfa.next(s, sb);
-                    if n != DEAD && (n != t || self.keep[i as usize] > 0) {
+                    if !n.is_dead() && (n != t || self.keep[i as usize] > 0) {
                         self.relax(i + 1, n, g.saturating_add(w.substitute(class, b, sb)), s, OP_SUBSTITUTE, sb);
                     }
                 }
                 (t, b)
             } else {
-                (DEAD, 0)
+                (StateId::DEAD, 0)
             };
             for k in range {
                 let (n, rep) = self.groups.pool[k];
@@ -457,157 +458,4 @@ impl<'a, T: Table> Search<'a, T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use crate::repair::test_support::*;
-    use crate::repair::{repair, repair_impl, RepairOptions, RepairStatus};
-
-    #[test]
-    fn matches_reference_on_random_cases() {
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        let mut cases = 0;
-        for &(pattern, alphabet) in SMALL_REGEXES {
-            let d = dfa(pattern);
-            for _ in 0..150 {
-                let len = rng.below(9) as usize;
-                let text: Vec<u8> = (0..len)
-                    .map(|_| match rng.below(10) {
-                        0 => b'x',
-                        1 => 0xff,
-                        _ => alphabet[rng.below(alphabet.len() as u64) as usize],
-                    })
-                    .collect();
-                let opts = if rng.below(2) == 0 {
-                    RepairOptions::default()
-                } else {
-                    RepairOptions {
-                        insert_cost: 1 + rng.below(3) as u32,
-                        delete_cost: 1 + rng.below(3) as u32,
-                        substitute_cost: 1 + rng.below(4) as u32,
-                        ..RepairOptions::default()
-                    }
-                };
-                let want = reference_cost(&d, &text, &opts);
-                let r = repair(&d, &text, &opts);
-                assert_eq!(r.status, RepairStatus::Optimal);
-                assert_eq!(r.cost, Some(want), "{pattern} {:?} {opts:?}", String::from_utf8_lossy(&text));
-                let out = check(&d, &text, &opts, &r);
-                assert_eq!(levenshtein(&text, &out, &opts), want);
-                // Every schedule (hash table, early and interleaved backward phases, backward
-                // only) finds the same optimum.
-                for tuning in tunings(len) {
-                    let other = repair_impl(&d, &text, &opts, tuning);
-                    assert_eq!(other.status, RepairStatus::Optimal);
-                    assert_eq!(
-                        other.cost,
-                        Some(want),
-                        "{pattern} {:?} {opts:?} {tuning:?}",
-                        String::from_utf8_lossy(&text)
-                    );
-                    check(&d, &text, &opts, &other);
-                }
-                cases += 1;
-            }
-        }
-        assert_eq!(cases, 150 * SMALL_REGEXES.len());
-    }
-
-    /// Enumerates the language up to the length any cheaper repair could have, and checks no
-    /// string is closer than the returned cost.
-    #[test]
-    fn matches_enumeration_on_tiny_cases() {
-        let mut rng = Rng(12345);
-        let opts = RepairOptions::default();
-        for &(pattern, alphabet) in SMALL_REGEXES {
-            let d = dfa(pattern);
-            for _ in 0..25 {
-                let len = rng.below(5) as usize;
-                let text: Vec<u8> = (0..len)
-                    .map(|_| if rng.below(6) == 0 { b'x' } else { alphabet[rng.below(alphabet.len() as u64) as usize] })
-                    .collect();
-                let r = repair(&d, &text, &opts);
-                let cost = r.cost.unwrap();
-                let out = check(&d, &text, &opts, &r);
-                assert_eq!(levenshtein(&text, &out, &opts), cost);
-                // Any string at distance < cost has fewer than len + cost bytes.
-                let max_len = len + cost as usize;
-                if alphabet.len().pow(max_len as u32) > 200_000 {
-                    continue;
-                }
-                let mut best = u32::MAX;
-                let mut word = Vec::new();
-                enumerate(&d, alphabet, max_len, &mut word, &mut |w| {
-                    best = best.min(levenshtein(&text, w, &opts));
-                });
-                assert_eq!(best, cost, "{pattern} {:?}", String::from_utf8_lossy(&text));
-            }
-        }
-    }
-
-    /// Random corruptions of JSON texts: the optimum matches the reference under every schedule.
-    #[test]
-    fn random_json_corruptions_match_reference() {
-        let d = json_object_dfa();
-        let bases = [
-            r#"{"name": "Ada", "age": 36, "tags": ["x", "y"]}"#,
-            r#"{"a":1,"b":[true,false,null],"c":"q\"z"}"#,
-            r#" { "k" : -1.5e3 , "l" : [ ] } "#,
-        ];
-        let junk = b"{}[]\",: x1\\\xc3";
-        let mut rng = Rng(0xdead_beef);
-        for _ in 0..60 {
-            let mut text = bases[rng.below(bases.len() as u64) as usize].as_bytes().to_vec();
-            for _ in 0..1 + rng.below(4) {
-                let at = rng.below(text.len() as u64 + 1) as usize;
-                let byte = junk[rng.below(junk.len() as u64) as usize];
-                match rng.below(3) {
-                    0 if at < text.len() => {
-                        text.remove(at);
-                    }
-                    1 if at < text.len() => text[at] = byte,
-                    _ => text.insert(at, byte),
-                }
-            }
-            let opts = RepairOptions::default();
-            let want = reference_cost(&d, &text, &opts);
-            let r = repair(&d, &text, &opts);
-            assert_eq!(r.cost, Some(want), "{:?}", String::from_utf8_lossy(&text));
-            check(&d, &text, &opts, &r);
-            for tuning in tunings(text.len()) {
-                let other = repair_impl(&d, &text, &opts, tuning);
-                assert_eq!(other.cost, Some(want), "{:?} {tuning:?}", String::from_utf8_lossy(&text));
-                check(&d, &text, &opts, &other);
-            }
-        }
-    }
-
-    #[test]
-    fn expansion_budget_gives_anytime_answer() {
-        let d = json_object_dfa();
-        let text = long_json(40, true);
-        let full = repair(&d, text.as_bytes(), &RepairOptions::default());
-        assert_eq!(full.status, RepairStatus::Optimal);
-        for budget in [0, 5, 50] {
-            let opts = RepairOptions { max_expansions: Some(budget), ..RepairOptions::default() };
-            let r = repair(&d, text.as_bytes(), &opts);
-            assert_eq!(r.status, RepairStatus::Anytime, "budget {budget}");
-            assert!(r.expansions <= budget);
-            let cost = r.cost.unwrap();
-            check(&d, text.as_bytes(), &opts, &r);
-            assert!(r.lower_bound <= full.cost.unwrap() && full.cost.unwrap() <= cost);
-        }
-        let opts = RepairOptions { deadline: Some(Duration::ZERO), ..RepairOptions::default() };
-        let r = repair(&d, text.as_bytes(), &opts);
-        assert_eq!(r.status, RepairStatus::Anytime);
-        check(&d, text.as_bytes(), &opts, &r);
-        // A budget too small with a max_cost below the greedy answer: nothing found yet.
-        let opts =
-            RepairOptions { max_expansions: Some(0), max_cost: Some(full.cost.unwrap()), ..RepairOptions::default() };
-        let r = repair(&d, text.as_bytes(), &opts);
-        assert!(matches!(r.status, RepairStatus::NotFound | RepairStatus::Anytime));
-        if r.status == RepairStatus::NotFound {
-            assert_eq!(r.text, None);
-        }
-    }
-}
+mod tests;

@@ -5,7 +5,8 @@
 //! `(len + 1) * num_states` for short texts and small DFAs, and a hash map keyed by the packed
 //! `(i, s)` otherwise; the caller picks one per call (see [`DENSE_MAX_ENTRIES`]).
 
-use crate::int_hash::IntMap;
+use crate::util::int_hash::IntMap;
+use crate::util::StateId;
 
 use super::cost::INF;
 
@@ -31,20 +32,20 @@ pub(super) struct Node {
     /// Best internal cost found so far from the start, `INF` when unseen.
     pub(super) g: u64,
     /// The predecessor's state; its position follows from `op`.
-    pub(super) parent: u32,
+    pub(super) parent: StateId,
     pub(super) op: u8,
     pub(super) byte: u8,
     pub(super) closed: bool,
     pub(super) chain: u8,
 }
 
-pub(super) const UNSEEN: Node = Node { g: INF, parent: 0, op: OP_NONE, byte: 0, closed: false, chain: CHAIN_UNKNOWN };
+pub(super) const UNSEEN: Node = Node { g: INF, parent: StateId::new(0), op: OP_NONE, byte: 0, closed: false, chain: CHAIN_UNKNOWN };
 
 pub(super) trait Table {
     /// A table for `positions * num_states` nodes.
     fn with_size(num_states: usize, positions: usize) -> Self;
-    fn get(&self, i: u32, s: u32) -> Node;
-    fn set(&mut self, i: u32, s: u32, node: Node);
+    fn get(&self, i: u32, s: StateId) -> Node;
+    fn set(&mut self, i: u32, s: StateId, node: Node);
 }
 
 /// Parallel arrays whose all-zero value means "unseen", so the allocator can hand out lazily
@@ -53,6 +54,7 @@ pub(super) struct DenseTable {
     num_states: usize,
     /// `g + 1`, 0 when unseen.
     g1: Vec<u64>,
+    /// Each node's `Node::parent`, as plain `u32`s so the table starts as zeroed memory.
     parent: Vec<u32>,
     /// `op | byte << 8 | closed << 16 | chain << 17`.
     meta: Vec<u32>,
@@ -65,12 +67,12 @@ impl Table for DenseTable {
     }
 
     #[inline]
-    fn get(&self, i: u32, s: u32) -> Node {
-        let k = i as usize * self.num_states + s as usize;
+    fn get(&self, i: u32, s: StateId) -> Node {
+        let k = i as usize * self.num_states + s.as_usize();
         let m = self.meta[k];
         Node {
             g: self.g1[k].wrapping_sub(1),
-            parent: self.parent[k],
+            parent: StateId::new(self.parent[k]),
             op: m as u8,
             byte: (m >> 8) as u8,
             closed: (m >> 16) & 1 == 1,
@@ -79,10 +81,10 @@ impl Table for DenseTable {
     }
 
     #[inline]
-    fn set(&mut self, i: u32, s: u32, node: Node) {
-        let k = i as usize * self.num_states + s as usize;
+    fn set(&mut self, i: u32, s: StateId, node: Node) {
+        let k = i as usize * self.num_states + s.as_usize();
         self.g1[k] = node.g.wrapping_add(1);
-        self.parent[k] = node.parent;
+        self.parent[k] = node.parent.as_u32();
         self.meta[k] =
             node.op as u32 | (node.byte as u32) << 8 | (node.closed as u32) << 16 | (node.chain as u32) << 17;
     }
@@ -97,13 +99,13 @@ impl Table for SparseTable {
     }
 
     #[inline]
-    fn get(&self, i: u32, s: u32) -> Node {
-        self.0.get(&((i as u64) << 32 | s as u64)).copied().unwrap_or(UNSEEN)
+    fn get(&self, i: u32, s: StateId) -> Node {
+        self.0.get(&((i as u64) << 32 | s.as_u32() as u64)).copied().unwrap_or(UNSEEN)
     }
 
     #[inline]
-    fn set(&mut self, i: u32, s: u32, node: Node) {
-        self.0.insert((i as u64) << 32 | s as u64, node);
+    fn set(&mut self, i: u32, s: StateId, node: Node) {
+        self.0.insert((i as u64) << 32 | s.as_u32() as u64, node);
     }
 }
 
@@ -111,21 +113,22 @@ impl Table for SparseTable {
 mod tests {
     use super::*;
 
-    fn fields(n: Node) -> (u64, u32, u8, u8, bool, u8) {
+    fn fields(n: Node) -> (u64, StateId, u8, u8, bool, u8) {
         (n.g, n.parent, n.op, n.byte, n.closed, n.chain)
     }
 
     /// Both layouts start unseen everywhere and give back every field they are given.
     fn round_trip<T: Table>() {
+        let (two, three) = (StateId::new(2), StateId::new(3));
         let mut t = T::with_size(3, 4);
-        assert_eq!(fields(t.get(3, 2)), fields(UNSEEN));
-        let node = Node { g: 7 << 32 | 5, parent: 2, op: OP_SUBSTITUTE, byte: 0xff, closed: true, chain: CHAIN_FAIL };
-        t.set(3, 2, node);
-        assert_eq!(fields(t.get(3, 2)), fields(node));
-        assert_eq!(fields(t.get(2, 3)), fields(UNSEEN));
+        assert_eq!(fields(t.get(3, two)), fields(UNSEEN));
+        let node = Node { g: 7 << 32 | 5, parent: two, op: OP_SUBSTITUTE, byte: 0xff, closed: true, chain: CHAIN_FAIL };
+        t.set(3, two, node);
+        assert_eq!(fields(t.get(3, two)), fields(node));
+        assert_eq!(fields(t.get(2, three)), fields(UNSEEN));
         let reopened = Node { g: 0, closed: false, chain: CHAIN_OK, ..node };
-        t.set(3, 2, reopened);
-        assert_eq!(fields(t.get(3, 2)), fields(reopened));
+        t.set(3, two, reopened);
+        assert_eq!(fields(t.get(3, two)), fields(reopened));
     }
 
     #[test]

@@ -11,7 +11,8 @@ use super::cost::edit_cost;
 use super::{
     repair, repair_impl, CostModel, Edit, EditKind, IntentWeights, RepairOptions, RepairResult, RepairStatus, Tuning,
 };
-use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::automata::{Dfa, DfaConfig};
+use crate::util::StateId;
 
 pub(super) fn dfa(p: &str) -> Dfa {
     Dfa::from_regex(p, &DfaConfig::default()).unwrap()
@@ -19,7 +20,7 @@ pub(super) fn dfa(p: &str) -> Dfa {
 
 pub(super) fn full_match(d: &Dfa, bytes: &[u8]) -> bool {
     let s = d.walk(d.start(), bytes);
-    s != DEAD && d.is_accepting(s)
+    !s.is_dead() && d.is_accepting(s)
 }
 
 /// Applies edits to the original text, independently of the crate's own helper.
@@ -94,7 +95,7 @@ impl IntentPrices {
         while k < before.len() {
             for &b in WS {
                 let t = d.next(before[k], b);
-                if t != DEAD && !before.contains(&t) {
+                if !t.is_dead() && !before.contains(&t) {
                     before.push(t);
                 }
             }
@@ -113,8 +114,9 @@ impl IntentPrices {
             .collect();
         // 0 before the value, 1 after it, 2 in a free string, 3 in structure.
         let classes = (0..d.num_states() as u32)
+            .map(StateId::new)
             .map(|s| {
-                let live: Vec<u8> = (0..=255u8).filter(|&b| d.next(s, b) != DEAD).collect();
+                let live: Vec<u8> = (0..=255u8).filter(|&b| d.next(s, b) != StateId::DEAD).collect();
                 if before.contains(&s) {
                     0
                 } else if d.is_accepting(s) && live.iter().all(|b| WS.contains(b)) {
@@ -179,8 +181,8 @@ impl IntentPrices {
         IntentPrices { w, classes, quote_like, tail, outside }
     }
 
-    fn class(&self, s: u32) -> u8 {
-        self.classes[s as usize]
+    fn class(&self, s: StateId) -> u8 {
+        self.classes[s.as_usize()]
     }
 
     pub(super) fn keep(&self, i: usize) -> u32 {
@@ -193,7 +195,7 @@ impl IntentPrices {
         }
     }
 
-    pub(super) fn delete(&self, s: u32, old: u8, at: usize) -> u32 {
+    pub(super) fn delete(&self, s: StateId, old: u8, at: usize) -> u32 {
         match self.class(s) {
             0 => self.w.delete_before,
             1 if at >= self.tail => self.w.delete_after,
@@ -213,7 +215,7 @@ impl IntentPrices {
         }
     }
 
-    pub(super) fn substitute(&self, s: u32, old: u8, new: u8) -> u32 {
+    pub(super) fn substitute(&self, s: StateId, old: u8, new: u8) -> u32 {
         if new == b'"' && (old == b'\'' || old == b'`') {
             self.w.substitute_quote
         } else if (old.is_ascii_alphabetic() && new == old ^ 0x20)
@@ -267,7 +269,7 @@ pub(super) fn reference_cost(d: &Dfa, text: &[u8], opts: &RepairOptions) -> u32 
         return reference_intent_cost(d, text, w);
     }
     let n = d.num_states();
-    let idx = |i: usize, s: u32| i * n + s as usize;
+    let idx = |i: usize, s: StateId| i * n + s.as_usize();
     let mut dist = vec![u32::MAX; (text.len() + 1) * n];
     let mut heap = BinaryHeap::new();
     dist[idx(0, d.start())] = 0;
@@ -279,7 +281,7 @@ pub(super) fn reference_cost(d: &Dfa, text: &[u8], opts: &RepairOptions) -> u32 
         if i == text.len() && d.is_accepting(s) {
             return g;
         }
-        let mut push = |g2: u32, i2: usize, s2: u32, heap: &mut BinaryHeap<Reverse<(u32, usize, u32)>>| {
+        let mut push = |g2: u32, i2: usize, s2: StateId, heap: &mut BinaryHeap<Reverse<(u32, usize, StateId)>>| {
             if g2 < dist[idx(i2, s2)] {
                 dist[idx(i2, s2)] = g2;
                 heap.push(Reverse((g2, i2, s2)));
@@ -287,14 +289,14 @@ pub(super) fn reference_cost(d: &Dfa, text: &[u8], opts: &RepairOptions) -> u32 
         };
         if i < text.len() {
             let t = d.next(s, text[i]);
-            if t != DEAD {
+            if !t.is_dead() {
                 push(g, i + 1, t, &mut heap);
             }
             push(g + opts.delete_cost, i + 1, s, &mut heap);
         }
         for b in 0..=255u8 {
             let t = d.next(s, b);
-            if t == DEAD {
+            if t.is_dead() {
                 continue;
             }
             if i < text.len() && b != text[i] {
@@ -368,7 +370,7 @@ pub(super) fn enumerate(d: &Dfa, alphabet: &[u8], max_len: usize, word: &mut Vec
     }
     for &b in alphabet {
         word.push(b);
-        if d.walk(d.start(), word) != DEAD {
+        if d.walk(d.start(), word) != StateId::DEAD {
             enumerate(d, alphabet, max_len, word, f);
         }
         word.pop();
@@ -422,7 +424,7 @@ pub(super) fn long_json(n_items: usize, errors: bool) -> String {
 fn reference_intent_cost(d: &Dfa, text: &[u8], w: IntentWeights) -> u32 {
     let p = IntentPrices::new(d, text, w);
     let n = d.num_states();
-    let idx = |i: usize, s: u32| i * n + s as usize;
+    let idx = |i: usize, s: StateId| i * n + s.as_usize();
     let mut dist = vec![u32::MAX; (text.len() + 1) * n];
     let mut heap = BinaryHeap::new();
     dist[idx(0, d.start())] = 0;
@@ -434,7 +436,7 @@ fn reference_intent_cost(d: &Dfa, text: &[u8], w: IntentWeights) -> u32 {
         if i == text.len() && d.is_accepting(s) {
             return g;
         }
-        let mut push = |g2: u32, i2: usize, s2: u32, heap: &mut BinaryHeap<Reverse<(u32, usize, u32)>>| {
+        let mut push = |g2: u32, i2: usize, s2: StateId, heap: &mut BinaryHeap<Reverse<(u32, usize, StateId)>>| {
             if g2 < dist[idx(i2, s2)] {
                 dist[idx(i2, s2)] = g2;
                 heap.push(Reverse((g2, i2, s2)));
@@ -442,14 +444,14 @@ fn reference_intent_cost(d: &Dfa, text: &[u8], w: IntentWeights) -> u32 {
         };
         if i < text.len() {
             let t = d.next(s, text[i]);
-            if t != DEAD {
+            if !t.is_dead() {
                 push(g + p.keep(i), i + 1, t, &mut heap);
             }
             push(g + p.delete(s, text[i], i), i + 1, s, &mut heap);
         }
         for b in 0..=255u8 {
             let t = d.next(s, b);
-            if t == DEAD {
+            if t.is_dead() {
                 continue;
             }
             if i < text.len() && b != text[i] {

@@ -10,10 +10,11 @@ use std::rc::Rc;
 
 use super::spec::{Kind, Node, TokenName};
 use super::special::{marker_expr, SpecialTokens};
-use crate::algebra::Expr;
-use crate::dfa::{Dfa, DfaConfig};
+use crate::automata::Expr;
+use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 use crate::json_schema::{self, JsonSchemaOptions};
+use crate::util::TokenId;
 use crate::vocab::Vocabulary;
 
 /// Any text: every string of Unicode scalar values, as UTF-8.
@@ -22,7 +23,7 @@ const ANY_TEXT: &str = "(?s:.)*";
 /// What a named token turned out to be in this vocabulary.
 enum Resolved {
     /// A special token: only that id, through its marker byte.
-    Special(u32),
+    Special(TokenId),
     /// An ordinary token: its text, spelled by any tokens.
     Text(String),
 }
@@ -123,7 +124,7 @@ impl<'a> Builder<'a> {
         let v = self.vocab;
         let id = match name {
             TokenName::Id(id) => {
-                if *id as usize >= v.size() {
+                if id.as_usize() >= v.size() {
                     return Err(GrammarError::invalid_structure(path, format!("token id {id} is outside the vocabulary of {}", v.size())));
                 }
                 *id

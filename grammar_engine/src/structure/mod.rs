@@ -35,14 +35,11 @@
 
 mod build;
 mod spec;
-pub mod special;
-
-#[cfg(test)]
-mod tests;
+mod special;
 
 use serde_json::Value;
 
-use crate::dfa::{Dfa, DfaConfig};
+use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 use crate::json_schema::JsonSchemaOptions;
 use crate::vocab::Vocabulary;

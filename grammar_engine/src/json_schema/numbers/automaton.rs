@@ -10,7 +10,8 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::automata::{Dfa, DfaConfig};
+use crate::util::StateId;
 use crate::error::{GrammarError, Result};
 
 /// The bytes of number text.
@@ -35,18 +36,18 @@ pub(crate) fn build<W: Walker>(walker: &W, what: &'static str, config: &DfaConfi
     }
     let stride = ALPHABET.len() + 1;
     let limit = config.max_states.saturating_mul(4);
-    let mut ids: HashMap<W::State, u32> = HashMap::new();
+    let mut ids: HashMap<W::State, StateId> = HashMap::new();
     let mut order = vec![walker.start()];
-    ids.insert(walker.start(), 0);
-    let mut trans: Vec<u32> = Vec::new();
+    ids.insert(walker.start(), StateId::new(0));
+    let mut trans: Vec<StateId> = Vec::new();
     let mut i = 0;
     while i < order.len() {
         let state = order[i].clone();
         i += 1;
-        trans.push(DEAD);
+        trans.push(StateId::DEAD);
         for &b in ALPHABET {
             let Some(next) = walker.step(&state, b) else {
-                trans.push(DEAD);
+                trans.push(StateId::DEAD);
                 continue;
             };
             let id = match ids.get(&next) {
@@ -59,7 +60,7 @@ pub(crate) fn build<W: Walker>(walker: &W, what: &'static str, config: &DfaConfi
                             detail: format!("more than {limit} states while building the automaton"),
                         });
                     }
-                    let id = order.len() as u32;
+                    let id = StateId::from_index(order.len());
                     ids.insert(next.clone(), id);
                     order.push(next);
                     id
@@ -107,8 +108,8 @@ mod tests {
         let dfa = build(&DigitSum, "test", &DfaConfig::default()).unwrap().unwrap();
         assert_eq!(dfa.num_states(), 3);
         let run = |s: &str| {
-            let t = dfa.walk(0, s.as_bytes());
-            t != DEAD && dfa.is_accepting(t)
+            let t = dfa.walk(dfa.start(), s.as_bytes());
+            !t.is_dead() && dfa.is_accepting(t)
         };
         assert!(run("") && run("111") && run("9") && !run("10") && !run("1.1") && !run("x"));
     }

@@ -10,7 +10,8 @@
 
 use super::decimal::Decimal;
 use super::universe::representable;
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::Dfa;
+use crate::util::StateId;
 
 /// Most trie nodes: minimization handles tables up to about 300 000 states of this alphabet.
 pub(crate) const MAX_NODES: usize = 250_000;
@@ -48,9 +49,9 @@ fn symbol(b: u8) -> usize {
 /// Shortest texts of values, as a trie: node 0 is the root, and a node is created after its
 /// parent, so index order visits parents first.
 struct Trie {
-    children: Vec<[u32; 12]>,
+    children: Vec<[StateId; 12]>,
     /// The edge into each node: its parent and byte.
-    parent: Vec<(u32, u8)>,
+    parent: Vec<(StateId, u8)>,
     /// The text up to this node is one of the inserted ones.
     end: Vec<bool>,
     /// The text up to this node contains a point.
@@ -59,41 +60,41 @@ struct Trie {
 
 impl Trie {
     fn new() -> Trie {
-        Trie { children: vec![[DEAD; 12]], parent: vec![(0, 0)], end: vec![false], frac: vec![false] }
+        Trie { children: vec![[StateId::DEAD; 12]], parent: vec![(StateId::new(0), 0)], end: vec![false], frac: vec![false] }
     }
 
     fn nodes(&self) -> usize {
         self.end.len()
     }
 
-    fn child(&mut self, node: u32, byte: u8) -> u32 {
-        let slot = self.children[node as usize][symbol(byte)];
-        if slot != DEAD {
+    fn child(&mut self, node: StateId, byte: u8) -> StateId {
+        let slot = self.children[node.as_usize()][symbol(byte)];
+        if !slot.is_dead() {
             return slot;
         }
-        let c = self.end.len() as u32;
-        self.children.push([DEAD; 12]);
+        let c = StateId::from_index(self.end.len());
+        self.children.push([StateId::DEAD; 12]);
         self.parent.push((node, byte));
         self.end.push(false);
-        self.frac.push(self.frac[node as usize] || byte == b'.');
-        self.children[node as usize][symbol(byte)] = c;
+        self.frac.push(self.frac[node.as_usize()] || byte == b'.');
+        self.children[node.as_usize()][symbol(byte)] = c;
         c
     }
 
     fn insert(&mut self, text: &[u8]) {
-        let mut node = 0;
+        let mut node = StateId::new(0);
         for &b in text {
             node = self.child(node, b);
         }
-        self.end[node as usize] = true;
+        self.end[node.as_usize()] = true;
     }
 
     /// The DFA: each trie node a state, plus one accepting state for "only zeros follow".
     fn into_dfa(mut self) -> Option<Dfa> {
         // An integer that is a value needs a point to spell `K.0`.
-        for node in 0..self.nodes() as u32 {
-            if self.end[node as usize] && !self.frac[node as usize] {
-                self.child(node, b'.');
+        for node in 0..self.nodes() {
+            if self.end[node] && !self.frac[node] {
+                self.child(StateId::from_index(node), b'.');
             }
         }
         let n = self.nodes();
@@ -103,7 +104,7 @@ impl Trie {
         let mut zero_ok = vec![false; n];
         for c in 1..n {
             let (p, b) = self.parent[c];
-            let p = p as usize;
+            let p = p.as_usize();
             if b == b'.' {
                 zero_ok[c] = self.end[p];
             } else if self.frac[c] {
@@ -113,19 +114,19 @@ impl Trie {
                 accept[c] = self.end[c];
             }
         }
-        let zeros = n as u32;
+        let zeros = StateId::from_index(n);
         let mut classes = [0u8; 256];
         for (k, &b) in ALPHABET.iter().enumerate() {
             classes[b as usize] = k as u8 + 1;
         }
         let stride = ALPHABET.len() + 1;
-        let mut trans = vec![DEAD; (n + 1) * stride];
+        let mut trans = vec![StateId::DEAD; (n + 1) * stride];
         for node in 0..n {
             for (k, &c) in self.children[node].iter().enumerate() {
                 trans[node * stride + k + 1] = c;
             }
             let zero = node * stride + symbol(b'0') + 1;
-            if self.frac[node] && trans[zero] == DEAD && zero_ok[node] {
+            if self.frac[node] && trans[zero].is_dead() && zero_ok[node] {
                 trans[zero] = zeros;
             }
         }
@@ -141,8 +142,8 @@ mod tests {
 
     fn run(d: &Option<Dfa>, s: &str) -> bool {
         let Some(d) = d else { return false };
-        let t = d.walk(0, s.as_bytes());
-        t != DEAD && d.is_accepting(t)
+        let t = d.walk(d.start(), s.as_bytes());
+        !t.is_dead() && d.is_accepting(t)
     }
 
     #[test]

@@ -33,8 +33,8 @@ use std::rc::Rc;
 
 use serde_json::Number;
 
-use crate::algebra::Expr;
-use crate::dfa::DfaConfig;
+use crate::automata::Expr;
+use crate::automata::DfaConfig;
 use crate::error::Result;
 use crate::json_schema::context::{Ctx, Dialect};
 

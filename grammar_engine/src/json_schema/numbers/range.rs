@@ -18,7 +18,7 @@ use super::decimal::Decimal;
 use super::doubles::{lower_cut, upper_cut, Cut};
 use super::facts::Bound;
 use super::universe::MAX_SIGNIFICANT;
-use crate::dfa::{Dfa, DfaConfig};
+use crate::automata::{Dfa, DfaConfig};
 use crate::error::Result;
 
 const SIG: u8 = MAX_SIGNIFICANT as u8;

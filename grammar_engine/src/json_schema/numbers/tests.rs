@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::doubles::python_float_multiple;
 use super::facts::Bound;
 use super::*;
-use crate::dfa::{Dfa, DEAD};
+use crate::automata::{Dfa};
 use crate::error::GrammarError;
 
 fn parse(text: &str) -> Value {
@@ -30,8 +30,8 @@ fn dfa_of(e: &Expr) -> Option<Dfa> {
 
 fn accepts(d: &Option<Dfa>, text: &str) -> bool {
     let Some(d) = d else { return false };
-    let t = d.walk(0, text.as_bytes());
-    t != DEAD && d.is_accepting(t)
+    let t = d.walk(d.start(), text.as_bytes());
+    !t.is_dead() && d.is_accepting(t)
 }
 
 /// The DFA of a schema's numbers in a dialect.

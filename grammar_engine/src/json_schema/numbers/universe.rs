@@ -73,8 +73,8 @@ mod tests {
 
     #[test]
     fn the_universe_regex_is_the_universe() {
-        use crate::algebra::Expr;
-        use crate::dfa::DfaConfig;
+        use crate::automata::Expr;
+        use crate::automata::DfaConfig;
         use crate::json_schema::context::Dialect;
         let cfg = DfaConfig::default();
         let regex = Expr::regex(universe_regex());

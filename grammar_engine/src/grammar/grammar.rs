@@ -1,8 +1,9 @@
 //! A compiled grammar and its step API: the decoding loop's view of a regex, a JSON Schema or
 //! a structure.
 //!
-//! A grammar state is a plain `u32` (a DFA state), so the loop can keep one main state and any
-//! number of throw-away draft states without cloning anything. Rows of the token index are
+//! A grammar state is a [`StateId`] (a DFA state, a `u32` underneath), so the loop can keep one
+//! main state and any number of throw-away draft states without cloning anything. A state id
+//! from outside is checked on every call ([`GrammarError::InvalidState`]). Rows of the token index are
 //! computed on first visit and cached (so the first mask comes fast), or all at once in
 //! parallel with [`Grammar::build_all`].
 
@@ -13,12 +14,16 @@ use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
-use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
-use crate::index::{compute_row, Row};
+use crate::grammar::index::{compute_row, Row};
 use crate::json_schema::{self, JsonSchemaOptions};
 use crate::structure::{self, SpecialTokens};
+use crate::util::{StateId, TokenId};
 use crate::vocab::Vocabulary;
+
+/// Why a token id past the end of the vocabulary is refused.
+pub(crate) const OUTSIDE_VOCABULARY: &str = "the id is outside the vocabulary";
 
 /// Limits for compiling and indexing a grammar.
 #[derive(Debug, Clone)]
@@ -57,13 +62,17 @@ pub struct Grammar {
 }
 
 impl Grammar {
+    /// [`Grammar::min_tokens_to_accept`] of a state from which no token sequence reaches
+    /// acceptance.
+    pub const UNREACHABLE: u32 = u32::MAX;
+
     /// Compiles a regex with full-match semantics.
     pub fn from_regex(vocab: Arc<Vocabulary>, pattern: &str, config: &GrammarConfig) -> Result<Grammar> {
         let dfa = Dfa::from_regex(pattern, &config.dfa)?;
         Self::new(vocab, dfa, pattern.to_string(), SpecialTokens::default(), config)
     }
 
-    /// Compiles a JSON Schema (see [`json_schema`]).
+    /// Compiles a JSON Schema (see [`crate::compile_json_schema`]).
     pub fn from_json_schema(
         vocab: Arc<Vocabulary>,
         schema: &serde_json::Value,
@@ -77,12 +86,12 @@ impl Grammar {
     }
 
     /// `Some` (what was left out) when a JSON Schema was compiled under a sound restriction
-    /// because its exact automaton did not fit: see `RESTRICTIONS` in [`json_schema`].
+    /// because its exact automaton did not fit: see `RESTRICTIONS` in the JSON Schema compiler's `ladder.rs`.
     pub fn restriction(&self) -> Option<&str> {
         self.restriction.as_deref()
     }
 
-    /// Compiles a structure spec (see [`structure`]): one DFA over its segments, with the
+    /// Compiles a structure spec (see [`crate::compile_structure`]): one DFA over its segments, with the
     /// special tokens it names allowed exactly where it names them.
     pub fn from_structure(
         vocab: Arc<Vocabulary>,
@@ -148,8 +157,8 @@ impl Grammar {
     /// byte is its special token's).
     fn vocab_covers_dfa(&self) -> bool {
         let mut used = [false; 256];
-        for s in 0..self.dfa.num_states() as u32 {
-            self.dfa.for_each_transition(s, |b, _| used[b as usize] = true);
+        for s in 0..self.dfa.num_states() {
+            self.dfa.for_each_transition(StateId::from_index(s), |b, _| used[b as usize] = true);
         }
         (0..=255u8).all(|b| !used[b as usize] || self.vocab.covers_byte(b) || self.specials.token_of(b).is_some())
     }
@@ -161,7 +170,7 @@ impl Grammar {
 
     /// The row of `state`: ordinary tokens by a walk over the trie, then the structure's
     /// special tokens, each one DFA step on its marker byte.
-    fn compute(&self, state: u32, live: impl Fn(u32) -> bool) -> Row {
+    fn compute(&self, state: StateId, live: impl Fn(StateId) -> bool) -> Row {
         let mut row = compute_row(self.ordinary_dfa(), &self.vocab, state, &live);
         if self.specials.is_empty() {
             return row;
@@ -169,8 +178,9 @@ impl Grammar {
         let mut special = Vec::new();
         for t in self.specials.iter() {
             let next = self.dfa.next(state, t.byte);
-            if next != DEAD && live(next) {
-                row.mask[(t.token >> 5) as usize] |= 1 << (t.token & 31);
+            if !next.is_dead() && live(next) {
+                let token = t.token.as_u32();
+                row.mask[(token >> 5) as usize] |= 1 << (token & 31);
                 row.max_next_distance = row.max_next_distance.max(self.dfa.byte_distance(next));
                 special.push((t.token, next));
             }
@@ -183,17 +193,17 @@ impl Grammar {
     /// token transitions of every byte-live state).
     fn token_liveness(&self) -> Vec<bool> {
         let n = self.dfa.num_states();
-        let edges: Vec<Vec<u32>> = (0..n as u32)
+        let edges: Vec<Vec<StateId>> = (0..n)
             .into_par_iter()
             .map(|s| {
-                let row = self.compute(s, |_| true);
-                let mut next: Vec<u32> = row.next_states().collect();
+                let row = self.compute(StateId::from_index(s), |_| true);
+                let mut next: Vec<StateId> = row.next_states().collect();
                 next.sort_unstable();
                 next.dedup();
                 next
             })
             .collect();
-        let mut live: Vec<bool> = (0..n as u32).map(|s| self.dfa.is_accepting(s)).collect();
+        let mut live: Vec<bool> = (0..n).map(|s| self.dfa.is_accepting(StateId::from_index(s))).collect();
         backward_closure(&edges, &mut live, |_, _| {});
         live
     }
@@ -217,8 +227,8 @@ impl Grammar {
 
     /// The bytes a token sequence writes in this grammar's spelling: a special token of the
     /// structure as its marker byte, any other token as its text; EOS writes nothing. For
-    /// checking a finished output with [`crate::repair`] or the DFA.
-    pub fn spell(&self, tokens: &[u32]) -> Vec<u8> {
+    /// checking a finished output with [`crate::repair()`] or the DFA.
+    pub fn spell(&self, tokens: &[TokenId]) -> Vec<u8> {
         let mut out = Vec::new();
         for &t in tokens {
             if let Some(b) = self.specials.byte_of(t) {
@@ -230,7 +240,7 @@ impl Grammar {
         out
     }
 
-    pub fn initial_state(&self) -> u32 {
+    pub fn initial_state(&self) -> StateId {
         self.dfa.start()
     }
 
@@ -238,23 +248,38 @@ impl Grammar {
         self.dfa.num_states()
     }
 
-    fn check(&self, state: u32) -> Result<()> {
-        if (state as usize) < self.num_states() {
-            Ok(())
-        } else {
-            Err(GrammarError::InvalidState { state, num_states: self.num_states() })
+    /// The state of this grammar whose id is `id`, as a caller outside Rust gives it (a
+    /// Python int may be negative or past `u32`); [`GrammarError::InvalidState`] when there
+    /// is none.
+    pub fn state(&self, id: i64) -> Result<StateId> {
+        match u32::try_from(id) {
+            Ok(s) if (s as usize) < self.num_states() => Ok(StateId::new(s)),
+            _ => Err(GrammarError::InvalidState { state: id, num_states: self.num_states() }),
         }
     }
 
     #[inline]
-    fn is_live(&self, state: u32) -> bool {
-        self.token_live.as_ref().map_or(true, |l| l[state as usize])
+    fn check(&self, state: StateId) -> Result<()> {
+        if state.as_usize() < self.num_states() {
+            Ok(())
+        } else {
+            Err(self.invalid(state))
+        }
+    }
+
+    fn invalid(&self, state: StateId) -> GrammarError {
+        GrammarError::InvalidState { state: i64::from(state.as_u32()), num_states: self.num_states() }
+    }
+
+    #[inline]
+    fn is_live(&self, state: StateId) -> bool {
+        self.token_live.as_ref().is_none_or(|l| l[state.as_usize()])
     }
 
     /// The row of `state`, computed on first use.
-    pub fn row(&self, state: u32) -> Result<&Row> {
+    pub fn row(&self, state: StateId) -> Result<&Row> {
         self.check(state)?;
-        let cell = &self.rows[state as usize];
+        let cell = &self.rows[state.as_usize()];
         if let Some(row) = cell.get() {
             return Ok(row);
         }
@@ -273,11 +298,11 @@ impl Grammar {
             // Another thread computed the same row first; keep its copy.
             self.index_bytes.fetch_sub(size, Ordering::Relaxed);
         }
-        cell.get().ok_or_else(|| GrammarError::InvalidState { state, num_states: self.num_states() })
+        cell.get().ok_or_else(|| self.invalid(state))
     }
 
     /// The allowed-token bitmask of `state`: `ceil(V / 32)` words, bit `t % 32` of word `t / 32`.
-    pub fn token_bitmask(&self, state: u32) -> Result<&[u32]> {
+    pub fn token_bitmask(&self, state: StateId) -> Result<&[u32]> {
         Ok(&self.row(state)?.mask)
     }
 
@@ -285,24 +310,26 @@ impl Grammar {
     /// `budget` more tokens (budget-aware masking: with `max_tokens` set, the output can then
     /// always be completed). Borrowed, i.e. the plain mask, whenever the budget restricts
     /// nothing, which a per-row bound decides without any search in the common case.
-    pub fn token_bitmask_within(&self, state: u32, budget: u32) -> Result<Cow<'_, [u32]>> {
+    pub fn token_bitmask_within(&self, state: StateId, budget: u32) -> Result<Cow<'_, [u32]>> {
         let row = self.row(state)?;
         if self.token_live.is_none() && row.max_next_distance <= budget {
             return Ok(Cow::Borrowed(&row.mask));
         }
         self.min_tokens_to_accept(state)?;
-        let mins = self.min_tokens.get().ok_or(GrammarError::InvalidState { state, num_states: self.num_states() })?;
-        if row.next_states().all(|n| mins[n as usize] <= budget) {
+        let mins = self.min_tokens.get().ok_or_else(|| self.invalid(state))?;
+        if row.next_states().all(|n| mins[n.as_usize()] <= budget) {
             return Ok(Cow::Borrowed(&row.mask));
         }
         let mut mask = vec![0u32; row.mask.len()];
         if self.dfa.is_accepting(state) {
             for &e in self.vocab.eos_ids() {
+                let e = e.as_u32();
                 mask[(e >> 5) as usize] |= 1 << (e & 31);
             }
         }
         for (t, n) in row.transitions(&self.vocab) {
-            if mins[n as usize] <= budget {
+            if mins[n.as_usize()] <= budget {
+                let t = t.as_u32();
                 mask[(t >> 5) as usize] |= 1 << (t & 31);
             }
         }
@@ -310,13 +337,13 @@ impl Grammar {
     }
 
     /// The allowed token ids of `state`, ascending (EOS included in accepting states).
-    pub fn allowed_token_ids(&self, state: u32) -> Result<Vec<u32>> {
+    pub fn allowed_token_ids(&self, state: StateId) -> Result<Vec<TokenId>> {
         let mask = self.token_bitmask(state)?;
         let mut out = Vec::new();
         for (w, &word) in mask.iter().enumerate() {
             let mut bits = word;
             while bits != 0 {
-                out.push((w as u32) << 5 | bits.trailing_zeros());
+                out.push(TokenId::new((w as u32) << 5 | bits.trailing_zeros()));
                 bits &= bits - 1;
             }
         }
@@ -325,18 +352,18 @@ impl Grammar {
 
     /// The state after `token`, or an error when the token is not allowed in `state`. EOS in
     /// an accepting state leaves the state unchanged.
-    pub fn advance(&self, state: u32, token: u32) -> Result<u32> {
+    pub fn advance(&self, state: StateId, token: TokenId) -> Result<StateId> {
         self.check(state)?;
-        let refuse = |reason: &str| Err(GrammarError::TokenNotAllowed { state, token, reason: reason.to_string() });
+        let refuse = |reason: &str| Err(GrammarError::TokenNotAllowed { state, token: i64::from(token.as_u32()), reason: reason.to_string() });
         if self.vocab.is_eos(token) {
             return if self.dfa.is_accepting(state) { Ok(state) } else { refuse("EOS is only allowed once the output fully matches") };
         }
         let Some(bytes) = self.vocab.token_bytes(token) else {
-            return refuse("the id is outside the vocabulary");
+            return refuse(OUTSIDE_VOCABULARY);
         };
         if let Some(byte) = self.specials.byte_of(token) {
             let next = self.dfa.next(state, byte);
-            if next == DEAD || !self.is_live(next) {
+            if next.is_dead() || !self.is_live(next) {
                 return refuse("the structure does not allow this special token here");
             }
             return Ok(next);
@@ -345,31 +372,31 @@ impl Grammar {
             return refuse("special and control tokens are only allowed where a structure names them");
         }
         let next = self.ordinary_dfa().walk(state, bytes);
-        if next == DEAD || !self.is_live(next) {
+        if next.is_dead() || !self.is_live(next) {
             return refuse("its bytes leave the grammar");
         }
         Ok(next)
     }
 
-    pub fn is_accepting(&self, state: u32) -> Result<bool> {
+    pub fn is_accepting(&self, state: StateId) -> Result<bool> {
         self.check(state)?;
         Ok(self.dfa.is_accepting(state))
     }
 
     /// Bytes every valid continuation of `state` starts with (for jump-forward).
-    pub fn forced_bytes(&self, state: u32) -> Result<Vec<u8>> {
+    pub fn forced_bytes(&self, state: StateId) -> Result<Vec<u8>> {
         self.check(state)?;
         Ok(self.dfa.forced_bytes(state))
     }
 
     /// The (token, next state) pairs of the ordinary tokens allowed in `state`.
-    pub fn transitions(&self, state: u32) -> Result<Vec<(u32, u32)>> {
+    pub fn transitions(&self, state: StateId) -> Result<Vec<(TokenId, StateId)>> {
         Ok(self.row(state)?.transitions(&self.vocab).collect())
     }
 
     /// Computes every row, in parallel over states.
     pub fn build_all(&self) -> Result<()> {
-        (0..self.num_states() as u32).into_par_iter().try_for_each(|s| self.row(s).map(|_| ()))
+        (0..self.num_states()).into_par_iter().try_for_each(|s| self.row(StateId::from_index(s)).map(|_| ()))
     }
 
     /// Number of rows computed so far.
@@ -377,24 +404,24 @@ impl Grammar {
         self.rows.iter().filter(|c| c.get().is_some()).count()
     }
 
-    /// The fewest tokens from `state` to acceptance (0 when accepting). The first call builds
-    /// every row.
-    pub fn min_tokens_to_accept(&self, state: u32) -> Result<u32> {
+    /// The fewest tokens from `state` to acceptance (0 when accepting; [`Grammar::UNREACHABLE`] when
+    /// no token sequence gets there). The first call builds every row.
+    pub fn min_tokens_to_accept(&self, state: StateId) -> Result<u32> {
         self.check(state)?;
         if let Some(m) = self.min_tokens.get() {
-            return Ok(m[state as usize]);
+            return Ok(m[state.as_usize()]);
         }
         self.build_all()?;
         let n = self.num_states();
         let mut edges = Vec::with_capacity(n);
-        for s in 0..n as u32 {
-            let mut next: Vec<u32> = self.row(s)?.next_states().collect();
+        for s in 0..n {
+            let mut next: Vec<StateId> = self.row(StateId::from_index(s))?.next_states().collect();
             next.sort_unstable();
             next.dedup();
             edges.push(next);
         }
-        let mut reached: Vec<bool> = (0..n as u32).map(|s| self.dfa.is_accepting(s)).collect();
-        let mut dist = vec![u32::MAX; n];
+        let mut reached: Vec<bool> = (0..n).map(|s| self.dfa.is_accepting(StateId::from_index(s))).collect();
+        let mut dist = vec![Self::UNREACHABLE; n];
         for (s, &acc) in reached.iter().enumerate() {
             if acc {
                 dist[s] = 0;
@@ -402,7 +429,7 @@ impl Grammar {
         }
         backward_closure(&edges, &mut reached, |from, to| dist[from] = dist[to] + 1);
         let _ = self.min_tokens.set(dist);
-        Ok(self.min_tokens.get().map_or(u32::MAX, |m| m[state as usize]))
+        Ok(self.min_tokens.get().map_or(Self::UNREACHABLE, |m| m[state.as_usize()]))
     }
 
     /// Heap bytes held: the DFA, the rows built so far and the caches.
@@ -418,12 +445,12 @@ impl Grammar {
 /// Breadth-first search backwards along `edges` (state → successor states) from the states
 /// already marked in `reached`. `on_reach(from, to)` is called when `from` is first reached
 /// through its successor `to`, in order of increasing distance.
-fn backward_closure(edges: &[Vec<u32>], reached: &mut [bool], mut on_reach: impl FnMut(usize, usize)) {
+fn backward_closure(edges: &[Vec<StateId>], reached: &mut [bool], mut on_reach: impl FnMut(usize, usize)) {
     let n = edges.len();
     let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
     for (s, succ) in edges.iter().enumerate() {
         for &t in succ {
-            rev[t as usize].push(s as u32);
+            rev[t.as_usize()].push(s as u32);
         }
     }
     let mut queue: VecDeque<usize> = (0..n).filter(|&s| reached[s]).collect();
@@ -436,114 +463,5 @@ fn backward_closure(edges: &[Vec<u32>], reached: &mut [bool], mut on_reach: impl
                 queue.push_back(s);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::vocab::{Family, TokenSpec};
-
-    fn vocab(tokens: &[&str], eos: u32) -> Arc<Vocabulary> {
-        let mut specs: Vec<Option<TokenSpec>> =
-            tokens.iter().map(|t| Some(TokenSpec { bytes: t.as_bytes().to_vec(), special: false })).collect();
-        specs.push(Some(TokenSpec { bytes: b"</s>".to_vec(), special: true }));
-        let _ = eos;
-        Arc::new(Vocabulary::new(specs, vec![tokens.len() as u32], Family::Raw, None).unwrap())
-    }
-
-    fn ascii_vocab() -> Arc<Vocabulary> {
-        let mut toks: Vec<String> = (32u8..127).map(|b| (b as char).to_string()).collect();
-        toks.extend(["12", "123", "ab", "abc", "\"", "{\"", "\":", "\"}"].iter().map(|s| s.to_string()));
-        let refs: Vec<&str> = toks.iter().map(String::as_str).collect();
-        vocab(&refs, 0)
-    }
-
-    fn bit(mask: &[u32], t: u32) -> bool {
-        mask[(t >> 5) as usize] >> (t & 31) & 1 == 1
-    }
-
-    #[test]
-    fn masks_transitions_and_eos() {
-        let v = ascii_vocab();
-        let eos = *v.eos_ids().first().unwrap();
-        let g = Grammar::from_regex(v.clone(), "[0-9]{3}", &GrammarConfig::default()).unwrap();
-        let s0 = g.initial_state();
-        let allowed = g.allowed_token_ids(s0).unwrap();
-        let texts: Vec<&[u8]> = allowed.iter().map(|&t| v.token_bytes(t).unwrap()).collect();
-        assert!(texts.contains(&&b"123"[..]) && texts.contains(&&b"7"[..]));
-        assert!(!texts.contains(&&b"a"[..]));
-        assert!(!bit(g.token_bitmask(s0).unwrap(), eos));
-        let id_123 = allowed.iter().copied().find(|&t| v.token_bytes(t) == Some(b"123")).unwrap();
-        let s = g.advance(s0, id_123).unwrap();
-        assert!(g.is_accepting(s).unwrap());
-        assert_eq!(g.allowed_token_ids(s).unwrap(), vec![eos]);
-        assert_eq!(g.advance(s, eos).unwrap(), s);
-        assert!(g.advance(s0, eos).is_err());
-        assert!(g.advance(s, id_123).is_err());
-        assert!(g.advance(9999, 0).is_err());
-        assert_eq!(g.min_tokens_to_accept(s0).unwrap(), 1);
-        assert_eq!(g.min_tokens_to_accept(s).unwrap(), 0);
-        let row = g.row(s0).unwrap();
-        assert_eq!(row.transitions(&v).count(), g.allowed_token_ids(s0).unwrap().len());
-        for (t, n) in row.transitions(&v) {
-            assert_eq!(g.advance(s0, t).unwrap(), n);
-        }
-    }
-
-    #[test]
-    fn budget_restricts_only_when_needed() {
-        let v = ascii_vocab();
-        let g = Grammar::from_regex(v.clone(), "[0-9]{1,2}|[a-z]{5}", &GrammarConfig::default()).unwrap();
-        let plain = g.token_bitmask(0).unwrap().to_vec();
-        assert!(matches!(g.token_bitmask_within(0, 10).unwrap(), Cow::Borrowed(_)));
-        // With no token left after this one, only tokens that complete a match remain.
-        let tight = g.token_bitmask_within(0, 0).unwrap();
-        let allowed: Vec<u32> = (0..v.size() as u32).filter(|&t| tight[(t >> 5) as usize] >> (t & 31) & 1 == 1).collect();
-        assert!(!allowed.is_empty());
-        for &t in &allowed {
-            let n = g.advance(0, t).unwrap();
-            assert!(g.is_accepting(n).unwrap(), "token {t} leaves acceptance out of reach");
-            assert!(plain[(t >> 5) as usize] >> (t & 31) & 1 == 1);
-        }
-        let one = g.token_bitmask_within(0, 1).unwrap();
-        for t in 0..v.size() as u32 {
-            if one[(t >> 5) as usize] >> (t & 31) & 1 == 1 {
-                assert!(g.min_tokens_to_accept(g.advance(0, t).unwrap()).unwrap() <= 1);
-            }
-        }
-    }
-
-    #[test]
-    fn eager_equals_lazy() {
-        let v = ascii_vocab();
-        let lazy = Grammar::from_regex(v.clone(), r#"\{"[a-c]+":[0-9]{1,3}\}"#, &GrammarConfig::default()).unwrap();
-        let eager = Grammar::from_regex(v, r#"\{"[a-c]+":[0-9]{1,3}\}"#, &GrammarConfig::default()).unwrap();
-        eager.build_all().unwrap();
-        assert_eq!(eager.rows_built(), eager.num_states());
-        for s in 0..lazy.num_states() as u32 {
-            assert_eq!(lazy.token_bitmask(s).unwrap(), eager.token_bitmask(s).unwrap());
-        }
-    }
-
-    #[test]
-    fn vocabulary_that_cannot_complete() {
-        // "c" is not a token, so "abc" can only be written as "abc" or "ab"+... : "ab" then "c"
-        // is impossible, and "x" is not writable at all.
-        let v = vocab(&["a", "b", "abc"], 0);
-        assert!(matches!(Grammar::from_regex(v.clone(), "x", &GrammarConfig::default()), Err(GrammarError::NotCompletable { .. })));
-        let g = Grammar::from_regex(v.clone(), "ab?c", &GrammarConfig::default()).unwrap();
-        // "a" leads to a state needing "c" or "bc": not token-completable, so only "abc" is allowed.
-        let allowed = g.allowed_token_ids(0).unwrap();
-        assert_eq!(allowed, vec![2]);
-        assert!(g.advance(0, 0).is_err());
-    }
-
-    #[test]
-    fn index_size_limit() {
-        let v = ascii_vocab();
-        let cfg = GrammarConfig { max_index_bytes: 8, ..GrammarConfig::default() };
-        let g = Grammar::from_regex(v, "[a-z ]+", &cfg).unwrap();
-        assert!(matches!(g.token_bitmask(0), Err(GrammarError::TooLarge { .. })));
     }
 }

@@ -11,7 +11,7 @@
 //! reference count. A tree of regex leaves only (the common case) is rendered as one regex and
 //! compiled as a plain pattern would be. Otherwise each maximal regex-only subtree is compiled
 //! on its own, the DFAs are glued into one NFA by the tree's operators
-//! ([`crate::glued_nfa`]), and the subset construction determinizes the whole. Intersection
+//! ([`crate::automata::glued_nfa`]), and the subset construction determinizes the whole. Intersection
 //! and difference are products on [`Dfa`]s, so [`Expr::and`] and [`Expr::minus`] build their
 //! operands at once and give back a DFA leaf.
 //!
@@ -21,11 +21,12 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
-use crate::glued_nfa::{GluedNfa, SharedDfa};
-use crate::int_hash::IntMap;
-use crate::subset::NodeId;
+use crate::automata::glued_nfa::{GluedNfa, SharedDfa};
+use crate::util::int_hash::IntMap;
+use crate::util::StateId;
+use crate::automata::subset::NodeId;
 
 /// Longest regex text rendered for a regex-only subtree.
 const MAX_REGEX_LEN: usize = 16 << 20;
@@ -197,7 +198,7 @@ impl Expr {
             return n;
         }
         let n = match self {
-            Expr::Regex(r) => match crate::dfa::parse(r) {
+            Expr::Regex(r) => match crate::automata::parse::parse(r) {
                 Ok(hir) => hir_size(&hir),
                 Err(_) => r.len() as u64,
             },
@@ -403,7 +404,7 @@ enum Op {
 
 /// The product of two DFAs: `And` accepts what both accept, `Minus` what `a` accepts and `b`
 /// does not. Byte classes are refined so each product class is one class of each side. In a
-/// `Minus` product, `b` may die ([`DEAD`]): from there it refuses everything, so only `a`
+/// `Minus` product, `b` may die ([`StateId::DEAD`]): from there it refuses everything, so only `a`
 /// decides.
 fn product(a: &Dfa, b: &Dfa, op: Op, config: &DfaConfig) -> Result<Option<Dfa>> {
     let mut classes = [0u8; 256];
@@ -424,11 +425,11 @@ fn product(a: &Dfa, b: &Dfa, op: Op, config: &DfaConfig) -> Result<Option<Dfa>> 
     // JSONSchemaBench schemas, products of 134,000-181,000 raw states pruned to 70,000-95,000).
     let limit = config.max_states.saturating_mul(2).saturating_add(64);
     // Pairs by `a`'s state in the high half and `b`'s in the low one.
-    let pair = |sa: u32, sb: u32| (sa as u64) << 32 | sb as u64;
-    let mut ids: IntMap<u64, u32> = IntMap::default();
-    let mut order: Vec<(u32, u32)> = vec![(0, 0)];
-    ids.insert(pair(0, 0), 0);
-    let mut trans: Vec<u32> = Vec::new();
+    let pair = |sa: StateId, sb: StateId| (sa.as_u32() as u64) << 32 | sb.as_u32() as u64;
+    let mut ids: IntMap<u64, StateId> = IntMap::default();
+    let mut order: Vec<(StateId, StateId)> = vec![(a.start(), b.start())];
+    ids.insert(pair(a.start(), b.start()), StateId::new(0));
+    let mut trans: Vec<StateId> = Vec::new();
     let mut i = 0;
     while i < order.len() {
         let (sa, sb) = order[i];
@@ -438,9 +439,9 @@ fn product(a: &Dfa, b: &Dfa, op: Op, config: &DfaConfig) -> Result<Option<Dfa>> 
         }
         for &(ca, cb) in &reps {
             let ta = a.row(sa)[ca];
-            let tb = if sb == DEAD { DEAD } else { b.row(sb)[cb] };
-            if ta == DEAD || (op == Op::And && tb == DEAD) {
-                trans.push(DEAD);
+            let tb = if sb.is_dead() { StateId::DEAD } else { b.row(sb)[cb] };
+            if ta.is_dead() || (op == Op::And && tb.is_dead()) {
+                trans.push(StateId::DEAD);
                 continue;
             }
             let key = pair(ta, tb);
@@ -454,7 +455,7 @@ fn product(a: &Dfa, b: &Dfa, op: Op, config: &DfaConfig) -> Result<Option<Dfa>> 
                             detail: format!("more than {} states while intersecting", order.len()),
                         });
                     }
-                    let id = order.len() as u32;
+                    let id = StateId::from_index(order.len());
                     ids.insert(key, id);
                     order.push((ta, tb));
                     id
@@ -466,7 +467,7 @@ fn product(a: &Dfa, b: &Dfa, op: Op, config: &DfaConfig) -> Result<Option<Dfa>> 
     let accepting: Vec<bool> = order
         .iter()
         .map(|&(sa, sb)| {
-            let in_b = sb != DEAD && b.is_accepting(sb);
+            let in_b = !sb.is_dead() && b.is_accepting(sb);
             a.is_accepting(sa) && if op == Op::And { in_b } else { !in_b }
         })
         .collect();
@@ -493,8 +494,8 @@ mod tests {
 
     fn accepts(e: &Expr, s: &str) -> bool {
         let Some(d) = e.to_dfa(&cfg()).unwrap() else { return false };
-        let t = d.walk(0, s.as_bytes());
-        t != DEAD && d.is_accepting(t)
+        let t = d.walk(d.start(), s.as_bytes());
+        !t.is_dead() && d.is_accepting(t)
     }
 
     #[test]

@@ -7,8 +7,9 @@
 
 use serde_json::Value;
 
-use crate::byte_level::ByteDecoder;
+use crate::vocab::byte_level::ByteDecoder;
 use crate::error::{GrammarError, Result};
+use crate::util::TokenId;
 use crate::vocab::{Family, TokenSpec, END_TOKEN_NAMES};
 
 /// What a `tokenizer.json` holds, before EOS ids are settled.
@@ -16,7 +17,7 @@ pub struct ParsedTokenizer {
     pub tokens: Vec<Option<TokenSpec>>,
     pub family: Family,
     /// Special tokens by content, for resolving EOS names.
-    pub specials: Vec<(String, u32)>,
+    pub specials: Vec<(String, TokenId)>,
 }
 
 /// Parses the text of a `tokenizer.json`.
@@ -82,7 +83,7 @@ pub fn parse(text: &str) -> Result<ParsedTokenizer> {
             }
             tokens[id] = Some(TokenSpec { bytes: content.as_bytes().to_vec(), special });
             if special {
-                specials.push((content.to_string(), id as u32));
+                specials.push((content.to_string(), TokenId::new(id as u32)));
             }
         }
     }
@@ -157,9 +158,9 @@ fn contains_metaspace_replace(v: &Value) -> bool {
 
 /// Resolves EOS ids: the names given (from `tokenizer_config.json` and friends), else the
 /// well-known end-of-turn names among the special tokens.
-pub fn resolve_eos(parsed: &ParsedTokenizer, names: &[String]) -> Vec<u32> {
+pub fn resolve_eos(parsed: &ParsedTokenizer, names: &[String]) -> Vec<TokenId> {
     let find = |name: &str| parsed.specials.iter().find(|(c, _)| c == name).map(|(_, id)| *id);
-    let mut ids: Vec<u32> = names.iter().filter_map(|n| find(n)).collect();
+    let mut ids: Vec<TokenId> = names.iter().filter_map(|n| find(n)).collect();
     if ids.is_empty() {
         ids = END_TOKEN_NAMES.iter().filter_map(|n| find(n)).collect();
     }
@@ -169,7 +170,7 @@ pub fn resolve_eos(parsed: &ParsedTokenizer, names: &[String]) -> Vec<u32> {
 /// EOS names and ids declared by the files Hugging Face keeps next to `tokenizer.json`:
 /// `tokenizer_config.json` (`eos_token`), `generation_config.json` and `config.json`
 /// (`eos_token_id`, a number or a list). Missing or unreadable files are skipped.
-pub fn eos_from_sidecars(dir: &std::path::Path) -> (Vec<String>, Vec<u32>) {
+pub fn eos_from_sidecars(dir: &std::path::Path) -> (Vec<String>, Vec<TokenId>) {
     let read = |name: &str| -> Option<Value> {
         let text = std::fs::read_to_string(dir.join(name)).ok()?;
         serde_json::from_str(&text).ok()
@@ -189,48 +190,11 @@ pub fn eos_from_sidecars(dir: &std::path::Path) -> (Vec<String>, Vec<u32>) {
     let mut ids = Vec::new();
     for file in ["generation_config.json", "config.json"] {
         match read(file).as_ref().and_then(|c| c.get("eos_token_id")) {
-            Some(Value::Number(n)) => ids.extend(n.as_u64().map(|v| v as u32)),
-            Some(Value::Array(list)) => ids.extend(list.iter().filter_map(Value::as_u64).map(|v| v as u32)),
+            Some(Value::Number(n)) => ids.extend(n.as_u64().map(|v| TokenId::new(v as u32))),
+            Some(Value::Array(list)) => ids.extend(list.iter().filter_map(Value::as_u64).map(|v| TokenId::new(v as u32))),
             _ => {}
         }
     }
     ids.dedup();
     (names, ids)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn byte_level_and_added_tokens() {
-        let j = r#"{"added_tokens":[{"id":3,"content":"<|im_end|>","special":true},{"id":4,"content":"<tool>","special":false}],
-            "decoder":{"type":"ByteLevel"},"model":{"type":"BPE","vocab":{"a":0,"Ġb":1,"Ċ":2},"merges":[]}}"#;
-        let p = parse(j).unwrap();
-        assert_eq!(p.family, Family::ByteLevel);
-        assert_eq!(p.tokens[1].as_ref().unwrap().bytes, b" b");
-        assert_eq!(p.tokens[2].as_ref().unwrap().bytes, b"\n");
-        assert!(p.tokens[3].as_ref().unwrap().special);
-        assert!(!p.tokens[4].as_ref().unwrap().special);
-        assert_eq!(resolve_eos(&p, &[]), vec![3]);
-    }
-
-    #[test]
-    fn sentencepiece_byte_fallback() {
-        let j = r#"{"decoder":{"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"▁"},"content":" "},{"type":"ByteFallback"},{"type":"Fuse"}]},
-            "model":{"type":"BPE","byte_fallback":true,"vocab":{"<0x0A>":0,"▁hi":1,"é":2}}}"#;
-        let p = parse(j).unwrap();
-        assert_eq!(p.family, Family::SentencePiece);
-        assert_eq!(p.tokens[0].as_ref().unwrap().bytes, b"\n");
-        assert_eq!(p.tokens[1].as_ref().unwrap().bytes, b" hi");
-        assert_eq!(p.tokens[2].as_ref().unwrap().bytes, "é".as_bytes());
-    }
-
-    #[test]
-    fn malformed_files_are_errors() {
-        assert!(parse("{").is_err());
-        assert!(parse("{}").is_err());
-        assert!(parse(r#"{"model":{"type":"WordPiece","vocab":{}}}"#).is_err());
-        assert!(parse(r#"{"model":{"type":"BPE","vocab":{"a":"x"}}}"#).is_err());
-    }
 }

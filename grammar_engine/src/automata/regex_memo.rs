@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::dfa::Dfa;
+use crate::automata::Dfa;
 
 /// Largest DFA kept, in states: big automata are built once anyway (the final grammar), and
 /// small ones are what repeats.
@@ -94,7 +94,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::RegexMemo;
-    use crate::dfa::{Deadline, Dfa, DfaConfig};
+    use crate::automata::{Deadline, Dfa, DfaConfig};
     use crate::error::GrammarError;
 
     #[test]
@@ -106,7 +106,7 @@ mod tests {
         let late = DfaConfig { deadline: Some(past), ..config.clone() };
         let again = Dfa::from_regex("[a-c]{2,4}x", &late).expect("stored");
         assert_eq!(again.num_states(), first.num_states());
-        assert!(["abx", "ccccx"].iter().all(|s| again.is_accepting(again.walk(0, s.as_bytes()))));
+        assert!(["abx", "ccccx"].iter().all(|s| again.is_accepting(again.walk(again.start(), s.as_bytes()))));
         assert!(matches!(Dfa::from_regex("[a-c]{2,5}x", &late), Err(GrammarError::TooLarge { .. })));
         // An empty language is stored too; the state limit still holds for a stored DFA.
         assert!(matches!(Dfa::from_regex("a[^\\x00-\\x{10FFFF}]", &config), Err(GrammarError::EmptyLanguage { .. })));

@@ -10,7 +10,8 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 use crate::error::{GrammarError, Result};
-use crate::tokenizer_json::parse_byte_token;
+use crate::util::TokenId;
+use crate::vocab::tokenizer_json::parse_byte_token;
 use crate::vocab::{Family, TokenSpec, END_TOKEN_NAMES};
 
 /// One metadata value.
@@ -143,7 +144,7 @@ const TYPE_BYTE: u64 = 6;
 const TYPE_USER_DEFINED: u64 = 4;
 
 /// The tokenizer of a GGUF file as token specs, its family and its EOS ids.
-pub fn tokenizer_from_metadata(meta: &BTreeMap<String, GgufValue>) -> Result<(Vec<Option<TokenSpec>>, Family, Vec<u32>)> {
+pub fn tokenizer_from_metadata(meta: &BTreeMap<String, GgufValue>) -> Result<(Vec<Option<TokenSpec>>, Family, Vec<TokenId>)> {
     let model = meta.get("tokenizer.ggml.model").and_then(GgufValue::as_str).ok_or_else(|| GrammarError::vocab("GGUF has no tokenizer.ggml.model"))?;
     let family = match model {
         "gpt2" => Family::ByteLevel,
@@ -152,9 +153,9 @@ pub fn tokenizer_from_metadata(meta: &BTreeMap<String, GgufValue>) -> Result<(Ve
     };
     let tokens = meta.get("tokenizer.ggml.tokens").and_then(GgufValue::as_array).ok_or_else(|| GrammarError::vocab("GGUF has no tokenizer.ggml.tokens"))?;
     let types = meta.get("tokenizer.ggml.token_type").and_then(GgufValue::as_array);
-    let dec = crate::byte_level::ByteDecoder::new();
+    let dec = crate::vocab::byte_level::ByteDecoder::new();
     let mut specs = Vec::with_capacity(tokens.len());
-    let mut controls: Vec<(&str, u32)> = Vec::new();
+    let mut controls: Vec<(&str, TokenId)> = Vec::new();
     for (id, tok) in tokens.iter().enumerate() {
         let s = tok.as_str().ok_or_else(|| GrammarError::vocab(format!("GGUF token {id} is not a string")))?;
         let ty = types.and_then(|t| t.get(id)).and_then(GgufValue::as_u64).unwrap_or(TYPE_NORMAL);
@@ -171,7 +172,7 @@ pub fn tokenizer_from_metadata(meta: &BTreeMap<String, GgufValue>) -> Result<(Ve
             TYPE_USER_DEFINED => TokenSpec { bytes: s.replace('\u{2581}', " ").into_bytes(), special: false },
             // Unknown (2), control (3), unused (5): never allowed.
             _ => {
-                controls.push((s, id as u32));
+                controls.push((s, TokenId::new(id as u32)));
                 TokenSpec { bytes: s.as_bytes().to_vec(), special: true }
             }
         };
@@ -180,7 +181,7 @@ pub fn tokenizer_from_metadata(meta: &BTreeMap<String, GgufValue>) -> Result<(Ve
     let mut eos = Vec::new();
     for key in ["tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"] {
         if let Some(id) = meta.get(key).and_then(GgufValue::as_u64) {
-            eos.push(id as u32);
+            eos.push(TokenId::new(id as u32));
         }
     }
     // Chat models end a turn with a control token the header does not always name as EOS.
@@ -190,60 +191,4 @@ pub fn tokenizer_from_metadata(meta: &BTreeMap<String, GgufValue>) -> Result<(Ve
         }
     }
     Ok((specs, family, eos))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-
-    fn push_str(buf: &mut Vec<u8>, s: &str) {
-        buf.extend_from_slice(&(s.len() as u64).to_le_bytes());
-        buf.extend_from_slice(s.as_bytes());
-    }
-
-    #[test]
-    fn reads_a_small_header_and_its_tokenizer() {
-        let mut b = b"GGUF".to_vec();
-        b.extend_from_slice(&3u32.to_le_bytes());
-        b.extend_from_slice(&0u64.to_le_bytes());
-        b.extend_from_slice(&4u64.to_le_bytes());
-        push_str(&mut b, "tokenizer.ggml.model");
-        b.extend_from_slice(&8u32.to_le_bytes());
-        push_str(&mut b, "llama");
-        push_str(&mut b, "tokenizer.ggml.tokens");
-        b.extend_from_slice(&9u32.to_le_bytes());
-        b.extend_from_slice(&8u32.to_le_bytes());
-        b.extend_from_slice(&3u64.to_le_bytes());
-        for t in ["<eos>", "<0x41>", "\u{2581}hi"] {
-            push_str(&mut b, t);
-        }
-        push_str(&mut b, "tokenizer.ggml.token_type");
-        b.extend_from_slice(&9u32.to_le_bytes());
-        b.extend_from_slice(&5u32.to_le_bytes());
-        b.extend_from_slice(&3u64.to_le_bytes());
-        for t in [3i32, 6, 1] {
-            b.extend_from_slice(&t.to_le_bytes());
-        }
-        push_str(&mut b, "tokenizer.ggml.eos_token_id");
-        b.extend_from_slice(&4u32.to_le_bytes());
-        b.extend_from_slice(&0u32.to_le_bytes());
-        let dir = std::env::temp_dir().join(format!("onyx-gguf-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("t.gguf");
-        std::fs::File::create(&path).unwrap().write_all(&b).unwrap();
-        let meta = read_metadata(&path).unwrap();
-        let (specs, family, eos) = tokenizer_from_metadata(&meta).unwrap();
-        assert_eq!(family, Family::SentencePiece);
-        assert!(specs[0].as_ref().unwrap().special);
-        assert_eq!(specs[1].as_ref().unwrap().bytes, b"A");
-        assert_eq!(specs[2].as_ref().unwrap().bytes, b" hi");
-        assert_eq!(eos, vec![0]);
-        // Cut short inside the header: a clear error, no panic.
-        std::fs::File::create(&path).unwrap().write_all(&b[..b.len() - 3]).unwrap();
-        assert!(read_metadata(&path).is_err());
-        std::fs::File::create(&path).unwrap().write_all(b"NOPE").unwrap();
-        assert!(read_metadata(&path).is_err());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
 }

@@ -3,12 +3,11 @@
 
 use std::sync::Arc;
 
+use grammar_engine::{
+    Family, Grammar, GrammarConfig, GrammarError, JsonSchemaOptions, SpecialTokens, StateId, TokenId, TokenSpec, Vocabulary,
+    MARKER_BYTES,
+};
 use serde_json::{json, Value};
-
-use super::*;
-use crate::dfa::DEAD;
-use crate::grammar::{Grammar, GrammarConfig};
-use crate::vocab::{Family, TokenSpec};
 
 /// Printable ASCII one byte per token, some longer tokens, an ordinary `<tool_call>`, an
 /// ordinary token holding the byte 0xF5 (as byte-level vocabularies have), two special tokens
@@ -22,11 +21,11 @@ fn vocab() -> Arc<Vocabulary> {
     specs.push(Some(TokenSpec { bytes: b"[TOOL_CALLS]".to_vec(), special: true }));
     specs.push(Some(TokenSpec { bytes: b"<|python_tag|>".to_vec(), special: true }));
     specs.push(Some(TokenSpec { bytes: b"</s>".to_vec(), special: true }));
-    let eos = specs.len() as u32 - 1;
+    let eos = TokenId::new(specs.len() as u32 - 1);
     Arc::new(Vocabulary::new(specs, vec![eos], Family::Raw, None).unwrap())
 }
 
-fn id(v: &Vocabulary, text: &[u8]) -> u32 {
+fn id(v: &Vocabulary, text: &[u8]) -> TokenId {
     v.find_tokens(text)[0]
 }
 
@@ -39,12 +38,11 @@ fn error(spec: Value) -> GrammarError {
 }
 
 fn accepts(g: &Grammar, bytes: &[u8]) -> bool {
-    let s = g.dfa().walk(0, bytes);
-    s != DEAD && g.dfa().is_accepting(s)
+    g.dfa().accepts(bytes)
 }
 
 /// Advances through `tokens`; `None` as soon as one is refused.
-fn walk(g: &Grammar, tokens: &[u32]) -> Option<u32> {
+fn walk(g: &Grammar, tokens: &[TokenId]) -> Option<StateId> {
     let mut s = g.initial_state();
     for &t in tokens {
         s = g.advance(s, t).ok()?;
@@ -52,7 +50,7 @@ fn walk(g: &Grammar, tokens: &[u32]) -> Option<u32> {
     Some(s)
 }
 
-fn text_tokens(v: &Vocabulary, text: &str) -> Vec<u32> {
+fn text_tokens(v: &Vocabulary, text: &str) -> Vec<TokenId> {
     text.bytes().map(|b| id(v, &[b])).collect()
 }
 
@@ -111,7 +109,7 @@ fn special_tokens_are_allowed_exactly_where_named() {
     assert_eq!(g.special_tokens().byte_of(calls), Some(MARKER_BYTES[0]));
     let s0 = g.initial_state();
     let mask = g.token_bitmask(s0).unwrap().to_vec();
-    let allowed = |m: &[u32], t: u32| m[(t >> 5) as usize] >> (t & 31) & 1 == 1;
+    let allowed = |m: &[u32], t: TokenId| m[(t.as_u32() >> 5) as usize] >> (t.as_u32() & 31) & 1 == 1;
     assert!(allowed(&mask, calls));
     assert!(!allowed(&mask, tag) && !allowed(&mask, byte_f5) && !allowed(&mask, eos));
     // Free text may hold the special token's text (it is not the token) but never the token.
@@ -129,7 +127,8 @@ fn special_tokens_are_allowed_exactly_where_named() {
     assert_eq!(g.spell(&[id(&v, b"h"), calls, id(&v, b"q"), eos]), vec![b'h', MARKER_BYTES[0], b'q']);
     // A grammar that names no special token refuses them all.
     let plain = grammar(json!({"free_text": true}));
-    assert!(plain.advance(0, calls).is_err() && plain.advance(0, byte_f5).is_err());
+    let start = plain.initial_state();
+    assert!(plain.advance(start, calls).is_err() && plain.advance(start, byte_f5).is_err());
 }
 
 #[test]
@@ -137,12 +136,13 @@ fn transitions_and_min_tokens_see_special_tokens() {
     let v = vocab();
     let calls = id(&v, b"[TOOL_CALLS]");
     let g = grammar(json!([{"token": "[TOOL_CALLS]"}, "ab"]));
-    assert_eq!(g.min_tokens_to_accept(0).unwrap(), 2);
-    let t: Vec<(u32, u32)> = g.transitions(0).unwrap();
+    let s0 = g.initial_state();
+    assert_eq!(g.min_tokens_to_accept(s0).unwrap(), 2);
+    let t: Vec<(TokenId, StateId)> = g.transitions(s0).unwrap();
     assert_eq!(t.len(), 1);
     assert_eq!(t[0].0, calls);
-    assert_eq!(g.allowed_token_ids(0).unwrap(), vec![calls]);
-    assert_eq!(g.forced_bytes(0).unwrap(), vec![MARKER_BYTES[0], b'a', b'b']);
+    assert_eq!(g.allowed_token_ids(s0).unwrap(), vec![calls]);
+    assert_eq!(g.forced_bytes(s0).unwrap(), vec![MARKER_BYTES[0], b'a', b'b']);
 }
 
 #[test]
@@ -153,11 +153,13 @@ fn budgets_reach_across_segments() {
     // Shortest: <tool_call> " ab " </tool_call> as tokens: <tool_call>, ", ab, ", </tool_call>.
     assert_eq!(g.min_tokens_to_accept(s0).unwrap(), 5);
     let tight = g.token_bitmask_within(s0, 4).unwrap();
-    let allowed: Vec<u32> = (0..v.size() as u32).filter(|&t| tight[(t >> 5) as usize] >> (t & 31) & 1 == 1).collect();
+    let allowed: Vec<TokenId> =
+        (0..v.size() as u32).filter(|&t| tight[(t >> 5) as usize] >> (t & 31) & 1 == 1).map(TokenId::new).collect();
     assert_eq!(allowed, vec![id(&v, b"<tool_call>")]);
     // With room to spare, free text is allowed again.
     let loose = g.token_bitmask_within(s0, 6).unwrap();
-    assert!(loose[(id(&v, b"x") >> 5) as usize] >> (id(&v, b"x") & 31) & 1 == 1);
+    let x = id(&v, b"x").as_u32();
+    assert!(loose[(x >> 5) as usize] >> (x & 31) & 1 == 1);
 }
 
 #[test]
@@ -206,4 +208,25 @@ fn errors_name_the_place_in_the_spec() {
     let opts = JsonSchemaOptions::default();
     assert!(Grammar::from_structure(v.clone(), &json!({"any_of": many[..13]}), &opts, &cfg).is_ok());
     assert!(matches!(Grammar::from_structure(v, &json!({"any_of": many}), &opts, &cfg), Err(GrammarError::InvalidStructure { .. })));
+}
+
+#[test]
+fn markers_are_handed_out_once_and_never_utf8() {
+    let mut s = SpecialTokens::default();
+    let t = TokenId::new;
+    assert_eq!(s.marker(t(7), "").unwrap(), 0xF5);
+    assert_eq!(s.marker(t(9), "").unwrap(), 0xF6);
+    assert_eq!(s.marker(t(7), "").unwrap(), 0xF5);
+    assert_eq!(s.token_of(0xF6), Some(t(9)));
+    assert_eq!(s.byte_of(t(9)), Some(0xF6));
+    for k in 10..21 {
+        s.marker(t(k), "").unwrap();
+    }
+    assert!(matches!(s.marker(t(99), "#/3"), Err(GrammarError::InvalidStructure { .. })));
+    for b in MARKER_BYTES {
+        assert!(std::str::from_utf8(&[b]).is_err());
+        // Not even as a continuation or a lead byte of a longer sequence.
+        assert!(std::str::from_utf8(&[b, 0x80, 0x80, 0x80]).is_err());
+        assert!(std::str::from_utf8(&[0xE2, b, 0x80]).is_err());
+    }
 }

@@ -5,6 +5,7 @@
 //! share the work. The preorder layout makes the walk a forward scan over a few arrays.
 
 use crate::error::{GrammarError, Result};
+use crate::util::TokenId;
 
 /// One trie node, packed so a walk reads one array front to back.
 #[derive(Debug, Clone, Copy, Default)]
@@ -25,14 +26,14 @@ pub struct Node {
 #[derive(Debug, Default)]
 pub struct TokenTrie {
     nodes: Vec<Node>,
-    token_ids: Vec<u32>,
+    token_ids: Vec<TokenId>,
     max_depth: usize,
 }
 
 impl TokenTrie {
     /// Builds the trie of `ids`, where `bytes_of(id)` gives a token's bytes (never empty).
-    pub fn build<'a>(ids: &[u32], bytes_of: impl Fn(u32) -> &'a [u8]) -> Result<Self> {
-        let mut sorted: Vec<u32> = ids.to_vec();
+    pub fn build<'a>(ids: &[TokenId], bytes_of: impl Fn(TokenId) -> &'a [u8]) -> Result<Self> {
+        let mut sorted: Vec<TokenId> = ids.to_vec();
         sorted.sort_by(|&a, &b| bytes_of(a).cmp(bytes_of(b)).then(a.cmp(&b)));
         let mut t = TokenTrie::default();
         // `path[d]` is the node at depth d + 1 on the path to the previous token.
@@ -102,12 +103,12 @@ impl TokenTrie {
 
     /// Token ids whose bytes end exactly at `node`.
     #[inline]
-    pub fn tokens_at(&self, node: usize) -> &[u32] {
+    pub fn tokens_at(&self, node: usize) -> &[TokenId] {
         &self.token_ids[self.nodes[node].token_start as usize..self.nodes[node + 1].token_start as usize]
     }
 
     /// Every token id, in the order a preorder walk meets them.
-    pub fn token_order(&self) -> &[u32] {
+    pub fn token_order(&self) -> &[TokenId] {
         &self.token_ids
     }
 
@@ -123,14 +124,15 @@ mod tests {
     #[test]
     fn preorder_layout_groups_shared_prefixes() {
         let toks: Vec<&[u8]> = vec![b"ab", b"a", b"b", b"abc", b"ab"];
-        let ids: Vec<u32> = (0..toks.len() as u32).collect();
-        let t = TokenTrie::build(&ids, |i| toks[i as usize]).unwrap();
+        let ids: Vec<TokenId> = (0..toks.len() as u32).map(TokenId::new).collect();
+        let t = TokenTrie::build(&ids, |i| toks[i.as_usize()]).unwrap();
         // a, ab, abc, b
         assert_eq!(t.num_nodes(), 4);
         assert_eq!(t.label(0), b'a');
-        assert_eq!(t.tokens_at(0), &[1]);
-        assert_eq!(t.tokens_at(1), &[0, 4]);
-        assert_eq!(t.tokens_at(2), &[3]);
+        let id = TokenId::new;
+        assert_eq!(t.tokens_at(0), &[id(1)]);
+        assert_eq!(t.tokens_at(1), &[id(0), id(4)]);
+        assert_eq!(t.tokens_at(2), &[id(3)]);
         assert_eq!(t.depth(2), 3);
         assert_eq!(t.skip(0), 3);
         assert_eq!(t.skip(1), 3);

@@ -1,22 +1,23 @@
 //! An NFA made of whole DFAs glued together by empty moves, and its determinization.
 //!
-//! The automaton algebra ([`crate::algebra`]) compiles every regex leaf to a [`Dfa`] first, so
+//! The automaton algebra ([`crate::automata::algebra`]) compiles every regex leaf to a [`Dfa`] first, so
 //! the automaton of a grammar expression is a set of DFA copies wired by concatenation, union
 //! and repetition. Here a copy keeps its DFA's own transition table: a state of a copy is one
 //! NFA node, its moves on a byte are one table lookup, and an accepting state also moves
 //! (without input) to the copy's exit. The glue is union nodes with any number of empty moves.
 //!
-//! The subset construction ([`crate::subset`]) then moves each copy state of a set by one
+//! The subset construction ([`crate::automata::subset`]) then moves each copy state of a set by one
 //! lookup in its DFA's table, where a Thompson NFA would hold the state as byte ranges to
 //! search.
 
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::dfa::{Dfa, DfaConfig, DEAD};
+use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
-use crate::int_hash::IntMap;
-use crate::subset::{self, Automaton, NodeId, Visit};
+use crate::util::int_hash::IntMap;
+use crate::util::StateId;
+use crate::automata::subset::{self, Automaton, NodeId, Visit};
 
 /// A DFA held by a copy: a leaf of the expression or a shared regex DFA.
 #[derive(Clone)]
@@ -41,7 +42,7 @@ impl SharedDfa {
 /// One node of the NFA.
 enum Node {
     /// State `state` of copy `copy`.
-    State { copy: u32, state: u32 },
+    State { copy: u32, state: StateId },
     /// Empty moves to each target (none: matches nothing).
     Union(Vec<NodeId>),
     /// The end of the whole automaton.
@@ -128,8 +129,8 @@ impl GluedNfa {
         let n = d.num_states();
         let copy = self.copies.len() as u32;
         let base = self.nodes.len() as NodeId;
-        for state in 0..n as u32 {
-            self.push(Node::State { copy, state })?;
+        for state in 0..n {
+            self.push(Node::State { copy, state: StateId::from_index(state) })?;
         }
         self.copies.push(Embedded {
             dfa: index,
@@ -156,8 +157,8 @@ impl GluedNfa {
                 .iter()
                 .map(|d| {
                     let d = d.get();
-                    (0..d.num_states() as u32)
-                        .map(|s| d.row(s).iter().any(|&t| t != DEAD))
+                    (0..d.num_states())
+                        .map(|s| d.row(StateId::from_index(s)).iter().any(|&t| !t.is_dead()))
                         .collect()
                 })
                 .collect(),
@@ -180,7 +181,7 @@ impl GluedNfa {
             .iter()
             .map(|d| {
                 let d = d.get();
-                d.num_states() + (0..d.num_states() as u32).filter(|&s| d.is_accepting(s)).count()
+                d.num_states() + (0..d.num_states()).filter(|&s| d.is_accepting(StateId::from_index(s))).count()
             })
             .collect();
         let states: usize = self.copies.iter().map(|c| per_dfa[c.dfa as usize]).sum();
@@ -196,13 +197,13 @@ impl GluedNfa {
         let mut classes = [0u8; 256];
         for d in &self.dfas {
             let d = d.get();
-            let stride = d.row(0).len();
-            let mut columns: std::collections::HashMap<Vec<u32>, u8> =
+            let stride = d.row(d.start()).len();
+            let mut columns: std::collections::HashMap<Vec<StateId>, u8> =
                 std::collections::HashMap::new();
             let column_of: Vec<u8> = (0..stride)
                 .map(|c| {
-                    let column: Vec<u32> =
-                        (0..d.num_states() as u32).map(|s| d.row(s)[c]).collect();
+                    let column: Vec<StateId> =
+                        (0..d.num_states()).map(|s| d.row(StateId::from_index(s))[c]).collect();
                     let n = columns.len() as u8;
                     *columns.entry(column).or_insert(n)
                 })
@@ -239,7 +240,7 @@ impl Automaton for GluedView<'_> {
                 if self.nfa.dfas[c.dfa as usize].get().is_accepting(*state) {
                     push(c.exit);
                 }
-                if self.reads[c.dfa as usize][*state as usize] {
+                if self.reads[c.dfa as usize][state.as_usize()] {
                     Visit::Reads
                 } else {
                     Visit::Passes
@@ -261,6 +262,6 @@ impl Automaton for GluedView<'_> {
         let c = &self.nfa.copies[copy as usize];
         let t = self.nfa.dfas[c.dfa as usize].get().row(state)
             [self.local[c.dfa as usize][class] as usize];
-        (t != DEAD).then_some(c.base + t)
+        (!t.is_dead()).then_some(c.base + t.as_u32())
     }
 }

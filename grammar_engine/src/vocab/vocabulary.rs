@@ -1,13 +1,14 @@
 //! A model's vocabulary as the grammar core sees it: for every token id, the exact bytes it
 //! writes, whether it may ever be sampled under a grammar, and which ids end generation.
 //!
-//! Vocabularies come from a Hugging Face `tokenizer.json` ([`crate::tokenizer_json`]) or from
-//! the tokenizer stored in a GGUF file ([`crate::gguf`]). Both are turned into a list of
+//! Vocabularies come from a Hugging Face `tokenizer.json` ([`crate::vocab::tokenizer_json`]) or from
+//! the tokenizer stored in a GGUF file ([`crate::vocab::gguf`]). Both are turned into a list of
 //! [`TokenSpec`]s here, and the allowed tokens are laid out in a [`TokenTrie`] once, so every
 //! grammar compiled against this vocabulary shares it.
 
 use crate::error::{GrammarError, Result};
-use crate::token_trie::TokenTrie;
+use crate::util::TokenId;
+use crate::vocab::trie::TokenTrie;
 
 /// How a tokenizer writes bytes into token strings. Kept for diagnostics and self-tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +46,7 @@ pub struct Vocabulary {
     bytes: Vec<u8>,
     offsets: Vec<u32>,
     special: Vec<bool>,
-    eos: Vec<u32>,
+    eos: Vec<TokenId>,
     family: Family,
     trie: TokenTrie,
     single_byte: [bool; 256],
@@ -56,7 +57,7 @@ pub struct Vocabulary {
 impl Vocabulary {
     /// Builds a vocabulary of `size` ids. `tokens[i] = None` marks an id with no token (padding
     /// up to the model's embedding size); it is never allowed.
-    pub fn new(tokens: Vec<Option<TokenSpec>>, eos: Vec<u32>, family: Family, size: Option<usize>) -> Result<Self> {
+    pub fn new(tokens: Vec<Option<TokenSpec>>, eos: Vec<TokenId>, family: Family, size: Option<usize>) -> Result<Self> {
         let size = size.unwrap_or(tokens.len());
         if size < tokens.len() {
             return Err(GrammarError::vocab(format!(
@@ -87,16 +88,16 @@ impl Vocabulary {
             }
             offsets.push(bytes.len() as u32);
         }
-        let mut eos_ids: Vec<u32> = Vec::new();
+        let mut eos_ids: Vec<TokenId> = Vec::new();
         for id in eos {
-            if id as usize >= size {
+            if id.as_usize() >= size {
                 return Err(GrammarError::vocab(format!("EOS id {id} is outside the vocabulary of {size}")));
             }
             if !eos_ids.contains(&id) {
                 eos_ids.push(id);
             }
             // EOS ends generation; it is never text a grammar could match.
-            special[id as usize] = true;
+            special[id.as_usize()] = true;
         }
         let mut single_byte = [false; 256];
         let mut any_byte = [false; 256];
@@ -112,9 +113,9 @@ impl Vocabulary {
             for &x in b {
                 any_byte[x as usize] = true;
             }
-            candidates.push(id as u32);
+            candidates.push(TokenId::new(id as u32));
         }
-        let trie = TokenTrie::build(&candidates, |id| &bytes[offsets[id as usize] as usize..offsets[id as usize + 1] as usize])?;
+        let trie = TokenTrie::build(&candidates, |id| &bytes[offsets[id.as_usize()] as usize..offsets[id.as_usize() + 1] as usize])?;
         Ok(Vocabulary { bytes, offsets, special, eos: eos_ids, family, trie, single_byte, any_byte })
     }
 
@@ -124,8 +125,8 @@ impl Vocabulary {
     }
 
     /// The bytes token `id` writes, or `None` past the end.
-    pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
-        let i = id as usize;
+    pub fn token_bytes(&self, id: TokenId) -> Option<&[u8]> {
+        let i = id.as_usize();
         if i >= self.size() {
             return None;
         }
@@ -133,25 +134,25 @@ impl Vocabulary {
     }
 
     /// True for ids a grammar never allows (EOS is handled separately).
-    pub fn is_special(&self, id: u32) -> bool {
-        self.special.get(id as usize).copied().unwrap_or(true)
+    pub fn is_special(&self, id: TokenId) -> bool {
+        self.special.get(id.as_usize()).copied().unwrap_or(true)
     }
 
     /// The ids of the tokens whose text is exactly `bytes`: special ones first, then ordinary
     /// ones, ascending within each group (a linear scan, for resolving a token named in a
     /// structure spec).
-    pub fn find_tokens(&self, bytes: &[u8]) -> Vec<u32> {
-        let matching = (0..self.size() as u32).filter(|&id| self.token_bytes(id) == Some(bytes));
-        let (mut special, ordinary): (Vec<u32>, Vec<u32>) = matching.partition(|&id| self.is_special(id));
+    pub fn find_tokens(&self, bytes: &[u8]) -> Vec<TokenId> {
+        let matching = (0..self.size() as u32).map(TokenId::new).filter(|&id| self.token_bytes(id) == Some(bytes));
+        let (mut special, ordinary): (Vec<TokenId>, Vec<TokenId>) = matching.partition(|&id| self.is_special(id));
         special.extend(ordinary);
         special
     }
 
-    pub fn eos_ids(&self) -> &[u32] {
+    pub fn eos_ids(&self) -> &[TokenId] {
         &self.eos
     }
 
-    pub fn is_eos(&self, id: u32) -> bool {
+    pub fn is_eos(&self, id: TokenId) -> bool {
         self.eos.contains(&id)
     }
 
@@ -199,46 +200,3 @@ pub const END_TOKEN_NAMES: &[&str] = &[
     "<end_of_turn>",
     "<|end|>",
 ];
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(s: &str, special: bool) -> Option<TokenSpec> {
-        Some(TokenSpec { bytes: s.as_bytes().to_vec(), special })
-    }
-
-    #[test]
-    fn specials_empty_and_holes_are_never_candidates() {
-        let v = Vocabulary::new(
-            vec![spec("a", false), spec("<s>", true), spec("", false), None, spec("ab", false)],
-            vec![1],
-            Family::Raw,
-            Some(8),
-        )
-        .unwrap();
-        assert_eq!(v.size(), 8);
-        assert!(v.is_special(1) && v.is_special(2) && v.is_special(3) && v.is_special(7));
-        assert!(!v.is_special(0) && !v.is_special(4));
-        assert_eq!(v.num_candidates(), 2);
-        assert!(v.covers_byte(b'a') && !v.covers_byte(b'b'));
-        assert_eq!(v.token_bytes(4), Some(&b"ab"[..]));
-        assert_eq!(v.token_bytes(8), None);
-    }
-
-    #[test]
-    fn tokens_are_found_by_text_special_first() {
-        let v = Vocabulary::new(vec![spec("<x>", false), spec("a", false), spec("<x>", true), spec("</s>", true)], vec![3], Family::Raw, None)
-            .unwrap();
-        assert_eq!(v.find_tokens(b"<x>"), vec![2, 0]);
-        assert_eq!(v.find_tokens(b"a"), vec![1]);
-        assert!(v.find_tokens(b"b").is_empty());
-    }
-
-    #[test]
-    fn bad_sizes_and_eos_are_errors() {
-        assert!(Vocabulary::new(vec![spec("a", false)], vec![5], Family::Raw, None).is_err());
-        assert!(Vocabulary::new(vec![spec("a", false), spec("b", false)], vec![], Family::Raw, Some(1)).is_err());
-        assert!(Vocabulary::new(vec![], vec![], Family::Raw, None).is_err());
-    }
-}

@@ -1,0 +1,224 @@
+//! DFA minimization by Hopcroft's partition refinement.
+//!
+//! Fewer states means fewer rows of the token index to compute and hold: Unicode classes and
+//! counted repeats leave many equivalent states behind. The refinement works on the table
+//! with an explicit dead sink, over predecessor lists by byte class, and splits blocks by
+//! marking, so each round costs the size of the splitter's predecessors.
+
+use super::Dfa;
+use crate::util::StateId;
+
+/// Largest transition table (states × byte classes) [`Dfa::minimize`] works on.
+pub(super) const MINIMIZE_MAX_ENTRIES: usize = 4_000_000;
+
+impl Dfa {
+    /// Merges equivalent states (Hopcroft's partition refinement). Fewer states means fewer
+    /// rows to index: Unicode classes and counted repeats leave many duplicates behind, and each
+    /// free-text state costs a full walk of the token trie. Skipped for tables of more than
+    /// `MINIMIZE_MAX_ENTRIES` transitions.
+    pub fn minimize(self) -> Dfa {
+        let n = self.num_states();
+        let k = self.stride;
+        if n <= 1 || n.saturating_mul(k) > MINIMIZE_MAX_ENTRIES {
+            return self;
+        }
+        // State n is an explicit dead sink, so every state has a transition on every class.
+        let total = n + 1;
+        let target = |s: usize, c: usize| -> usize {
+            if s == n {
+                return n;
+            }
+            let t = self.trans[s * k + c];
+            if t.is_dead() { n } else { t.as_usize() }
+        };
+        // Predecessors by class, in CSR form: pred[pred_start[c*total+t]..] = states s with
+        // s --c--> t.
+        let mut counts = vec![0u32; k * total + 1];
+        for s in 0..total {
+            for c in 0..k {
+                counts[c * total + target(s, c) + 1] += 1;
+            }
+        }
+        for i in 1..counts.len() {
+            counts[i] += counts[i - 1];
+        }
+        let pred_start = counts.clone();
+        let mut fill = counts;
+        let mut pred = vec![0u32; k * total];
+        for s in 0..total {
+            for c in 0..k {
+                let slot = &mut fill[c * total + target(s, c)];
+                pred[*slot as usize] = s as u32;
+                *slot += 1;
+            }
+        }
+        let mut part = Partition::new(total, |s| s < n && self.accepting[s]);
+        let mut queued = vec![false; 0];
+        let mut work: Vec<(u32, u32)> = Vec::new();
+        let ensure = |queued: &mut Vec<bool>, blocks: usize| {
+            if queued.len() < blocks * k {
+                queued.resize(blocks * k, false);
+            }
+        };
+        ensure(&mut queued, part.num_blocks());
+        // Splitting by one of two complementary blocks splits as the other would (Hopcroft):
+        // the smaller initial block is enough, which keeps the dead sink's long predecessor
+        // lists out of the work unless a split makes its block the smaller half.
+        let first = (0..part.num_blocks()).min_by_key(|&b| part.size(b)).unwrap_or(0);
+        for c in 0..k {
+            queued[first * k + c] = true;
+            work.push((first as u32, c as u32));
+        }
+        let mut touched: Vec<u32> = Vec::new();
+        let mut members: Vec<u32> = Vec::new();
+        while let Some((b, c)) = work.pop() {
+            queued[b as usize * k + c as usize] = false;
+            // Mark every state that moves into block b on class c.
+            touched.clear();
+            members.clear();
+            members.extend_from_slice(part.members(b as usize));
+            for &t in &members {
+                let lo = pred_start[c as usize * total + t as usize] as usize;
+                let hi = pred_start[c as usize * total + t as usize + 1] as usize;
+                for &s in &pred[lo..hi] {
+                    if part.mark(s as usize) {
+                        touched.push(part.block_of(s as usize) as u32);
+                    }
+                }
+            }
+            touched.sort_unstable();
+            touched.dedup();
+            for &y in &touched {
+                if let Some(new) = part.split(y as usize) {
+                    ensure(&mut queued, part.num_blocks());
+                    let (small, large_size) = (part.size(new), part.size(y as usize));
+                    for d in 0..k {
+                        if queued[y as usize * k + d] {
+                            queued[new * k + d] = true;
+                            work.push((new as u32, d as u32));
+                        } else {
+                            let pick = if small <= large_size { new } else { y as usize };
+                            queued[pick * k + d] = true;
+                            work.push((pick as u32, d as u32));
+                        }
+                    }
+                }
+            }
+        }
+        if part.num_blocks() == total {
+            return self;
+        }
+        // Renumber live blocks in order of their first state, so the start stays state 0.
+        let dead_block = part.block_of(n);
+        let mut renum = vec![StateId::DEAD; part.num_blocks()];
+        let mut reps = Vec::new();
+        for s in 0..n {
+            let b = part.block_of(s);
+            if b != dead_block && renum[b].is_dead() {
+                renum[b] = StateId::from_index(reps.len());
+                reps.push(s);
+            }
+        }
+        let mut trans = Vec::with_capacity(reps.len() * k);
+        for &s in &reps {
+            for c in 0..k {
+                let t = target(s, c);
+                let b = part.block_of(t);
+                trans.push(if b == dead_block { StateId::DEAD } else { renum[b] });
+            }
+        }
+        Dfa {
+            classes: self.classes,
+            stride: self.stride,
+            trans,
+            accepting: reps.iter().map(|&s| self.accepting[s]).collect(),
+            byte_distance: reps.iter().map(|&s| self.byte_distance[s]).collect(),
+            class_rep: self.class_rep,
+            class_size: self.class_size,
+        }
+    }
+}
+
+/// A partition of `0..n` into blocks, each a contiguous range of `elems`, with marking: marked
+/// members are swapped to the front of their block, and `split` makes them a block of their own.
+struct Partition {
+    elems: Vec<u32>,
+    loc: Vec<u32>,
+    block: Vec<u32>,
+    start: Vec<u32>,
+    end: Vec<u32>,
+    marked: Vec<u32>,
+}
+
+impl Partition {
+    fn new(n: usize, first: impl Fn(usize) -> bool) -> Self {
+        let mut elems: Vec<u32> = (0..n as u32).filter(|&s| first(s as usize)).collect();
+        let split = elems.len() as u32;
+        elems.extend((0..n as u32).filter(|&s| !first(s as usize)));
+        let mut p = Partition { loc: vec![0; n], block: vec![0; n], elems, start: vec![], end: vec![], marked: vec![] };
+        let ranges: Vec<(u32, u32)> = [(0, split), (split, n as u32)].into_iter().filter(|(a, b)| a < b).collect();
+        for (b, &(lo, hi)) in ranges.iter().enumerate() {
+            p.start.push(lo);
+            p.end.push(hi);
+            p.marked.push(0);
+            for i in lo..hi {
+                let s = p.elems[i as usize] as usize;
+                p.loc[s] = i;
+                p.block[s] = b as u32;
+            }
+        }
+        p
+    }
+
+    fn num_blocks(&self) -> usize {
+        self.start.len()
+    }
+
+    fn block_of(&self, s: usize) -> usize {
+        self.block[s] as usize
+    }
+
+    fn size(&self, b: usize) -> usize {
+        (self.end[b] - self.start[b]) as usize
+    }
+
+    fn members(&self, b: usize) -> &[u32] {
+        &self.elems[self.start[b] as usize..self.end[b] as usize]
+    }
+
+    /// Marks `s`; returns true the first time its block gets a mark.
+    fn mark(&mut self, s: usize) -> bool {
+        let b = self.block[s] as usize;
+        let pos = self.loc[s];
+        let front = self.start[b] + self.marked[b];
+        if pos < front {
+            return false; // already marked
+        }
+        let other = self.elems[front as usize];
+        self.elems.swap(pos as usize, front as usize);
+        self.loc[other as usize] = pos;
+        self.loc[s] = front;
+        self.marked[b] += 1;
+        self.marked[b] == 1
+    }
+
+    /// Splits the marked members of `b` off into a new block, unless all or none are marked.
+    /// Returns the new block's id.
+    fn split(&mut self, b: usize) -> Option<usize> {
+        let m = self.marked[b];
+        self.marked[b] = 0;
+        if m == 0 || m == self.end[b] - self.start[b] {
+            return None;
+        }
+        let new = self.start.len();
+        let (lo, mid) = (self.start[b], self.start[b] + m);
+        self.start.push(lo);
+        self.end.push(mid);
+        self.marked.push(0);
+        self.start[b] = mid;
+        for i in lo..mid {
+            self.block[self.elems[i as usize] as usize] = new as u32;
+        }
+        Some(new)
+    }
+}

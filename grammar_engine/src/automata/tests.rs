@@ -1,0 +1,102 @@
+//! Tests of the DFA's internals: byte cuts that keep state ids, minimization against Moore's
+//! refinement on raw tables, and the state limit of tables too large to minimize.
+
+use std::collections::HashMap;
+
+use super::*;
+use crate::error::GrammarError;
+use crate::util::StateId;
+
+fn dfa(p: &str) -> Dfa {
+    Dfa::from_regex(p, &DfaConfig::default()).unwrap()
+}
+
+#[test]
+fn cutting_bytes_keeps_state_ids() {
+    let d = dfa("a[bc]+|x");
+    let cut = d.with_bytes_cut(b"b");
+    assert_eq!(cut.num_states(), d.num_states());
+    let after_a = d.next(d.start(), b'a');
+    assert_eq!(cut.next(d.start(), b'a'), after_a);
+    assert_eq!(cut.next(after_a, b'b'), StateId::DEAD);
+    assert_ne!(d.next(after_a, b'b'), StateId::DEAD);
+    assert_eq!(cut.next(after_a, b'c'), d.next(after_a, b'c'));
+    assert_eq!(cut.byte_distance(after_a), d.byte_distance(after_a));
+}
+
+/// Moore's refinement, the slow and obvious way: how many classes of equivalent live
+/// states a pruned table has.
+fn moore_classes(d: &Dfa) -> usize {
+    let n = d.num_states();
+    let mut block: Vec<usize> = (0..n).map(|s| d.is_accepting(StateId::from_index(s)) as usize).collect();
+    loop {
+        let mut ids: HashMap<Vec<usize>, usize> = HashMap::new();
+        let next: Vec<usize> = (0..n)
+            .map(|s| {
+                let mut sig = vec![block[s]];
+                sig.extend(d.row(StateId::from_index(s)).iter().map(|&t| if t.is_dead() { usize::MAX } else { block[t.as_usize()] }));
+                let fresh = ids.len();
+                *ids.entry(sig).or_insert(fresh)
+            })
+            .collect();
+        if ids.len() == block.iter().collect::<std::collections::HashSet<_>>().len() {
+            return ids.len();
+        }
+        block = next;
+    }
+}
+
+#[test]
+fn minimization_agrees_with_moores_refinement_on_random_tables() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rand = |m: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % m
+    };
+    let mut classes = [0u8; 256];
+    for (b, c) in classes.iter_mut().enumerate() {
+        *c = (b % 3) as u8;
+    }
+    for _ in 0..300 {
+        let n = 1 + rand(40) as usize;
+        let trans: Vec<StateId> =
+                (0..n * 3).map(|_| if rand(4) == 0 { StateId::DEAD } else { StateId::new(rand(n as u64) as u32) }).collect();
+        let accepting: Vec<bool> = (0..n).map(|_| rand(3) == 0).collect();
+        let Some(pruned) = Dfa::prune(classes, 3, &trans, &accepting) else { continue };
+        let want = moore_classes(&pruned);
+        let min = pruned.clone().minimize();
+        assert_eq!(min.num_states(), want, "{trans:?} {accepting:?}");
+        // The same language: every string of up to 6 bytes over the three classes.
+        let mut layer: Vec<Vec<u8>> = vec![vec![]];
+        for _ in 0..=6 {
+            for w in &layer {
+                let (a, b) = (pruned.walk(pruned.start(), w), min.walk(min.start(), w));
+                assert_eq!(!a.is_dead() && pruned.is_accepting(a), !b.is_dead() && min.is_accepting(b), "{w:?}");
+            }
+            layer = layer.iter().flat_map(|w| (0..3u8).map(move |b| [w.as_slice(), &[b]].concat())).collect();
+        }
+    }
+}
+
+#[test]
+fn a_table_too_large_to_minimize_stops_at_the_state_limit() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    // Doubled letters and digits split the bytes into over 60 classes; then 2^17 states.
+    let lits: Vec<String> = (b'0'..=b'z').filter(u8::is_ascii_alphanumeric).map(|b| format!("{0}{0}", b as char)).collect();
+    let prefix = format!("(?:{})", lits.join("|"));
+    assert!(Dfa::from_regex(&prefix, &DfaConfig::default()).unwrap().stride > 60);
+    let reached = Arc::new(AtomicU64::new(0));
+    let config = DfaConfig { max_states: 70_000, states_reached: Some(reached.clone()), ..DfaConfig::default() };
+    let err = Dfa::from_regex(&format!("{prefix}[ab]*a[ab]{{16}}"), &config).unwrap_err();
+    assert!(matches!(err, GrammarError::TooLarge { .. }), "{err}");
+    let states = reached.load(Ordering::Relaxed);
+    assert!(states <= 70_065, "went on to {states} states");
+    // A table small enough to minimize gets twice the room: the same blow-up, few classes.
+    reached.store(0, Ordering::Relaxed);
+    assert!(Dfa::from_regex("[ab]*a[ab]{16}", &config).is_err());
+    let states = reached.load(Ordering::Relaxed);
+    assert!(states > 70_065, "stopped at {states} states");
+}

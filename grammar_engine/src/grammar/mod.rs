@@ -1,0 +1,14 @@
+//! A grammar compiled against a vocabulary, and its token index.
+//!
+//! * `grammar`: [`Grammar`], the step API the decoding loop calls once per token;
+//! * `index`: one state's row of the token index (mask and next states), found by one walk
+//!   over the vocabulary's token trie.
+
+#[allow(clippy::module_inception)]
+mod grammar;
+pub(crate) mod index;
+
+#[cfg(feature = "python")]
+pub(crate) use grammar::OUTSIDE_VOCABULARY;
+pub use grammar::{Grammar, GrammarConfig};
+pub use index::Row;

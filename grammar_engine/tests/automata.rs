@@ -1,0 +1,103 @@
+//! Regex to DFA through the public face: full-match semantics, live states, forced bytes,
+//! byte restriction, minimization, the states-reached counter and typed errors.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use grammar_engine::{Dfa, DfaConfig, GrammarError, StateId};
+
+fn dfa(p: &str) -> Dfa {
+    Dfa::from_regex(p, &DfaConfig::default()).unwrap()
+}
+
+fn full_match(d: &Dfa, s: &str) -> bool {
+    let t = d.walk(d.start(), s.as_bytes());
+    !t.is_dead() && d.is_accepting(t)
+}
+
+#[test]
+fn full_match_semantics() {
+    let d = dfa("[0-9]{4}");
+    assert!(full_match(&d, "2024"));
+    assert!(!full_match(&d, "202"));
+    assert!(!full_match(&d, "20245"));
+    assert_eq!(d.walk(d.start(), b"20245"), StateId::DEAD);
+    assert_eq!(d.walk(d.start(), b"x"), StateId::DEAD);
+    assert_eq!(d.byte_distance(d.start()), 4);
+    let d = dfa("a|ab");
+    assert!(full_match(&d, "a") && full_match(&d, "ab"));
+}
+
+#[test]
+fn every_state_is_live() {
+    let d = dfa("(ab|cd)*e|f[0-9]+");
+    for s in (0..d.num_states() as u32).map(StateId::new) {
+        assert!(d.byte_distance(s) != u32::MAX);
+    }
+}
+
+#[test]
+fn unicode_and_forced_bytes() {
+    let d = dfa("é+");
+    assert!(full_match(&d, "éé"));
+    assert_eq!(d.forced_bytes(d.start()), "é".as_bytes());
+    let d = dfa(r#"\{"name":"[a-z]+"\}"#);
+    assert_eq!(d.forced_bytes(d.start()), br#"{"name":""#);
+    let d = dfa("abc|abd");
+    assert_eq!(d.forced_bytes(d.start()), b"ab");
+    let d = dfa("x?");
+    assert_eq!(d.forced_bytes(d.start()), b"");
+}
+
+#[test]
+fn restricting_bytes_prunes_what_needs_them() {
+    let d = dfa("a[bc]+|x");
+    let mut allowed = [true; 256];
+    allowed[b'b' as usize] = false;
+    let r = d.restrict_bytes(&allowed).unwrap();
+    assert!(full_match(&r, "acc") && full_match(&r, "x") && !full_match(&r, "ab"));
+    assert_eq!(r.walk(r.start(), b"ab"), StateId::DEAD);
+    allowed[b'c' as usize] = false;
+    allowed[b'x' as usize] = false;
+    assert!(d.restrict_bytes(&allowed).is_none());
+    assert!(d.uses_byte(b'b') && !d.uses_byte(b'z'));
+}
+
+#[test]
+fn minimization_merges_equivalent_states_and_keeps_the_language() {
+    // Both branches continue identically after their first byte.
+    let d = dfa("(a|b)[0-9]{3}|c[0-9]{3}");
+    assert_eq!(d.num_states(), 5);
+    for (s, ok) in [("a123", true), ("c999", true), ("b12", false), ("d123", false)] {
+        assert_eq!(full_match(&d, s), ok, "{s}");
+    }
+}
+
+#[test]
+fn a_determinization_notes_the_states_it_reached() {
+    let reached = Arc::new(AtomicU64::new(0));
+    let config = DfaConfig { states_reached: Some(reached.clone()), ..DfaConfig::default() };
+    let d = Dfa::from_regex("[a-z]{1,5}@x", &config).unwrap();
+    assert_eq!(reached.load(Ordering::Relaxed), d.num_states() as u64);
+    let small = DfaConfig { max_states: 10, states_reached: Some(reached.clone()), ..DfaConfig::default() };
+    reached.store(0, Ordering::Relaxed);
+    assert!(Dfa::from_regex("[a-z]{1,40}", &small).is_err());
+    assert!(reached.load(Ordering::Relaxed) > 10, "the failed attempt's size is known");
+}
+
+#[test]
+fn errors() {
+    let cfg = DfaConfig::default();
+    match Dfa::from_regex("ab(c", &cfg) {
+        Err(GrammarError::InvalidRegex { offset, .. }) => assert_eq!(offset, 2),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(Dfa::from_regex(r"(a)\1", &cfg), Err(GrammarError::UnsupportedRegex { .. })));
+    assert!(matches!(Dfa::from_regex(r"a(?=b)", &cfg), Err(GrammarError::UnsupportedRegex { .. })));
+    assert!(matches!(Dfa::from_regex(r"\bfoo", &cfg), Err(GrammarError::UnsupportedRegex { .. })));
+    assert!(matches!(Dfa::from_regex(r"[^\s\S]", &cfg), Err(GrammarError::EmptyLanguage { .. })));
+    let small = DfaConfig { max_states: 10, ..DfaConfig::default() };
+    assert!(matches!(Dfa::from_regex("[a-z]{40}", &small), Err(GrammarError::TooLarge { .. })));
+    let tiny = DfaConfig { max_states: 100_000, build_size_limit: 10_000, ..DfaConfig::default() };
+    assert!(matches!(Dfa::from_regex("[a-z]{500}", &tiny), Err(GrammarError::TooLarge { .. })));
+}
