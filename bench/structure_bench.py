@@ -30,6 +30,8 @@ from onyx.chat import reasoning as R  # noqa: E402
 from onyx.grammar import structure as st  # noqa: E402
 from onyx.chat import tools as T  # noqa: E402
 from onyx.chat.template import ChatTemplate  # noqa: E402
+from onyx.models import assets  # noqa: E402
+from onyx.options import ToolChoice, parse_tool_choice, parse_tools  # noqa: E402
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"enum": [1, 2, 3]}},
           "required": ["city", "days"], "additionalProperties": False}
@@ -40,9 +42,9 @@ def structures(vocab, template, special: str) -> dict:
     sys.path.insert(0, str(harness.ROOT / "tests"))
     from tool_schemas import TOOLS
 
-    fns = T.parse_tools(TOOLS)
-    required = T.plan(template, vocab, fns, T.parse_tool_choice("required", fns))
-    auto = T.spec(required.format, vocab, fns, T.ToolChoice("auto"))
+    fns = parse_tools(TOOLS)
+    required = T.plan(template, vocab, fns, parse_tool_choice("required", fns))
+    auto = T.spec(required.format, vocab, fns, ToolChoice("auto"))
     return {
         "free_text": ("regex", "(?s:.)*"),
         "until_text": ("structure", [st.until(special), st.json_schema(SCHEMA)]),
@@ -98,7 +100,7 @@ def main() -> None:
     rows = []
     for name in args.vocabs:
         asset, special = VOCABS[name]
-        path = onyx.models.assets.fetch(asset)
+        path = assets.fetch(asset)
         vocab = onyx.Vocabulary.from_gguf(path)
         template = ChatTemplate.from_gguf_metadata(onyx.read_gguf_metadata(str(path)))
         for label, (kind, spec) in structures(vocab, template, special).items():

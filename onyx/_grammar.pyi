@@ -71,9 +71,11 @@ class Vocabulary:
         max_states: int | None = None,
         max_index_bytes: int | None = None,
     ) -> Grammar:
-        """Compiles a structure spec (a JSON-able dict, list or string: see the README's grammar
-        core section) to one `Grammar`. `max_whitespace` and `max_any_depth` apply to the
-        `json_schema` parts that set none of their own."""
+        """Compiles a structure spec to one `Grammar`: a dict or list, or its JSON text as a `str`
+        (as `compile_json_schema` takes a schema; a spec that is one literal text is the JSON
+        string `'"text"'`). The spec's syntax is in docs/architecture.md ("Structures").
+        `max_whitespace` and `max_any_depth` apply to the `json_schema` parts that set none of
+        their own."""
     def find_tokens(self, text: str | bytes) -> list[int]:
         """The ids of the tokens whose text is exactly `text`: special tokens first, then ordinary
         ones. Empty when no single token writes it."""

@@ -19,7 +19,6 @@ No framework is imported here (numpy only), so each integration pulls in only it
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections import OrderedDict
@@ -130,7 +129,7 @@ def compile_spec(vocab: Any, spec: ConstraintSpec) -> Any:
     if spec.regex is not None:
         return vocab.compile_regex(spec.regex)
     if spec.structure is not None:
-        return vocab.compile_structure(json.loads(spec.structure))
+        return vocab.compile_structure(spec.structure)
     grammar = vocab.compile_json_schema(spec.json_schema, max_whitespace=spec.max_whitespace)
     if grammar.restriction:
         # Still valid output, but fewer texts than the schema allows: say so once per compile.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from onyx.options import DEFAULT_MAX_BATCH, DEFAULT_MAX_TOKENS
+from onyx.options import DEFAULT_MAX_BATCH, DEFAULT_MAX_TOKENS  # noqa: F401 (defaults the CLI shows)
 
 DEFAULT_HOST = "127.0.0.1"  # this machine only
 DEFAULT_PORT = 8000

@@ -16,7 +16,7 @@ from grammar_walks import finish, ordinary_allowed, text_of
 from onyx.chat import reasoning as R
 from onyx.grammar import structure as st
 from onyx.chat import tools as T
-from onyx.options import ToolChoice, parse_tool_choice, parse_tools
+from onyx.options import parse_tool_choice, parse_tools
 from onyx.chat.output import OutputParser, parse
 from onyx.chat.template import ChatTemplate
 from tool_schemas import TOOLS

@@ -21,6 +21,7 @@ import pytest
 from tokenizers import Tokenizer
 
 import onyx
+import onyx.models.assets
 from onyx.grammar import self_test as tokenizer_check
 from onyx.grammar.spelling import utf8_padding
 from onyx.grammar.self_test import (

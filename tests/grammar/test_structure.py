@@ -198,3 +198,16 @@ def test_the_readme_structure_examples_run(smollm2):
     scope = {"vocab": smollm2}
     exec(block, scope)
     assert list(scope["g"].special_tokens) == [1]
+
+
+def test_a_spec_given_as_json_text_is_the_same_grammar(vocabs):
+    vocab = vocabs["smollm2"]
+    spec = [st.until("</think>"), st.regex(r"\n{0,2}"), st.json_schema(SCHEMA)]
+    as_data, as_text = vocab.compile_structure(spec), vocab.compile_structure(json.dumps(spec))
+    assert as_text.num_states == as_data.num_states
+    for text in ("a</think>\n{\"city\":\"Oslo\"}", "</think>{}", "nothing closed"):
+        assert bool(as_text.validate(text)) == bool(as_data.validate(text))
+    literal = vocab.compile_structure(json.dumps("abc"))  # one literal text, as JSON
+    assert literal.validate("abc") and not literal.validate('"abc"')
+    with pytest.raises(onyx.InvalidStructureError):
+        vocab.compile_structure("[not json")

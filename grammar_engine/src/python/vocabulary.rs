@@ -158,9 +158,11 @@ impl Vocabulary {
         Ok(Grammar::wrap(g))
     }
 
-    /// Compiles a structure spec (a JSON-able dict, list or string: see the README's grammar
-    /// core section) to one `Grammar`. `max_whitespace` and `max_any_depth` apply to the
-    /// `json_schema` parts that set none of their own.
+    /// Compiles a structure spec to one `Grammar`: a dict or list, or its JSON text as a `str`
+    /// (as `compile_json_schema` takes a schema; a spec that is one literal text is the JSON
+    /// string `'"text"'`). The spec's syntax is in docs/architecture.md ("Structures").
+    /// `max_whitespace` and `max_any_depth` apply to the `json_schema` parts that set none of
+    /// their own.
     #[pyo3(signature = (spec, *, max_whitespace=0, max_any_depth=3, max_states=None, max_index_bytes=None))]
     fn compile_structure(
         &self,
@@ -171,10 +173,19 @@ impl Vocabulary {
         max_states: Option<usize>,
         max_index_bytes: Option<usize>,
     ) -> PyResult<Grammar> {
-        let json = py.import("json")?;
-        let text: String = match json.call_method1("dumps", (spec,)) {
-            Ok(s) => s.extract()?,
-            Err(e) => return Err(InvalidStructureError::new_err(format!("invalid structure at #: not JSON-serialisable: {}", e.value(py)))),
+        let text: String = if let Ok(s) = spec.cast::<PyString>() {
+            s.to_str()?.to_string()
+        } else {
+            let json = py.import("json")?;
+            match json.call_method1("dumps", (spec,)) {
+                Ok(s) => s.extract()?,
+                Err(e) => {
+                    return Err(InvalidStructureError::new_err(format!(
+                        "invalid structure at #: not JSON-serialisable: {}",
+                        e.value(py)
+                    )))
+                }
+            }
         };
         let vocab = self.inner.clone();
         let config = config(max_states, max_index_bytes);
