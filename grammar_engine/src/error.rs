@@ -41,6 +41,13 @@ pub enum GrammarError {
     /// An error raised by one part of a structure spec (a regex, a schema, a token), with the
     /// JSON pointer of that part.
     InStructure { path: String, error: Box<GrammarError> },
+    /// A grammar in a grammar language (GBNF, Lark) or a pushdown grammar that is malformed:
+    /// a syntax error, an undefined or unproductive rule, left recursion. `line` and `column`
+    /// (1-based, 0 when unknown) locate it in the text; `rule` names the rule when there is one.
+    InvalidGrammar { syntax: &'static str, line: usize, column: usize, rule: Option<String>, reason: String },
+    /// An operation that needs a regular language (an intersection, a difference) met one that
+    /// calls rules.
+    NotRegular { detail: String },
 }
 
 impl GrammarError {
@@ -60,6 +67,17 @@ impl GrammarError {
             located @ (GrammarError::InStructure { .. } | GrammarError::InvalidStructure { .. }) => located,
             other => GrammarError::InStructure { path: format!("#{path}"), error: Box::new(other) },
         }
+    }
+
+    /// A malformed grammar of language `syntax`, at `line`:`column` (0: unknown), in `rule`.
+    pub(crate) fn invalid_grammar(
+        syntax: &'static str,
+        line: usize,
+        column: usize,
+        rule: Option<&str>,
+        reason: impl Into<String>,
+    ) -> Self {
+        GrammarError::InvalidGrammar { syntax, line, column, rule: rule.map(str::to_string), reason: reason.into() }
     }
 
     pub(crate) fn invalid_schema(path: &str, reason: impl Into<String>) -> Self {
@@ -112,6 +130,17 @@ impl fmt::Display for GrammarError {
             }
             InvalidStructure { path, reason } => write!(f, "invalid structure at {path}: {reason}"),
             InStructure { path, error } => write!(f, "in the structure at {path}: {error}"),
+            InvalidGrammar { syntax, line, column, rule, reason } => {
+                write!(f, "invalid {syntax} grammar")?;
+                if *line > 0 {
+                    write!(f, " at line {line}, column {column}")?;
+                }
+                if let Some(rule) = rule {
+                    write!(f, " (rule '{rule}')")?;
+                }
+                write!(f, ": {reason}")
+            }
+            NotRegular { detail } => write!(f, "not a regular language: {detail}"),
         }
     }
 }

@@ -19,6 +19,7 @@ pub(crate) mod automata;
 pub(crate) mod error;
 pub(crate) mod grammar;
 pub(crate) mod json_schema;
+pub(crate) mod pushdown;
 pub(crate) mod repair;
 pub(crate) mod structure;
 pub(crate) mod util;
@@ -27,7 +28,7 @@ pub(crate) mod vocab;
 #[cfg(feature = "python")]
 mod python;
 
-pub use automata::{Deadline, Dfa, DfaConfig, RegexMemo};
+pub use automata::{Deadline, Dfa, DfaConfig, Expr, RegexMemo};
 pub use error::{GrammarError, Result};
 pub use grammar::{Grammar, GrammarConfig, Row};
 pub use json_schema::{compile as compile_json_schema, compile_noting as compile_json_schema_noting, JsonSchemaOptions};
@@ -37,5 +38,6 @@ pub use repair::{
 pub use structure::{compile as compile_structure, SpecialToken, SpecialTokens, Structure, MARKER_BYTES};
 pub use vocab::gguf::{read_metadata as read_gguf_metadata, tokenizer_from_metadata as gguf_tokenizer, GgufValue};
 pub use vocab::tokenizer_json::{eos_from_sidecars, parse as parse_tokenizer_json, resolve_eos, ParsedTokenizer};
-pub use util::{StateId, TokenId};
+pub use pushdown::{Pda, RtnBuilder};
+pub use util::{RuleId, StateId, TokenId};
 pub use vocab::{Family, TokenSpec, Vocabulary, END_TOKEN_NAMES};

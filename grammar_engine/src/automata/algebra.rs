@@ -23,9 +23,10 @@ use std::rc::Rc;
 
 use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
+use crate::automata::calls::{bytes_dfa, call_bytes};
 use crate::automata::glued_nfa::{GluedNfa, SharedDfa};
 use crate::util::int_hash::IntMap;
-use crate::util::StateId;
+use crate::util::{RuleId, StateId};
 use crate::automata::subset::NodeId;
 
 /// Longest regex text rendered for a regex-only subtree.
@@ -44,6 +45,9 @@ pub enum Expr {
     Union(Rc<[Expr]>),
     /// `min` to `max` (unbounded when `None`) strings of the inner language, concatenated.
     Repeat(Rc<Expr>, u32, Option<u32>),
+    /// A call of a rule of a pushdown grammar: compiled as the call's spelling
+    /// ([`crate::automata::calls`]), which the pushdown layer reads back as a call.
+    Call(RuleId),
     /// No string at all.
     Empty,
 }
@@ -121,16 +125,77 @@ impl Expr {
         matches!(self, Expr::Empty)
     }
 
-    /// The strings both languages contain (built now: a DFA leaf, or [`Expr::Empty`]).
+    /// True when the language calls a rule somewhere ([`Expr::Call`]): it is then a rule body
+    /// of a pushdown grammar, not a regular language, and cannot enter a product.
+    pub fn has_calls(&self) -> bool {
+        match self {
+            Expr::Call(_) => true,
+            Expr::Regex(_) | Expr::Dfa(_) | Expr::Empty => false,
+            Expr::Concat(parts) | Expr::Union(parts) => parts.iter().any(Expr::has_calls),
+            Expr::Repeat(inner, _, _) => inner.has_calls(),
+        }
+    }
+
+    /// The rules this expression calls, each once, in order of first appearance.
+    pub fn calls(&self) -> Vec<RuleId> {
+        fn walk(e: &Expr, out: &mut Vec<RuleId>) {
+            match e {
+                Expr::Call(r) => {
+                    if !out.contains(r) {
+                        out.push(*r);
+                    }
+                }
+                Expr::Regex(_) | Expr::Dfa(_) | Expr::Empty => {}
+                Expr::Concat(parts) | Expr::Union(parts) => parts.iter().for_each(|p| walk(p, out)),
+                Expr::Repeat(inner, _, _) => walk(inner, out),
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut out);
+        out
+    }
+
+    /// The same expression with every call of a rule that `body` gives a body for replaced by
+    /// that body (shared, not copied); other calls stay.
+    pub fn substitute(&self, body: &dyn Fn(RuleId) -> Option<Expr>) -> Expr {
+        match self {
+            Expr::Call(r) => body(*r).unwrap_or_else(|| self.clone()),
+            Expr::Regex(_) | Expr::Dfa(_) | Expr::Empty => self.clone(),
+            Expr::Concat(parts) => {
+                if !self.has_calls() {
+                    return self.clone();
+                }
+                Expr::concat(parts.iter().map(|p| p.substitute(body)).collect())
+            }
+            Expr::Union(parts) => {
+                if !self.has_calls() {
+                    return self.clone();
+                }
+                Expr::union(parts.iter().map(|p| p.substitute(body)).collect())
+            }
+            Expr::Repeat(inner, min, max) => {
+                if !inner.has_calls() {
+                    return self.clone();
+                }
+                Expr::repeat(inner.substitute(body), *min, *max)
+            }
+        }
+    }
+
+    /// The strings both languages contain (built now: a DFA leaf, or [`Expr::Empty`]). Neither
+    /// side may call a rule ([`GrammarError::NotRegular`]).
     pub fn and(&self, other: &Expr, config: &DfaConfig) -> Result<Expr> {
+        not_regular(self, other, "an intersection")?;
         let (Some(a), Some(b)) = (self.shared_dfa(config)?, other.shared_dfa(config)?) else {
             return Ok(Expr::Empty);
         };
         Ok(product(&a, &b, Op::And, config)?.map_or(Expr::Empty, |d| Expr::Dfa(Rc::new(d))))
     }
 
-    /// The strings of this language that `other` does not contain (built now).
+    /// The strings of this language that `other` does not contain (built now). Neither side may
+    /// call a rule ([`GrammarError::NotRegular`]).
     pub fn minus(&self, other: &Expr, config: &DfaConfig) -> Result<Expr> {
+        not_regular(self, other, "a difference")?;
         let Some(a) = self.shared_dfa(config)? else { return Ok(Expr::Empty) };
         let Some(b) = other.shared_dfa(config)? else { return Ok(Expr::Dfa(a)) };
         Ok(product(&a, &b, Op::Minus, config)?.map_or(Expr::Empty, |d| Expr::Dfa(Rc::new(d))))
@@ -192,6 +257,7 @@ impl Expr {
             Expr::Concat(p) | Expr::Union(p) => p.as_ptr() as usize,
             Expr::Repeat(inner, _, _) => Rc::as_ptr(inner) as usize,
             Expr::Dfa(d) => return d.num_states() as u64 * 2,
+            Expr::Call(_) => return 8,
             Expr::Empty => return 1,
         };
         if let Some(&n) = memo.get(&key) {
@@ -209,7 +275,7 @@ impl Expr {
                 let copies = repeat_copies(*min, *max);
                 inner.nfa_size_estimate(memo).saturating_mul(copies).saturating_add(2)
             }
-            Expr::Dfa(_) | Expr::Empty => unreachable!("returned above"),
+            Expr::Dfa(_) | Expr::Call(_) | Expr::Empty => unreachable!("returned above"),
         };
         memo.insert(key, n);
         n
@@ -219,7 +285,7 @@ impl Expr {
     fn is_regex_only(&self) -> bool {
         match self {
             Expr::Regex(_) | Expr::Empty => true,
-            Expr::Dfa(_) => false,
+            Expr::Dfa(_) | Expr::Call(_) => false,
             Expr::Concat(parts) | Expr::Union(parts) => parts.iter().all(Expr::is_regex_only),
             Expr::Repeat(inner, _, _) => inner.is_regex_only(),
         }
@@ -240,7 +306,7 @@ impl Expr {
                 out.push(')');
             }
             Expr::Empty => out.push_str("[^\\x00-\\x{10FFFF}]"),
-            Expr::Dfa(_) => unreachable!("render is only called on regex-only trees"),
+            Expr::Dfa(_) | Expr::Call(_) => unreachable!("render is only called on regex-only trees"),
             Expr::Concat(parts) => {
                 for p in parts.iter() {
                     p.render_into(out)?;
@@ -331,6 +397,7 @@ impl NfaBuilder {
         }
         match expr {
             Expr::Dfa(d) => self.b.embed(SharedDfa::Rc(d.clone())),
+            Expr::Call(rule) => self.b.embed(SharedDfa::Rc(Rc::new(bytes_dfa(&call_bytes(*rule))))),
             Expr::Concat(parts) => {
                 let (start, mut end) = self.emit(&parts[0], config)?;
                 for p in &parts[1..] {
@@ -394,6 +461,15 @@ impl NfaBuilder {
     fn fail(&mut self) -> Result<(NodeId, NodeId)> {
         Ok((self.b.add_union()?, self.b.add_union()?))
     }
+}
+
+/// [`GrammarError::NotRegular`] when either operand of a product calls a rule: a product is
+/// over byte strings, and a call stands for a context-free language.
+fn not_regular(a: &Expr, b: &Expr, what: &str) -> Result<()> {
+    if a.has_calls() || b.has_calls() {
+        return Err(GrammarError::NotRegular { detail: format!("{what} of languages that call rules") });
+    }
+    Ok(())
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -74,3 +74,45 @@ impl Dfa {
         }
     }
 }
+
+impl Dfa {
+    /// The same table restricted to the states `keep` marks (the start among them), renumbered
+    /// in order; transitions into dropped states are cut. Returns the table and, per old state,
+    /// its new id ([`StateId::DEAD`] for a dropped one). Acceptance and byte distances are
+    /// kept as they were (distances through dropped states may then be too low: callers that
+    /// drop states reached otherwise, as a pushdown rule drops the digits of its calls, keep
+    /// their own distances).
+    pub(crate) fn retain_states(&self, keep: &[bool]) -> (Dfa, Vec<StateId>) {
+        let mut new_id = vec![StateId::DEAD; self.num_states()];
+        let mut n = 0usize;
+        for (s, &k) in keep.iter().enumerate() {
+            if k {
+                new_id[s] = StateId::from_index(n);
+                n += 1;
+            }
+        }
+        let mut trans = Vec::with_capacity(n * self.stride);
+        let mut accepting = Vec::with_capacity(n);
+        let mut byte_distance = Vec::with_capacity(n);
+        for (s, &k) in keep.iter().enumerate() {
+            if !k {
+                continue;
+            }
+            for &t in &self.trans[s * self.stride..(s + 1) * self.stride] {
+                trans.push(if t.is_dead() { StateId::DEAD } else { new_id[t.as_usize()] });
+            }
+            accepting.push(self.accepting[s]);
+            byte_distance.push(self.byte_distance[s]);
+        }
+        let dfa = Dfa {
+            classes: self.classes,
+            stride: self.stride,
+            trans,
+            accepting,
+            byte_distance,
+            class_rep: self.class_rep.clone(),
+            class_size: self.class_size.clone(),
+        };
+        (dfa, new_id)
+    }
+}

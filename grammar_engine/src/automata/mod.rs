@@ -16,6 +16,7 @@
 //! * `regex_memo`: regexes already built during one compilation.
 
 pub(crate) mod algebra;
+pub(crate) mod calls;
 mod budget;
 mod build;
 mod config;

@@ -1,11 +1,15 @@
-//! A compiled grammar and its step API: the decoding loop's view of a regex, a JSON Schema or
-//! a structure.
+//! A compiled grammar and its step API: the decoding loop's view of a regex, a JSON Schema, a
+//! structure or a grammar in a grammar language.
 //!
-//! A grammar state is a [`StateId`] (a DFA state, a `u32` underneath), so the loop can keep one
-//! main state and any number of throw-away draft states without cloning anything. A state id
-//! from outside is checked on every call ([`GrammarError::InvalidState`]). Rows of the token index are
-//! computed on first visit and cached (so the first mask comes fast), or all at once in
-//! parallel with [`Grammar::build_all`].
+//! A grammar state is a [`StateId`] (a `u32` underneath), so the loop can keep one main state
+//! and any number of throw-away draft states without cloning anything. A state id from outside
+//! is checked on every call ([`GrammarError::InvalidState`]).
+//!
+//! Two kinds underneath, one face. A *regular* grammar is one DFA: a state is a DFA state, and
+//! rows of its token index are computed on first visit and cached (so the first mask comes
+//! fast), or all at once in parallel with [`Grammar::build_all`]. A *pushdown* grammar
+//! (recursive rules, see [`crate::pushdown`]) has its states met as the text is read, each a
+//! reading interned by the [`Pda`]; every method below hands such a grammar to it.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -18,6 +22,7 @@ use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 use crate::grammar::index::{compute_row, Row};
 use crate::json_schema::{self, JsonSchemaOptions};
+use crate::pushdown::{Compiled, Pda, RtnBuilder};
 use crate::structure::{self, SpecialTokens};
 use crate::util::{StateId, TokenId};
 use crate::vocab::Vocabulary;
@@ -59,6 +64,8 @@ pub struct Grammar {
     max_index_bytes: usize,
     /// For a JSON Schema compiled under a sound restriction (it did not fit exactly): which.
     restriction: Option<String>,
+    /// A pushdown grammar: when set, it answers every step (`dfa` is then a placeholder).
+    pda: Option<Pda>,
 }
 
 impl Grammar {
@@ -83,6 +90,70 @@ impl Grammar {
         let mut g = Self::new(vocab, dfa, schema.to_string(), SpecialTokens::default(), config)?;
         g.restriction = restriction;
         Ok(g)
+    }
+
+    /// Compiles the rules of `rules` reachable from `start` (a grammar language's, see
+    /// [`crate::pushdown`]): one DFA when no recursion is left after inlining, else a pushdown
+    /// grammar. `syntax` names the grammar language in errors.
+    pub fn from_rules(
+        vocab: Arc<Vocabulary>,
+        rules: &RtnBuilder,
+        start: crate::util::RuleId,
+        syntax: &'static str,
+        source: String,
+        specials: SpecialTokens,
+        config: &GrammarConfig,
+    ) -> Result<Grammar> {
+        match rules.build(start, syntax, &config.dfa)? {
+            Compiled::Regular(dfa) => Self::new(vocab, dfa, source, specials, config),
+            Compiled::Pushdown(rtn) => Self::pushdown(vocab, rtn, source, specials, config),
+        }
+    }
+
+    fn pushdown(vocab: Arc<Vocabulary>, rtn: crate::pushdown::Rtn, source: String, specials: SpecialTokens, config: &GrammarConfig) -> Result<Grammar> {
+        // Every byte the rules read must be a token of its own (byte-level and byte-fallback
+        // vocabularies): then readings are live exactly when their DFA states are, and byte
+        // distances bound token counts (see `crate::pushdown`).
+        for rule in &rtn.rules {
+            for s in 0..rule.dfa.num_states() {
+                let mut missing = None;
+                rule.dfa.for_each_transition(StateId::from_index(s), |b, _| {
+                    if !vocab.covers_byte(b) && specials.token_of(b).is_none() {
+                        missing = Some(b);
+                    }
+                });
+                if let Some(b) = missing {
+                    return Err(GrammarError::NotCompletable {
+                        detail: format!("rule '{}' reads byte 0x{b:02X}, which is no token of its own in this vocabulary", rule.name),
+                    });
+                }
+            }
+        }
+        let pda = Pda::new(rtn, vocab.clone(), specials.clone())?;
+        Ok(Grammar {
+            source,
+            dfa: crate::automata::calls::bytes_dfa(b""),
+            vocab,
+            specials,
+            ordinary: None,
+            token_live: None,
+            rows: Box::new([]),
+            min_tokens: OnceLock::new(),
+            index_bytes: AtomicUsize::new(0),
+            max_index_bytes: config.max_index_bytes,
+            restriction: None,
+            pda: Some(pda),
+        })
+    }
+
+    /// The pushdown grammar underneath, when this is one.
+    pub fn pda(&self) -> Option<&Pda> {
+        self.pda.as_ref()
+    }
+
+    /// True for a pushdown grammar (recursive rules), false for one DFA.
+    pub fn is_pushdown(&self) -> bool {
+        self.pda.is_some()
     }
 
     /// `Some` (what was left out) when a JSON Schema was compiled under a sound restriction
@@ -138,6 +209,7 @@ impl Grammar {
             index_bytes: AtomicUsize::new(0),
             max_index_bytes: config.max_index_bytes,
             restriction: None,
+            pda: None,
         };
         // Rare: a byte that occurs only inside longer tokens. Then byte-level liveness is not
         // enough and token-level liveness is computed over the whole index.
@@ -241,17 +313,55 @@ impl Grammar {
     }
 
     pub fn initial_state(&self) -> StateId {
-        self.dfa.start()
+        match &self.pda {
+            Some(p) => p.initial_state(),
+            None => self.dfa.start(),
+        }
     }
 
+    /// The number of states: a regular grammar's DFA states, or the readings a pushdown
+    /// grammar has met so far (it grows as text is read).
     pub fn num_states(&self) -> usize {
-        self.dfa.num_states()
+        match &self.pda {
+            Some(p) => p.num_states(),
+            None => self.dfa.num_states(),
+        }
+    }
+
+    /// An id for `state`'s mask: states with the same id have the same mask. A regular
+    /// grammar's is the state itself; a pushdown grammar's readings share masks.
+    pub fn mask_id(&self, state: StateId) -> Result<u32> {
+        match &self.pda {
+            Some(p) => p.mask_id(state),
+            None => {
+                self.check(state)?;
+                Ok(state.as_u32())
+            }
+        }
+    }
+
+    /// Whether `text` fully matches; when not, the offset of the first byte that leaves the
+    /// grammar (or the text's length when it stops short of a full match).
+    pub fn check_text(&self, text: &[u8]) -> std::result::Result<(), usize> {
+        match &self.pda {
+            Some(p) => p.check_text(text),
+            None => {
+                let v = crate::repair::validate(&self.dfa, text);
+                match v.error_offset {
+                    None => Ok(()),
+                    Some(at) => Err(at),
+                }
+            }
+        }
     }
 
     /// The state of this grammar whose id is `id`, as a caller outside Rust gives it (a
     /// Python int may be negative or past `u32`); [`GrammarError::InvalidState`] when there
     /// is none.
     pub fn state(&self, id: i64) -> Result<StateId> {
+        if let Some(p) = &self.pda {
+            return p.state(id);
+        }
         match u32::try_from(id) {
             Ok(s) if (s as usize) < self.num_states() => Ok(StateId::new(s)),
             _ => Err(GrammarError::InvalidState { state: id, num_states: self.num_states() }),
@@ -276,8 +386,12 @@ impl Grammar {
         self.token_live.as_ref().is_none_or(|l| l[state.as_usize()])
     }
 
-    /// The row of `state`, computed on first use.
+    /// The row of `state`, computed on first use (a regular grammar's: a pushdown grammar has
+    /// none, see [`crate::pushdown`]).
     pub fn row(&self, state: StateId) -> Result<&Row> {
+        if self.pda.is_some() {
+            return Err(GrammarError::NotRegular { detail: "a pushdown grammar has no per-state rows".into() });
+        }
         self.check(state)?;
         let cell = &self.rows[state.as_usize()];
         if let Some(row) = cell.get() {
@@ -303,6 +417,9 @@ impl Grammar {
 
     /// The allowed-token bitmask of `state`: `ceil(V / 32)` words, bit `t % 32` of word `t / 32`.
     pub fn token_bitmask(&self, state: StateId) -> Result<&[u32]> {
+        if let Some(p) = &self.pda {
+            return p.token_bitmask(state);
+        }
         Ok(&self.row(state)?.mask)
     }
 
@@ -311,6 +428,9 @@ impl Grammar {
     /// always be completed). Borrowed, i.e. the plain mask, whenever the budget restricts
     /// nothing, which a per-row bound decides without any search in the common case.
     pub fn token_bitmask_within(&self, state: StateId, budget: u32) -> Result<Cow<'_, [u32]>> {
+        if let Some(p) = &self.pda {
+            return p.token_bitmask_within(state, budget);
+        }
         let row = self.row(state)?;
         if self.token_live.is_none() && row.max_next_distance <= budget {
             return Ok(Cow::Borrowed(&row.mask));
@@ -353,6 +473,9 @@ impl Grammar {
     /// The state after `token`, or an error when the token is not allowed in `state`. EOS in
     /// an accepting state leaves the state unchanged.
     pub fn advance(&self, state: StateId, token: TokenId) -> Result<StateId> {
+        if let Some(p) = &self.pda {
+            return p.advance(state, token);
+        }
         self.check(state)?;
         let refuse = |reason: &str| Err(GrammarError::TokenNotAllowed { state, token: i64::from(token.as_u32()), reason: reason.to_string() });
         if self.vocab.is_eos(token) {
@@ -379,34 +502,63 @@ impl Grammar {
     }
 
     pub fn is_accepting(&self, state: StateId) -> Result<bool> {
+        if let Some(p) = &self.pda {
+            return p.is_accepting(state);
+        }
         self.check(state)?;
         Ok(self.dfa.is_accepting(state))
     }
 
     /// Bytes every valid continuation of `state` starts with (for jump-forward).
     pub fn forced_bytes(&self, state: StateId) -> Result<Vec<u8>> {
+        if let Some(p) = &self.pda {
+            return p.forced_bytes(state);
+        }
         self.check(state)?;
         Ok(self.dfa.forced_bytes(state))
     }
 
     /// The (token, next state) pairs of the ordinary tokens allowed in `state`.
     pub fn transitions(&self, state: StateId) -> Result<Vec<(TokenId, StateId)>> {
+        if self.pda.is_some() {
+            let mut out = Vec::new();
+            for t in self.allowed_token_ids(state)? {
+                if !self.vocab.is_eos(t) {
+                    out.push((t, self.advance(state, t)?));
+                }
+            }
+            return Ok(out);
+        }
         Ok(self.row(state)?.transitions(&self.vocab).collect())
     }
 
     /// Computes every row, in parallel over states.
     pub fn build_all(&self) -> Result<()> {
+        if let Some(p) = &self.pda {
+            // Its states are met as text is read: there is no "all" to build ahead.
+            let _ = p;
+            return Ok(());
+        }
         (0..self.num_states()).into_par_iter().try_for_each(|s| self.row(StateId::from_index(s)).map(|_| ()))
     }
 
     /// Number of rows computed so far.
     pub fn rows_built(&self) -> usize {
+        if let Some(p) = &self.pda {
+            return p.rows_built();
+        }
         self.rows.iter().filter(|c| c.get().is_some()).count()
     }
 
     /// The fewest tokens from `state` to acceptance (0 when accepting; [`Grammar::UNREACHABLE`] when
     /// no token sequence gets there). The first call builds every row.
     pub fn min_tokens_to_accept(&self, state: StateId) -> Result<u32> {
+        if let Some(p) = &self.pda {
+            // The bytes to a full match: with every byte a token, the fewest tokens are at most
+            // this many (see `crate::pushdown`).
+            let d = p.distance(state)?;
+            return Ok(if d >= crate::pushdown::FAR { Self::UNREACHABLE } else { d });
+        }
         self.check(state)?;
         if let Some(m) = self.min_tokens.get() {
             return Ok(m[state.as_usize()]);
@@ -434,6 +586,9 @@ impl Grammar {
 
     /// Heap bytes held: the DFA, the rows built so far and the caches.
     pub fn memory_bytes(&self) -> usize {
+        if let Some(p) = &self.pda {
+            return p.memory_bytes();
+        }
         self.dfa.memory_bytes()
             + self.index_bytes.load(Ordering::Relaxed)
             + self.rows.len() * std::mem::size_of::<OnceLock<Row>>()

@@ -8,7 +8,6 @@
 mod grammar;
 pub(crate) mod index;
 
-#[cfg(feature = "python")]
 pub(crate) use grammar::OUTSIDE_VOCABULARY;
 pub use grammar::{Grammar, GrammarConfig};
 pub use index::Row;

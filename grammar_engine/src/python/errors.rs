@@ -24,6 +24,7 @@ pyo3::create_exception!(_grammar, VocabularyError, GrammarError, "The tokenizer 
 pyo3::create_exception!(_grammar, TokenNotAllowedError, GrammarError, "The token is not allowed in this state.");
 pyo3::create_exception!(_grammar, InvalidStateError, GrammarError, "The state does not belong to this grammar.");
 pyo3::create_exception!(_grammar, InvalidStructureError, GrammarError, "The structure spec is malformed; `structure_path` says where.");
+pyo3::create_exception!(_grammar, InvalidGrammarError, GrammarError, "The grammar (GBNF, Lark) is malformed; `line`, `column` and `rule` say where.");
 
 /// The Python exception for a core error. An error located in a structure spec keeps the class
 /// of the error inside it (an `InvalidRegexError` stays one) and gains `structure_path`, the JSON
@@ -50,6 +51,9 @@ pub(super) fn to_py(py: Python<'_>, e: CoreError) -> PyErr {
         CoreError::TokenNotAllowed { .. } => TokenNotAllowedError::new_err(msg),
         CoreError::InvalidState { .. } => InvalidStateError::new_err(msg),
         CoreError::InvalidStructure { .. } | CoreError::InStructure { .. } => InvalidStructureError::new_err(msg),
+        CoreError::InvalidGrammar { .. } => InvalidGrammarError::new_err(msg),
+        // A product met a rule call: an internal limit of the construction, said as such.
+        CoreError::NotRegular { .. } => GrammarError::new_err(msg),
     };
     // Structured fields for callers that want more than the message (the server's 400s).
     let value = err.value(py);
@@ -59,6 +63,10 @@ pub(super) fn to_py(py: Python<'_>, e: CoreError) -> PyErr {
             value.setattr("keyword", keyword.as_str()).and_then(|_| value.setattr("path", path.as_str()))
         }
         CoreError::InvalidSchema { path, .. } => value.setattr("path", path.as_str()),
+        CoreError::InvalidGrammar { line, column, rule, .. } => value
+            .setattr("line", *line)
+            .and_then(|_| value.setattr("column", *column))
+            .and_then(|_| value.setattr("rule", rule.clone())),
         _ => Ok(()),
     };
     if let Some(path) = structure_path {

@@ -24,7 +24,8 @@ use pyo3::prelude::*;
 
 use errors::{
     EmptyLanguageError, GrammarError, GrammarTooLargeError, InvalidRegexError, InvalidSchemaError, InvalidStateError,
-    InvalidStructureError, NotCompletableError, TokenNotAllowedError, UnsupportedRegexError, UnsupportedSchemaError, VocabularyError,
+    InvalidGrammarError, InvalidStructureError, NotCompletableError, TokenNotAllowedError, UnsupportedRegexError,
+    UnsupportedSchemaError, VocabularyError,
 };
 use grammar::Grammar;
 use repair::{RepairResult, Validation};
@@ -50,5 +51,6 @@ fn _grammar(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TokenNotAllowedError", py.get_type::<TokenNotAllowedError>())?;
     m.add("InvalidStateError", py.get_type::<InvalidStateError>())?;
     m.add("InvalidStructureError", py.get_type::<InvalidStructureError>())?;
+    m.add("InvalidGrammarError", py.get_type::<InvalidGrammarError>())?;
     Ok(())
 }

@@ -6,4 +6,4 @@
 pub(crate) mod int_hash;
 mod primitives;
 
-pub use primitives::{StateId, TokenId};
+pub use primitives::{RuleId, StateId, TokenId};

@@ -99,3 +99,33 @@ impl fmt::Display for TokenId {
         write!(f, "{}", self.0)
     }
 }
+
+/// The id of a rule of a pushdown grammar (`crate::pushdown`): rules are numbered densely
+/// from 0 in the order they are declared.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RuleId(u32);
+
+impl RuleId {
+    #[inline(always)]
+    pub const fn new(id: u32) -> RuleId {
+        RuleId(id)
+    }
+
+    #[inline(always)]
+    pub const fn as_u32(self) -> u32 {
+        self.0
+    }
+
+    /// The index of this rule in per-rule tables.
+    #[inline(always)]
+    pub const fn as_usize(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Debug for RuleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RuleId({})", self.0)
+    }
+}

@@ -1,0 +1,129 @@
+//! How far a pushdown reading is from a full match: the fewest bytes to the end of each rule
+//! from each of its states, and from there the fewest bytes to the end of the text.
+//!
+//! `bytes_to_end[r][s]`: the fewest bytes that take rule `r` from state `s` to its end, a call
+//! costing the shortest string of the rule called. The shortest strings of rules depend on each
+//! other, so this is a least fixpoint (each round, one backward shortest-path search per rule
+//! with the calls priced at the previous round's lengths; a round changes nothing once no
+//! length can fall further).
+//!
+//! A head's distance to the end of the text is its own plus, for each frame of its stack, the
+//! distance from the state the call returns to; a set of heads takes its nearest. When every
+//! byte a grammar reads is a token of its own (all byte-level and byte-fallback vocabularies),
+//! the distance in bytes bounds the tokens a completion needs, and one more byte of progress
+//! is always one token away: budget-aware masking built on it never strands a reading.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::rules::Rtn;
+use super::step::{Arena, Head, StackId};
+use crate::util::StateId;
+
+/// No way to the end (a state that is not live, or a rule with no finite string).
+pub const FAR: u32 = u32::MAX / 4;
+
+/// `bytes_to_end[rule][state]` for every rule of `rtn`.
+pub fn bytes_to_end(rtn: &Rtn) -> Vec<Vec<u32>> {
+    let n = rtn.rules.len();
+    let mut shortest = vec![FAR; n];
+    let mut out: Vec<Vec<u32>> = rtn.rules.iter().map(|r| vec![FAR; r.dfa.num_states()]).collect();
+    // Reverse edges, once: (from state, through byte or call).
+    let reverse: Vec<Vec<Vec<(u32, Edge)>>> = rtn
+        .rules
+        .iter()
+        .map(|rule| {
+            let m = rule.dfa.num_states();
+            let mut rev: Vec<Vec<(u32, Edge)>> = vec![Vec::new(); m];
+            for s in 0..m {
+                let st = StateId::from_index(s);
+                let mut seen_targets: Vec<StateId> = Vec::new();
+                rule.dfa.for_each_transition(st, |_, t| {
+                    if !seen_targets.contains(&t) {
+                        seen_targets.push(t);
+                    }
+                });
+                for t in seen_targets {
+                    rev[t.as_usize()].push((s as u32, Edge::Byte));
+                }
+                for &(c, ret) in rule.calls_at(st) {
+                    rev[ret.as_usize()].push((s as u32, Edge::Call(c.as_u32())));
+                }
+            }
+            rev
+        })
+        .collect();
+    loop {
+        let mut changed = false;
+        for (r, rule) in rtn.rules.iter().enumerate() {
+            let dist = shortest_to_accept(rule.dfa.num_states(), |s| rule.is_accepting(StateId::from_index(s)), &reverse[r], &shortest);
+            let start = dist[rule.start().as_usize()];
+            if dist != out[r] {
+                out[r] = dist;
+                changed = true;
+            }
+            if start < shortest[r] {
+                shortest[r] = start;
+                changed = true;
+            }
+        }
+        if !changed {
+            return out;
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Edge {
+    Byte,
+    Call(u32),
+}
+
+/// Dijkstra backwards from the accepting states.
+fn shortest_to_accept(n: usize, accepting: impl Fn(usize) -> bool, reverse: &[Vec<(u32, Edge)>], shortest: &[u32]) -> Vec<u32> {
+    let mut dist = vec![FAR; n];
+    let mut heap = BinaryHeap::new();
+    for s in 0..n {
+        if accepting(s) {
+            dist[s] = 0;
+            heap.push(Reverse((0u32, s as u32)));
+        }
+    }
+    while let Some(Reverse((d, t))) = heap.pop() {
+        if d > dist[t as usize] {
+            continue;
+        }
+        for &(s, edge) in &reverse[t as usize] {
+            let w = match edge {
+                Edge::Byte => 1,
+                Edge::Call(c) => shortest[c as usize],
+            };
+            let nd = d.saturating_add(w).min(FAR);
+            if nd < dist[s as usize] {
+                dist[s as usize] = nd;
+                heap.push(Reverse((nd, s)));
+            }
+        }
+    }
+    dist
+}
+
+/// The bytes from a stack's return states to the end of the text: each frame's return state's
+/// distance, summed down to the bottom.
+pub fn stack_distance(bounds: &[Vec<u32>], stacks: &dyn Arena, mut stack: StackId) -> u32 {
+    let mut total = 0u32;
+    while let Some(f) = stacks.top(stack) {
+        total = total.saturating_add(bounds[f.rule.as_usize()][f.ret.as_usize()]).min(FAR);
+        stack = f.parent;
+    }
+    total
+}
+
+/// The nearest head's distance to the end of the text.
+pub fn heads_distance(bounds: &[Vec<u32>], stacks: &dyn Arena, heads: &[Head]) -> u32 {
+    heads
+        .iter()
+        .map(|h| bounds[h.rule.as_usize()][h.state.as_usize()].saturating_add(stack_distance(bounds, stacks, h.stack)).min(FAR))
+        .min()
+        .unwrap_or(FAR)
+}

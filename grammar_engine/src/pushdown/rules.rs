@@ -1,0 +1,498 @@
+//! Rules: a grammar as named automaton expressions that call each other, compiled to one byte
+//! DFA per recursive rule with its calls read back out.
+//!
+//! A front end (GBNF, Lark, the JSON Schema compiler, a structure) declares rules on an
+//! [`RtnBuilder`], gives each a body ([`Expr`], with [`Expr::Call`] where another rule is
+//! used), and calls [`RtnBuilder::build`]. The build:
+//!
+//! 1. checks that every rule used is defined;
+//! 2. inlines every rule that is not on a cycle of calls (most of a grammar: a string, a
+//!    number, a keyword), so only recursion stays a call and each remaining rule is one large
+//!    DFA; a grammar without recursion comes out as a single DFA, today's regular grammar;
+//! 3. compiles each remaining rule's body to a minimized DFA (calls spelled as bytes, see
+//!    [`crate::automata::calls`]) and reads the calls back out, per state, as (rule, return
+//!    state) pairs;
+//! 4. finds the productive rules (those with a finite string) and drops calls of the others,
+//!    finds the nullable rules, and refuses left recursion (a rule that can call itself before
+//!    reading a byte), which no top-down reader can expand.
+
+use std::collections::HashMap;
+
+use crate::automata::calls::{calls_of, CALL_OPENER};
+use crate::automata::{Dfa, DfaConfig, Expr};
+use crate::error::{GrammarError, Result};
+use crate::util::{RuleId, StateId};
+
+/// Rules under construction.
+#[derive(Debug, Default)]
+pub struct RtnBuilder {
+    names: Vec<String>,
+    bodies: Vec<Option<Expr>>,
+}
+
+impl RtnBuilder {
+    pub fn new() -> RtnBuilder {
+        RtnBuilder::default()
+    }
+
+    /// A new rule named `name` (names are for messages; they need not be unique).
+    pub fn declare(&mut self, name: &str) -> RuleId {
+        self.names.push(name.to_string());
+        self.bodies.push(None);
+        RuleId::new((self.names.len() - 1) as u32)
+    }
+
+    /// Sets the body of `rule`.
+    pub fn define(&mut self, rule: RuleId, body: Expr) {
+        self.bodies[rule.as_usize()] = Some(body);
+    }
+
+    pub fn is_defined(&self, rule: RuleId) -> bool {
+        self.bodies.get(rule.as_usize()).is_some_and(Option::is_some)
+    }
+
+    pub fn name(&self, rule: RuleId) -> &str {
+        &self.names[rule.as_usize()]
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Compiles the rules reachable from `start`. `syntax` names the grammar language in
+    /// errors. Returns [`Compiled::Regular`] when no recursion is left after inlining.
+    pub fn build(&self, start: RuleId, syntax: &'static str, config: &DfaConfig) -> Result<Compiled> {
+        let order = self.reachable(start, syntax)?;
+        let recursive = self.recursive(&order);
+        // Inline the non-recursive rules, callees first (`order` is a post-order of the calls,
+        // so every callee not on a cycle comes before its callers).
+        let mut inlined: HashMap<RuleId, Expr> = HashMap::new();
+        let mut kept: Vec<RuleId> = Vec::new();
+        for &r in &order {
+            let body = self.body(r).substitute(&|c| if recursive[c.as_usize()] { None } else { inlined.get(&c).cloned() });
+            if recursive[r.as_usize()] || r == start {
+                kept.push(r);
+            }
+            inlined.insert(r, body);
+        }
+        // The start rule first; the others in the order found.
+        kept.sort_by_key(|&r| (r != start, order.iter().position(|&o| o == r)));
+        let number: HashMap<RuleId, RuleId> =
+            kept.iter().enumerate().map(|(i, &r)| (r, RuleId::new(i as u32))).collect();
+        let start_body = &inlined[&start];
+        if kept.len() == 1 && !start_body.has_calls() {
+            let dfa = start_body.to_dfa(config)?.ok_or_else(|| GrammarError::EmptyLanguage {
+                detail: format!("the start rule '{}' matches no string", self.name(start)),
+            })?;
+            return Ok(Compiled::Regular(dfa));
+        }
+        let mut rules = Vec::with_capacity(kept.len());
+        for &r in &kept {
+            let body = inlined[&r].renumber(&|c| number.get(&c).copied());
+            let dfa = match body.to_dfa(config)? {
+                Some(d) => d,
+                // No path at all, not even through calls: an unproductive rule, left with no
+                // state a caller could enter (found unproductive below).
+                None => crate::automata::calls::bytes_dfa(&[CALL_OPENER, CALL_OPENER]),
+            };
+            rules.push(Rule::new(self.name(r).to_string(), dfa));
+        }
+        let mut rtn = Rtn { rules };
+        rtn.analyse(syntax)?;
+        Ok(Compiled::Pushdown(rtn))
+    }
+
+    fn body(&self, rule: RuleId) -> &Expr {
+        self.bodies[rule.as_usize()].as_ref().unwrap_or(&Expr::Empty)
+    }
+
+    /// The rules reachable from `start`, callees before callers (a depth-first post-order).
+    fn reachable(&self, start: RuleId, syntax: &'static str) -> Result<Vec<RuleId>> {
+        let mut state = vec![0u8; self.names.len()]; // 0 new, 1 on the path, 2 done
+        let mut order = Vec::new();
+        let mut stack: Vec<(RuleId, Vec<RuleId>, usize)> = Vec::new();
+        let enter = |r: RuleId, this: &Self| -> Result<(RuleId, Vec<RuleId>, usize)> {
+            match &this.bodies[r.as_usize()] {
+                Some(b) => Ok((r, b.calls(), 0)),
+                None => Err(GrammarError::invalid_grammar(syntax, 0, 0, Some(this.name(r)), "the rule is used but never defined")),
+            }
+        };
+        state[start.as_usize()] = 1;
+        stack.push(enter(start, self)?);
+        while let Some((r, calls, i)) = stack.last_mut() {
+            if *i < calls.len() {
+                let c = calls[*i];
+                *i += 1;
+                if state[c.as_usize()] == 0 {
+                    state[c.as_usize()] = 1;
+                    let frame = enter(c, self)?;
+                    stack.push(frame);
+                }
+            } else {
+                let r = *r;
+                state[r.as_usize()] = 2;
+                order.push(r);
+                stack.pop();
+            }
+        }
+        Ok(order)
+    }
+
+    /// Which rules are on a cycle of calls (Tarjan's strongly connected components over the
+    /// reachable rules).
+    fn recursive(&self, order: &[RuleId]) -> Vec<bool> {
+        let n = self.names.len();
+        let calls: Vec<Vec<RuleId>> = (0..n).map(|r| self.bodies[r].as_ref().map_or_else(Vec::new, Expr::calls)).collect();
+        let mut index = vec![u32::MAX; n];
+        let mut low = vec![0u32; n];
+        let mut on_stack = vec![false; n];
+        let mut stack: Vec<usize> = Vec::new();
+        let mut out = vec![false; n];
+        let mut next = 0u32;
+        for &root in order {
+            if index[root.as_usize()] != u32::MAX {
+                continue;
+            }
+            // Iterative Tarjan: (node, next edge).
+            let mut work: Vec<(usize, usize)> = vec![(root.as_usize(), 0)];
+            while let Some(&mut (v, ref mut e)) = work.last_mut() {
+                if *e == 0 && index[v] == u32::MAX {
+                    index[v] = next;
+                    low[v] = next;
+                    next += 1;
+                    stack.push(v);
+                    on_stack[v] = true;
+                }
+                if *e < calls[v].len() {
+                    let w = calls[v][*e].as_usize();
+                    *e += 1;
+                    if index[w] == u32::MAX {
+                        work.push((w, 0));
+                    } else if on_stack[w] {
+                        low[v] = low[v].min(index[w]);
+                    }
+                    continue;
+                }
+                work.pop();
+                if let Some(&(parent, _)) = work.last() {
+                    low[parent] = low[parent].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    let mut members = Vec::new();
+                    loop {
+                        let w = stack.pop().unwrap_or(v);
+                        on_stack[w] = false;
+                        members.push(w);
+                        if w == v {
+                            break;
+                        }
+                    }
+                    let cyclic = members.len() > 1 || calls[v].iter().any(|c| c.as_usize() == v);
+                    for w in members {
+                        out[w] = cyclic;
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Expr {
+    /// The same expression with every call's rule renamed by `to` (calls it has no name for
+    /// stay as they are).
+    pub(crate) fn renumber(&self, to: &dyn Fn(RuleId) -> Option<RuleId>) -> Expr {
+        self.substitute(&|r| to(r).map(Expr::Call))
+    }
+}
+
+/// What a rule set compiles to.
+#[derive(Debug)]
+pub enum Compiled {
+    /// No recursion: one DFA, as a regex or a schema compiles.
+    Regular(Dfa),
+    /// Recursive rules: a pushdown grammar.
+    Pushdown(Rtn),
+}
+
+/// One rule of a compiled pushdown grammar.
+#[derive(Debug)]
+pub struct Rule {
+    pub name: String,
+    /// The body's DFA over bytes, calls cut out (they are in `calls`).
+    pub dfa: Dfa,
+    /// Per state, the calls out of it: (rule called, state the call returns to).
+    pub calls: Vec<Box<[(RuleId, StateId)]>>,
+    /// Per state: can the rule still end from here (through bytes and calls of productive
+    /// rules)?
+    pub live: Vec<bool>,
+    /// The rule has a finite string.
+    pub productive: bool,
+    /// The rule matches the empty string.
+    pub nullable: bool,
+}
+
+impl Rule {
+    fn new(name: String, with_calls: Dfa) -> Rule {
+        let calls = calls_of(&with_calls);
+        let cut = with_calls.with_bytes_cut(&[CALL_OPENER]);
+        // Keep the states reachable through bytes and call returns: the ones a call's digits
+        // led through are never entered once the calls are read out.
+        let mut keep = vec![false; cut.num_states()];
+        let mut todo = vec![cut.start()];
+        keep[cut.start().as_usize()] = true;
+        while let Some(s) = todo.pop() {
+            let mut next: Vec<StateId> = calls[s.as_usize()].iter().map(|&(_, ret)| ret).collect();
+            cut.for_each_transition(s, |_, t| next.push(t));
+            for t in next {
+                if !keep[t.as_usize()] {
+                    keep[t.as_usize()] = true;
+                    todo.push(t);
+                }
+            }
+        }
+        let (dfa, new_id) = cut.retain_states(&keep);
+        let mut renumbered: Vec<Box<[(RuleId, StateId)]>> = vec![Box::new([]); dfa.num_states()];
+        for (old, cs) in calls.into_iter().enumerate() {
+            if keep[old] {
+                renumbered[new_id[old].as_usize()] = cs.into_iter().map(|(r, ret)| (r, new_id[ret.as_usize()])).collect();
+            }
+        }
+        let n = dfa.num_states();
+        Rule { name, dfa, calls: renumbered, live: vec![true; n], productive: true, nullable: false }
+    }
+
+    pub fn start(&self) -> StateId {
+        self.dfa.start()
+    }
+
+    #[inline]
+    pub fn is_accepting(&self, s: StateId) -> bool {
+        self.dfa.is_accepting(s)
+    }
+
+    #[inline]
+    pub fn calls_at(&self, s: StateId) -> &[(RuleId, StateId)] {
+        &self.calls[s.as_usize()]
+    }
+}
+
+/// A compiled pushdown grammar: rule 0 is the start.
+#[derive(Debug)]
+pub struct Rtn {
+    pub rules: Vec<Rule>,
+}
+
+impl Rtn {
+    pub fn start(&self) -> RuleId {
+        RuleId::new(0)
+    }
+
+    #[inline]
+    pub fn rule(&self, r: RuleId) -> &Rule {
+        &self.rules[r.as_usize()]
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.rules.iter().map(|r| r.dfa.memory_bytes() + r.calls.len() * 16 + r.live.len()).sum()
+    }
+
+    /// Productivity, liveness, nullability, then the left-recursion check.
+    fn analyse(&mut self, syntax: &'static str) -> Result<()> {
+        self.find_productive();
+        if !self.rules[0].productive {
+            return Err(GrammarError::EmptyLanguage {
+                detail: format!("the start rule '{}' has no finite string (every way through it recurses forever)", self.rules[0].name),
+            });
+        }
+        // Calls of unproductive rules can never return: drop them, then find the live states.
+        let productive: Vec<bool> = self.rules.iter().map(|r| r.productive).collect();
+        for rule in &mut self.rules {
+            for calls in &mut rule.calls {
+                if calls.iter().any(|(c, _)| !productive[c.as_usize()]) {
+                    *calls = calls.iter().copied().filter(|(c, _)| productive[c.as_usize()]).collect();
+                }
+            }
+            rule.live = rule_liveness(rule);
+        }
+        self.find_nullable();
+        self.check_left_recursion(syntax)
+    }
+
+    /// A rule is productive when an accepting state is reachable from its start through bytes
+    /// and calls of productive rules (a least fixpoint).
+    fn find_productive(&mut self) {
+        let n = self.rules.len();
+        let mut productive = vec![false; n];
+        loop {
+            let mut changed = false;
+            for r in 0..n {
+                if productive[r] {
+                    continue;
+                }
+                let rule = &self.rules[r];
+                if reaches_accept(rule, |c| productive[c.as_usize()], true) {
+                    productive[r] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        for (rule, p) in self.rules.iter_mut().zip(productive) {
+            rule.productive = p;
+        }
+    }
+
+    /// A rule is nullable when an accepting state is reachable from its start through calls of
+    /// nullable rules alone.
+    fn find_nullable(&mut self) {
+        let n = self.rules.len();
+        let mut nullable = vec![false; n];
+        loop {
+            let mut changed = false;
+            for r in 0..n {
+                if !nullable[r] && reaches_accept(&self.rules[r], |c| nullable[c.as_usize()], false) {
+                    nullable[r] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        for (rule, v) in self.rules.iter_mut().zip(nullable) {
+            rule.nullable = v;
+        }
+    }
+
+    /// Refuses a rule that can call itself, directly or through others, before any byte is read.
+    fn check_left_recursion(&self, syntax: &'static str) -> Result<()> {
+        let n = self.rules.len();
+        // left[r]: the rules r may call before reading a byte.
+        let left: Vec<Vec<RuleId>> = (0..n).map(|r| self.first_calls(RuleId::new(r as u32))).collect();
+        let mut state = vec![0u8; n];
+        for root in 0..n {
+            let mut path = Vec::new();
+            if let Some(cycle) = find_cycle(root, &left, &mut state, &mut path) {
+                let names: Vec<&str> = cycle.iter().map(|&r| self.rules[r].name.as_str()).collect();
+                return Err(GrammarError::invalid_grammar(
+                    syntax,
+                    0,
+                    0,
+                    Some(names[0]),
+                    format!("left recursion ({}): a rule must read something before it uses itself again", names.join(" -> ")),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The rules `r` may call before reading a byte: calls at its start, and at the states
+    /// reached from there through calls of nullable rules.
+    fn first_calls(&self, r: RuleId) -> Vec<RuleId> {
+        let rule = self.rule(r);
+        let mut seen = vec![false; rule.dfa.num_states()];
+        let mut todo = vec![rule.start()];
+        seen[rule.start().as_usize()] = true;
+        let mut out = Vec::new();
+        while let Some(s) = todo.pop() {
+            for &(c, ret) in rule.calls_at(s) {
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+                if self.rule(c).nullable && !seen[ret.as_usize()] {
+                    seen[ret.as_usize()] = true;
+                    todo.push(ret);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Whether an accepting state of `rule` is reachable from its start through calls of rules
+/// for which `ok` holds, and through bytes when `bytes` is set.
+fn reaches_accept(rule: &Rule, ok: impl Fn(RuleId) -> bool, bytes: bool) -> bool {
+    let n = rule.dfa.num_states();
+    let mut seen = vec![false; n];
+    let mut todo = vec![rule.start()];
+    seen[rule.start().as_usize()] = true;
+    while let Some(s) = todo.pop() {
+        if rule.is_accepting(s) {
+            return true;
+        }
+        let mut push = |t: StateId, todo: &mut Vec<StateId>| {
+            if !t.is_dead() && !seen[t.as_usize()] {
+                seen[t.as_usize()] = true;
+                todo.push(t);
+            }
+        };
+        for &(c, ret) in rule.calls_at(s) {
+            if ok(c) {
+                push(ret, &mut todo);
+            }
+        }
+        if bytes {
+            let mut next = Vec::new();
+            rule.dfa.for_each_transition(s, |_, t| next.push(t));
+            for t in next {
+                push(t, &mut todo);
+            }
+        }
+    }
+    false
+}
+
+/// The states of `rule` from which an accepting state is reachable through bytes and its
+/// (remaining, productive) calls.
+fn rule_liveness(rule: &Rule) -> Vec<bool> {
+    let n = rule.dfa.num_states();
+    let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for s in 0..n {
+        let st = StateId::from_index(s);
+        rule.dfa.for_each_transition(st, |_, t| rev[t.as_usize()].push(s as u32));
+        for &(_, ret) in rule.calls_at(st) {
+            rev[ret.as_usize()].push(s as u32);
+        }
+    }
+    let mut live: Vec<bool> = (0..n).map(|s| rule.is_accepting(StateId::from_index(s))).collect();
+    let mut todo: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
+    while let Some(t) = todo.pop() {
+        for &s in &rev[t] {
+            if !live[s as usize] {
+                live[s as usize] = true;
+                todo.push(s as usize);
+            }
+        }
+    }
+    live
+}
+
+/// A cycle through `v` in `edges` (depth-first; `state`: 0 new, 1 on the path, 2 done).
+fn find_cycle(v: usize, edges: &[Vec<RuleId>], state: &mut [u8], path: &mut Vec<usize>) -> Option<Vec<usize>> {
+    if state[v] == 2 {
+        return None;
+    }
+    if state[v] == 1 {
+        let at = path.iter().position(|&p| p == v).unwrap_or(0);
+        let mut cycle = path[at..].to_vec();
+        cycle.push(v);
+        return Some(cycle);
+    }
+    state[v] = 1;
+    path.push(v);
+    for &w in &edges[v] {
+        if let Some(c) = find_cycle(w.as_usize(), edges, state, path) {
+            return Some(c);
+        }
+    }
+    path.pop();
+    state[v] = 2;
+    None
+}

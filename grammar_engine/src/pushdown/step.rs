@@ -1,0 +1,292 @@
+//! Reading bytes with a pushdown grammar: heads, stacks, and one byte's step.
+//!
+//! Where the reader is, is a set of *heads*: a head is a rule, a state of that rule's DFA, and
+//! a stack of the calls it is inside of (each frame: the calling rule and the state the call
+//! returns to). A set, because a grammar may be ambiguous at a point (two rules that both
+//! start with `{`): every reading still possible is kept, and the text is valid while one is.
+//!
+//! Stacks are persistent: a frame is (rule, return state, parent stack), and a stack is the id
+//! of its top frame in an arena ([`Stacks`]) that interns frames, so equal stacks are equal
+//! ids and copying a head copies three integers. [`StackId::EMPTY`] is the bottom: in the
+//! grammar's own arena it means "the whole text ends here"; in a scratch arena used to read a
+//! token from one rule state (`super::masks`) it stands for "whatever called this rule", and
+//! a head that pops it has left the rule.
+//!
+//! One byte's step ([`step_byte`]) moves every head: along its DFA, into the rules its state
+//! calls (pushing a frame; only those whose first bytes include this byte, so the arena keeps
+//! no frame that dies at once), and out of its rule where the rule may end (popping a frame).
+
+use std::collections::HashMap;
+
+use super::rules::Rtn;
+use crate::util::{RuleId, StateId};
+
+/// A stack: the id of its top frame in a [`Stacks`] arena.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct StackId(pub(crate) u32);
+
+impl StackId {
+    /// The bottom of every stack.
+    pub const EMPTY: StackId = StackId(0);
+}
+
+/// A call being read: the calling rule, the state its call returns to, and the stack under it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Frame {
+    pub rule: RuleId,
+    pub ret: StateId,
+    pub parent: StackId,
+}
+
+/// Where a reading is: a rule, a state of its DFA, the stack of calls it is inside of.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Head {
+    pub rule: RuleId,
+    pub state: StateId,
+    pub stack: StackId,
+}
+
+/// Frames by stack id: what a step reads stacks from and pushes new frames into.
+pub trait Arena {
+    /// The stack with `frame` on top.
+    fn push(&mut self, frame: Frame) -> StackId;
+    /// The top frame of `stack`; `None` for the bottom.
+    fn top(&self, stack: StackId) -> Option<Frame>;
+}
+
+/// An arena of interned frames (equal frames, equal ids).
+#[derive(Debug)]
+pub struct Stacks {
+    frames: Vec<Frame>,
+    ids: HashMap<Frame, StackId>,
+}
+
+impl Default for Stacks {
+    fn default() -> Self {
+        Stacks::new()
+    }
+}
+
+impl Stacks {
+    pub fn new() -> Stacks {
+        // Slot 0 is the bottom; it has no frame.
+        Stacks { frames: vec![Frame { rule: RuleId::new(u32::MAX), ret: StateId::DEAD, parent: StackId::EMPTY }], ids: HashMap::new() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.frames.capacity() * std::mem::size_of::<Frame>() + self.ids.capacity() * (std::mem::size_of::<Frame>() + 8)
+    }
+}
+
+impl Arena for Stacks {
+    fn push(&mut self, frame: Frame) -> StackId {
+        if let Some(&id) = self.ids.get(&frame) {
+            return id;
+        }
+        let id = StackId(self.frames.len() as u32);
+        self.frames.push(frame);
+        self.ids.insert(frame, id);
+        id
+    }
+
+    #[inline]
+    fn top(&self, stack: StackId) -> Option<Frame> {
+        if stack == StackId::EMPTY {
+            None
+        } else {
+            Some(self.frames[stack.0 as usize])
+        }
+    }
+}
+
+/// A scratch arena over a read-only one: stacks of the base are read from it, new frames go
+/// to the scratch part (ids past the base's), which is dropped after use. Reading a token
+/// ahead (for a mask) pushes frames that the text may never take; they stay out of the base.
+pub struct Overlay<'a> {
+    base: &'a Stacks,
+    local: Vec<Frame>,
+    ids: HashMap<Frame, StackId>,
+}
+
+impl<'a> Overlay<'a> {
+    pub fn new(base: &'a Stacks) -> Overlay<'a> {
+        Overlay { base, local: Vec::new(), ids: HashMap::new() }
+    }
+}
+
+impl Arena for Overlay<'_> {
+    fn push(&mut self, frame: Frame) -> StackId {
+        if let Some(&id) = self.base.ids.get(&frame) {
+            return id;
+        }
+        if let Some(&id) = self.ids.get(&frame) {
+            return id;
+        }
+        let id = StackId((self.base.len() + self.local.len()) as u32);
+        self.local.push(frame);
+        self.ids.insert(frame, id);
+        id
+    }
+
+    #[inline]
+    fn top(&self, stack: StackId) -> Option<Frame> {
+        let i = stack.0 as usize;
+        if i < self.base.len() {
+            self.base.top(stack)
+        } else {
+            Some(self.local[i - self.base.len()])
+        }
+    }
+}
+
+/// The bytes each rule can read first (through its DFA, the rules called at its start, and
+/// past the calls of rules that match the empty string), and whether it matches the empty
+/// string: what [`step_byte`] checks before entering a call.
+#[derive(Debug)]
+pub struct FirstBytes {
+    first: Vec<[bool; 256]>,
+}
+
+impl FirstBytes {
+    pub fn new(rtn: &Rtn) -> FirstBytes {
+        let n = rtn.rules.len();
+        let mut first = vec![[false; 256]; n];
+        // A least fixpoint: a rule's first bytes grow with its callees'.
+        loop {
+            let mut changed = false;
+            for r in 0..n {
+                let rule = &rtn.rules[r];
+                let mut seen = vec![false; rule.dfa.num_states()];
+                let mut todo = vec![rule.start()];
+                seen[rule.start().as_usize()] = true;
+                let mut acc = first[r];
+                while let Some(s) = todo.pop() {
+                    rule.dfa.for_each_transition(s, |b, t| {
+                        if rule.live[t.as_usize()] {
+                            acc[b as usize] = true;
+                        }
+                    });
+                    for &(c, ret) in rule.calls_at(s) {
+                        let cf = &first[c.as_usize()];
+                        for b in 0..256 {
+                            acc[b] |= cf[b];
+                        }
+                        if rtn.rule(c).nullable && !seen[ret.as_usize()] {
+                            seen[ret.as_usize()] = true;
+                            todo.push(ret);
+                        }
+                    }
+                }
+                if acc != first[r] {
+                    first[r] = acc;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        FirstBytes { first }
+    }
+
+    #[inline]
+    pub fn can_start(&self, rule: RuleId, byte: u8) -> bool {
+        self.first[rule.as_usize()][byte as usize]
+    }
+}
+
+/// Moves `heads` over one byte into `out` (sorted, without repeats). `dfa_of(rule)` is the
+/// table a rule reads bytes with (a structure's ordinary tokens read one with its special
+/// tokens' markers cut). Returns true when some head could have left the bottom of its stack
+/// here (its rule may end at the bottom and the byte was meant for a caller below).
+pub fn step_byte<'a>(
+    rtn: &'a Rtn,
+    first: &FirstBytes,
+    stacks: &mut dyn Arena,
+    heads: &[Head],
+    byte: u8,
+    dfa_of: &dyn Fn(RuleId) -> &'a crate::automata::Dfa,
+    out: &mut Vec<Head>,
+) -> bool {
+    out.clear();
+    let mut seen: Vec<Head> = Vec::new();
+    let mut bottom = false;
+    for &h in heads {
+        expand(rtn, first, stacks, h, byte, dfa_of, out, &mut seen, &mut bottom);
+    }
+    out.sort_unstable();
+    out.dedup();
+    bottom
+}
+
+#[allow(clippy::too_many_arguments)]
+fn expand<'a>(
+    rtn: &'a Rtn,
+    first: &FirstBytes,
+    stacks: &mut dyn Arena,
+    h: Head,
+    byte: u8,
+    dfa_of: &dyn Fn(RuleId) -> &'a crate::automata::Dfa,
+    out: &mut Vec<Head>,
+    seen: &mut Vec<Head>,
+    bottom: &mut bool,
+) {
+    if seen.contains(&h) {
+        return;
+    }
+    seen.push(h);
+    let rule = rtn.rule(h.rule);
+    let t = dfa_of(h.rule).next(h.state, byte);
+    if !t.is_dead() && rule.live[t.as_usize()] {
+        out.push(Head { rule: h.rule, state: t, stack: h.stack });
+    }
+    for &(c, ret) in rule.calls_at(h.state) {
+        if rtn.rule(c).nullable && rule.live[ret.as_usize()] {
+            // The callee matches nothing here: read the byte after the call.
+            expand(rtn, first, stacks, Head { rule: h.rule, state: ret, stack: h.stack }, byte, dfa_of, out, seen, bottom);
+        }
+        if first.can_start(c, byte) && rule.live[ret.as_usize()] {
+            let k = stacks.push(Frame { rule: h.rule, ret, parent: h.stack });
+            expand(rtn, first, stacks, Head { rule: c, state: rtn.rule(c).start(), stack: k }, byte, dfa_of, out, seen, bottom);
+        }
+    }
+    if rule.is_accepting(h.state) {
+        match stacks.top(h.stack) {
+            Some(f) => expand(rtn, first, stacks, Head { rule: f.rule, state: f.ret, stack: f.parent }, byte, dfa_of, out, seen, bottom),
+            None => *bottom = true,
+        }
+    }
+}
+
+/// True when the text may end with these heads: some head's rule may end at its state and so
+/// may every rule on its stack at the states they return to (through calls of rules that
+/// match the empty string, too).
+pub fn can_end(rtn: &Rtn, stacks: &dyn Arena, heads: &[Head]) -> bool {
+    let mut seen: Vec<Head> = Vec::new();
+    heads.iter().any(|&h| ends(rtn, stacks, h, &mut seen))
+}
+
+fn ends(rtn: &Rtn, stacks: &dyn Arena, h: Head, seen: &mut Vec<Head>) -> bool {
+    if seen.contains(&h) {
+        return false;
+    }
+    seen.push(h);
+    let rule = rtn.rule(h.rule);
+    if rule.is_accepting(h.state) {
+        match stacks.top(h.stack) {
+            None => return true,
+            Some(f) => {
+                if ends(rtn, stacks, Head { rule: f.rule, state: f.ret, stack: f.parent }, seen) {
+                    return true;
+                }
+            }
+        }
+    }
+    rule.calls_at(h.state)
+        .iter()
+        .any(|&(c, ret)| rtn.rule(c).nullable && ends(rtn, stacks, Head { rule: h.rule, state: ret, stack: h.stack }, seen))
+}

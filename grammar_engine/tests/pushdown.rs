@@ -1,0 +1,246 @@
+//! Pushdown grammars against an independent recognizer: nested lists of numbers, walked at
+//! random, every token of the vocabulary checked at every step (mask, advance, EOS, budget);
+//! and the typed refusals (undefined rules, left recursion, no finite string).
+
+use std::sync::Arc;
+
+use grammar_engine::{Expr, Family, Grammar, GrammarConfig, GrammarError, RtnBuilder, SpecialTokens, StateId, TokenId, TokenSpec, Vocabulary};
+
+fn vocab(tokens: &[&str]) -> Arc<Vocabulary> {
+    let mut specs: Vec<Option<TokenSpec>> =
+        tokens.iter().map(|t| Some(TokenSpec { bytes: t.as_bytes().to_vec(), special: false })).collect();
+    specs.push(Some(TokenSpec { bytes: b"</s>".to_vec(), special: true }));
+    Arc::new(Vocabulary::new(specs, vec![TokenId::new(tokens.len() as u32)], Family::Raw, None).unwrap())
+}
+
+/// Single characters (so every byte is a token) and tokens that span nesting levels.
+fn list_vocab() -> Arc<Vocabulary> {
+    let mut toks: Vec<String> = (32u8..127).map(|b| (b as char).to_string()).collect();
+    for t in ["[[", "]]", "],", ",[", "1]", "11", "[1", "]]]", "1,1", "[]", "],[", "[[[", "1]]", "]x"] {
+        toks.push(t.to_string());
+    }
+    let refs: Vec<&str> = toks.iter().map(String::as_str).collect();
+    vocab(&refs)
+}
+
+/// v ::= "[" (v ("," v)*)? "]" | "1"+
+fn list_grammar(v: &Arc<Vocabulary>) -> Grammar {
+    let mut b = RtnBuilder::new();
+    let value = b.declare("value");
+    let items = Expr::concat(vec![Expr::Call(value), Expr::repeat(Expr::concat(vec![Expr::literal(","), Expr::Call(value)]), 0, None)]);
+    let list = Expr::concat(vec![Expr::literal("["), Expr::optional(items), Expr::literal("]")]);
+    b.define(value, Expr::union(vec![list, Expr::regex("1+")]));
+    Grammar::from_rules(v.clone(), &b, value, "test", "v".into(), SpecialTokens::default(), &GrammarConfig::default()).unwrap()
+}
+
+/// The reference: is `text` a prefix of a nested list, is it a whole one, and how many bytes
+/// at least complete it.
+fn reference(text: &[u8]) -> Option<(bool, usize)> {
+    // Expect: 0 a value, 1 after a value ("," or "]" inside a list), 2 after "[" (a value or "]"),
+    // 3 inside digits.
+    let mut depth = 0usize;
+    let mut expect = 0u8;
+    for &c in text {
+        match (expect, c) {
+            (0 | 2, b'[') => {
+                depth += 1;
+                expect = 2;
+            }
+            (2, b']') => {
+                depth -= 1;
+                expect = 1;
+            }
+            (0 | 2, b'1') => expect = 3,
+            (3, b'1') => {}
+            (1 | 3, b',') if depth > 0 => expect = 0,
+            (1 | 3, b']') if depth > 0 => {
+                depth -= 1;
+                expect = 1;
+            }
+            _ => return None,
+        }
+    }
+    let whole = depth == 0 && (expect == 1 || expect == 3);
+    let rest = match expect {
+        0 => 1 + depth,
+        2 => depth,
+        _ => depth,
+    };
+    Some((whole, rest))
+}
+
+fn bit(mask: &[u32], t: TokenId) -> bool {
+    let t = t.as_u32();
+    mask[(t >> 5) as usize] >> (t & 31) & 1 == 1
+}
+
+#[test]
+fn random_walks_agree_with_the_reference_at_every_token() {
+    let v = list_vocab();
+    let g = list_grammar(&v);
+    assert!(g.is_pushdown());
+    let eos = v.eos_ids()[0];
+    let mut seed = 12345u64;
+    let mut rand = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for _walk in 0..60 {
+        let mut s = g.initial_state();
+        let mut text: Vec<u8> = Vec::new();
+        for _step in 0..40 {
+            let mask = g.token_bitmask(s).unwrap().to_vec();
+            let (whole, rest) = reference(&text).unwrap();
+            assert_eq!(g.is_accepting(s).unwrap(), whole, "{:?}", String::from_utf8_lossy(&text));
+            assert_eq!(bit(&mask, eos), whole);
+            assert_eq!(g.min_tokens_to_accept(s).unwrap() as usize, rest, "{:?}", String::from_utf8_lossy(&text));
+            let mut allowed = Vec::new();
+            for t in 0..v.size() as u32 {
+                let t = TokenId::new(t);
+                if v.is_eos(t) {
+                    continue;
+                }
+                let mut next = text.clone();
+                next.extend_from_slice(v.token_bytes(t).unwrap());
+                let ok = reference(&next).is_some();
+                assert_eq!(bit(&mask, t), ok, "token {:?} after {:?}", String::from_utf8_lossy(v.token_bytes(t).unwrap()), String::from_utf8_lossy(&text));
+                assert_eq!(g.advance(s, t).is_ok(), ok);
+                if ok {
+                    allowed.push(t);
+                }
+            }
+            // The budget-aware mask: every token it keeps can still finish in time, and it keeps
+            // one whenever the output can finish at all.
+            for budget in 0..6u32 {
+                let within = g.token_bitmask_within(s, budget).unwrap();
+                let mut kept = 0;
+                for &t in &allowed {
+                    if bit(&within, t) {
+                        kept += 1;
+                        let mut next = text.clone();
+                        next.extend_from_slice(v.token_bytes(t).unwrap());
+                        assert!(reference(&next).unwrap().1 <= budget as usize);
+                    }
+                }
+                if rest >= 1 && rest <= budget as usize + 1 {
+                    assert!(kept > 0, "budget {budget} after {:?}", String::from_utf8_lossy(&text));
+                }
+            }
+            if allowed.is_empty() || (whole && rand(4) == 0) {
+                break;
+            }
+            let t = allowed[rand(allowed.len())];
+            s = g.advance(s, t).unwrap();
+            text.extend_from_slice(v.token_bytes(t).unwrap());
+        }
+        assert_eq!(g.check_text(&text).is_ok(), reference(&text).unwrap().0);
+    }
+    // Deep nesting has no limit but the text: 40 levels in and out.
+    let deep = format!("{}1{}", "[".repeat(40), "]".repeat(40));
+    assert!(g.check_text(deep.as_bytes()).is_ok());
+    assert_eq!(g.check_text(format!("{}1{}", "[".repeat(40), "]".repeat(39)).as_bytes()), Err(80));
+    assert_eq!(g.check_text(b"[1]]"), Err(3));
+}
+
+#[test]
+fn the_same_reading_is_the_same_state_and_masks_are_shared() {
+    let v = list_vocab();
+    let g = list_grammar(&v);
+    let tok = |s: &str| (0..v.size() as u32).map(TokenId::new).find(|&t| v.token_bytes(t) == Some(s.as_bytes())).unwrap();
+    let walk = |toks: &[&str]| toks.iter().fold(g.initial_state(), |s, t| g.advance(s, tok(t)).unwrap());
+    assert_eq!(walk(&["[", "[", "1"]), walk(&["[[", "1"]));
+    assert_eq!(walk(&["[1", ",", "1"]), walk(&["[", "1,1"]));
+    let (a, b) = (walk(&["[", "[", "1"]), walk(&["[", "[", "[", "1"]));
+    assert_ne!(a, b);
+    // Inside digits, deeper than the longest run of closing brackets a token holds (3), the same
+    // tokens are allowed: one mask; shallower, "]]]" is allowed or not.
+    let at = |depth: usize| g.mask_id(walk(&vec!["["; depth].into_iter().chain(["1"]).collect::<Vec<_>>())).unwrap();
+    assert_eq!(at(4), at(5));
+    assert_ne!(at(2), at(3));
+    assert!(g.state(g.num_states() as i64).is_err() && g.state(-1).is_err());
+    let s: StateId = walk(&["[", "1"]);
+    assert_eq!(g.forced_bytes(walk(&["[", "1", ","])).unwrap(), b"");
+    assert_eq!(g.forced_bytes(s).unwrap(), b"");
+}
+
+fn build(rules: &[(&str, Expr)], start: usize) -> Result<Grammar, GrammarError> {
+    let v = list_vocab();
+    let mut b = RtnBuilder::new();
+    let ids: Vec<_> = rules.iter().map(|(n, _)| b.declare(n)).collect();
+    for (id, (_, body)) in ids.iter().zip(rules) {
+        b.define(*id, body.clone());
+    }
+    Grammar::from_rules(v, &b, ids[start], "test", String::new(), SpecialTokens::default(), &GrammarConfig::default())
+}
+
+#[test]
+fn bad_rule_sets_are_typed_errors() {
+    use grammar_engine::RuleId;
+    // Left recursion: a ::= a "x" | "y".
+    let a = RuleId::new(0);
+    let e = build(&[("a", Expr::union(vec![Expr::concat(vec![Expr::Call(a), Expr::literal("x")]), Expr::literal("y")]))], 0).unwrap_err();
+    assert!(matches!(&e, GrammarError::InvalidGrammar { rule: Some(r), .. } if r == "a"), "{e}");
+    // Through a nullable rule: a ::= b a "x" | "y"; b ::= "" | "(" b ")".
+    let (a, b) = (RuleId::new(0), RuleId::new(1));
+    let e = build(
+        &[
+            ("a", Expr::union(vec![Expr::concat(vec![Expr::Call(b), Expr::Call(a), Expr::literal("x")]), Expr::literal("y")])),
+            ("b", Expr::union(vec![Expr::epsilon(), Expr::concat(vec![Expr::literal("("), Expr::Call(b), Expr::literal(")")])])),
+        ],
+        0,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("left recursion"), "{e}");
+    // No finite string: a ::= "(" a ")".
+    let e = build(&[("a", Expr::concat(vec![Expr::literal("("), Expr::Call(a), Expr::literal(")")]))], 0).unwrap_err();
+    assert!(matches!(e, GrammarError::EmptyLanguage { .. }), "{e}");
+    // A rule used and never defined.
+    let mut bld = RtnBuilder::new();
+    let a = bld.declare("a");
+    let missing = bld.declare("missing");
+    bld.define(a, Expr::concat(vec![Expr::literal("x"), Expr::Call(missing)]));
+    let e = Grammar::from_rules(list_vocab(), &bld, a, "test", String::new(), SpecialTokens::default(), &GrammarConfig::default()).unwrap_err();
+    assert!(matches!(&e, GrammarError::InvalidGrammar { rule: Some(r), .. } if r == "missing"), "{e}");
+    // Without recursion, rules inline into one DFA.
+    let b = RuleId::new(1);
+    let g = build(&[("a", Expr::concat(vec![Expr::Call(b), Expr::literal("!")])), ("b", Expr::regex("[0-9]+"))], 0).unwrap();
+    assert!(!g.is_pushdown() && g.check_text(b"12!").is_ok());
+}
+
+#[test]
+fn ambiguity_and_nullable_rules_are_read_exactly() {
+    use grammar_engine::RuleId;
+    // s ::= a | c; a ::= "{" a "}" | "x"; c ::= "{" c "]" | "x": both readings until the close.
+    let (s, a, c) = (RuleId::new(0), RuleId::new(1), RuleId::new(2));
+    let g = build(
+        &[
+            ("s", Expr::union(vec![Expr::Call(a), Expr::Call(c)])),
+            ("a", Expr::union(vec![Expr::concat(vec![Expr::literal("{"), Expr::Call(a), Expr::literal("}")]), Expr::literal("x")])),
+            ("c", Expr::union(vec![Expr::concat(vec![Expr::literal("{"), Expr::Call(c), Expr::literal("]")]), Expr::literal("x")])),
+        ],
+        0,
+    )
+    .unwrap();
+    let _ = s;
+    assert!(g.check_text(b"{{x}}").is_ok() && g.check_text(b"{{x]]").is_ok());
+    assert_eq!(g.check_text(b"{{x}]"), Err(4));
+    // n ::= m "x"; m ::= "" | "(" m ")": a nullable recursive callee.
+    let (n, m) = (RuleId::new(0), RuleId::new(1));
+    let g = build(
+        &[
+            ("n", Expr::concat(vec![Expr::Call(m), Expr::literal("x")])),
+            ("m", Expr::union(vec![Expr::epsilon(), Expr::concat(vec![Expr::literal("("), Expr::Call(m), Expr::literal(")")])])),
+        ],
+        0,
+    )
+    .unwrap();
+    let _ = n;
+    for ok in ["x", "()x", "((()))x"] {
+        assert!(g.check_text(ok.as_bytes()).is_ok(), "{ok}");
+    }
+    for bad in ["", "(x", "())x", "()"] {
+        assert!(g.check_text(bad.as_bytes()).is_err(), "{bad}");
+    }
+}
