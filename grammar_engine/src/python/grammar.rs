@@ -1,13 +1,14 @@
 //! `Grammar`: the step API the decoding loop calls once per token.
 //!
-//! Masks are handed to Python as read-only NumPy views of the core's own rows, made once per
-//! state and shared by every caller, so asking for a mask never copies it. State and token ids
+//! Masks are handed to Python as read-only NumPy views of the core's own masks, made once per
+//! mask and shared by every caller, so asking for a mask never copies it (a pushdown grammar's
+//! states that allow the same tokens share one mask: `mask_id`). State and token ids
 //! arrive as Python ints and are checked here: a state that is not the grammar's (negative,
 //! past `u32` or past the last state) raises `InvalidStateError`, a token outside the
 //! vocabulary `TokenNotAllowedError`, never a panic.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use numpy::ndarray::ArrayView1;
 use numpy::PyArray1;
@@ -24,15 +25,17 @@ use crate::util::{StateId, TokenId};
 #[pyclass(frozen, module = "onyx._grammar")]
 pub struct Grammar {
     inner: Arc<CoreGrammar>,
-    /// One read-only NumPy view per state's mask, made on first request and handed out again
-    /// after that, so `token_bitmask` never copies.
+    /// One read-only NumPy view per mask, made on first request and handed out again after
+    /// that, so `token_bitmask` never copies: by state for a regular grammar, by mask id for a
+    /// pushdown one (whose states are met as text is read).
     views: Box<[OnceLock<Py<PyArray1<u32>>>]>,
+    pushdown_views: Mutex<HashMap<u32, Py<PyArray1<u32>>>>,
 }
 
 impl Grammar {
     pub(super) fn wrap(g: CoreGrammar) -> Self {
-        let views = (0..g.num_states()).map(|_| OnceLock::new()).collect();
-        Grammar { inner: Arc::new(g), views }
+        let views = if g.is_pushdown() { Box::new([]) as Box<[_]> } else { (0..g.num_states()).map(|_| OnceLock::new()).collect() };
+        Grammar { inner: Arc::new(g), views, pushdown_views: Mutex::new(HashMap::new()) }
     }
 }
 
@@ -97,10 +100,25 @@ impl Grammar {
         PyBytes::new(py, &self.inner.spell(&ids))
     }
 
-    /// Number of states whose row of the token index has been computed.
+    /// Number of states whose row of the token index has been computed (for a pushdown
+    /// grammar, rule states whose local masks have been).
     #[getter]
     fn states_built(&self) -> usize {
         self.inner.rows_built()
+    }
+
+    /// True for a pushdown grammar (recursive rules: its states are met as text is read, and
+    /// `num_states` grows), false for one DFA.
+    #[getter]
+    fn is_pushdown(&self) -> bool {
+        self.inner.is_pushdown()
+    }
+
+    /// An id for the mask of `state`: states with the same id have the same mask (a regular
+    /// grammar's is the state itself). Caches of converted masks key on it.
+    fn mask_id(&self, py: Python<'_>, state: i64) -> PyResult<u32> {
+        let g = self.inner.clone();
+        run(py, move || g.mask_id(g.state(state)?))
     }
 
     /// Allowed token ids in `state`, ascending, as numpy int32.
@@ -115,6 +133,9 @@ impl Grammar {
     fn token_bitmask<'py>(slf: Bound<'py, Self>, state: i64) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let py = slf.py();
         let this = slf.get();
+        if this.inner.is_pushdown() {
+            return Grammar::pushdown_bitmask(slf, state);
+        }
         let cached = usize::try_from(state).ok().and_then(|s| this.views.get(s)).and_then(OnceLock::get);
         if let Some(view) = cached {
             return Ok(view.bind(py).clone());
@@ -135,6 +156,30 @@ impl Grammar {
         let cell = &this.views[s.as_usize()];
         let _ = cell.set(array.clone().unbind());
         Ok(cell.get().map(|v| v.bind(py).clone()).unwrap_or(array))
+    }
+
+    /// A pushdown grammar's mask, one shared view per mask id.
+    fn pushdown_bitmask<'py>(slf: Bound<'py, Self>, state: i64) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let py = slf.py();
+        let this = slf.get();
+        let g = this.inner.clone();
+        let id = run(py, move || g.mask_id(g.state(state)?))?;
+        if let Some(view) = this.pushdown_views.lock().unwrap_or_else(|e| e.into_inner()).get(&id) {
+            return Ok(view.bind(py).clone());
+        }
+        let s = this.inner.state(state).map_err(|e| to_py(py, e))?;
+        let mask = this.inner.token_bitmask(s).map_err(|e| to_py(py, e))?;
+        let view = ArrayView1::from(mask);
+        // SAFETY: a pushdown grammar's masks live in a paged store whose entries are never
+        // mutated or moved once set, and `slf` (which owns the grammar through an Arc) is the
+        // array's base object, so the memory outlives the array.
+        let array = unsafe { PyArray1::borrow_from_array(&view, slf.clone().into_any()) };
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("write", false)?;
+        array.call_method("setflags", (), Some(&kwargs))?;
+        let mut views = this.pushdown_views.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = views.entry(id).or_insert_with(|| array.clone().unbind());
+        Ok(kept.bind(py).clone())
     }
 
     /// `token_bitmask(state)` restricted to tokens after which acceptance stays reachable
@@ -178,7 +223,8 @@ impl Grammar {
     }
 
     /// The fewest tokens that reach acceptance from `state` (0 if accepting). The first call
-    /// builds the whole index.
+    /// builds the whole index. For a pushdown grammar, the fewest bytes: with every byte a token
+    /// of its own, a bound on the tokens.
     fn min_tokens_to_accept(&self, py: Python<'_>, state: i64) -> PyResult<u32> {
         let g = self.inner.clone();
         run(py, move || g.min_tokens_to_accept(g.state(state)?))

@@ -28,8 +28,8 @@ pub(super) fn text_bytes(text: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 
 /// Runs [`crate::repair::validate`] with the GIL released.
 pub(super) fn validate(py: Python<'_>, grammar: Arc<CoreGrammar>, text: Vec<u8>) -> PyResult<Validation> {
-    let v = run(py, move || Ok(crate::repair::validate(grammar.dfa(), &text)))?;
-    Ok(Validation { valid: v.valid, error_offset: v.error_offset })
+    let v = run(py, move || Ok(grammar.check_text(&text)))?;
+    Ok(Validation { valid: v.is_ok(), error_offset: v.err() })
 }
 
 /// The names of the intent model's weights, as `Grammar.repair(weights=...)` takes them.
@@ -141,7 +141,13 @@ pub(super) fn repair(
     text: Vec<u8>,
     opts: RepairOptions,
 ) -> PyResult<RepairResult> {
-    let r = run(py, move || Ok(crate::repair::repair(grammar.dfa(), &text, &opts)))?;
+    let r = run(py, move || {
+        if grammar.is_pushdown() {
+            // The search walks one DFA's states; a pushdown grammar's are readings with stacks.
+            return Err(crate::error::GrammarError::NotRegular { detail: "repair searches a single DFA; this grammar has recursive rules".into() });
+        }
+        Ok(crate::repair::repair(grammar.dfa(), &text, &opts))
+    })?;
     let status = match r.status {
         RepairStatus::Optimal => "optimal",
         RepairStatus::Anytime => "anytime",

@@ -116,6 +116,17 @@ impl Vocabulary {
         Ok(Grammar::wrap(g))
     }
 
+    /// Compiles a GBNF grammar (llama.cpp's grammar language; the start rule is `root`) to a
+    /// `Grammar`: one DFA when it has no recursion, else a pushdown grammar. Errors name the
+    /// line, column and rule (`InvalidGrammarError`).
+    #[pyo3(signature = (text, *, max_states=None, max_index_bytes=None))]
+    fn compile_gbnf(&self, py: Python<'_>, text: String, max_states: Option<usize>, max_index_bytes: Option<usize>) -> PyResult<Grammar> {
+        let vocab = self.inner.clone();
+        let config = config(max_states, max_index_bytes);
+        let g = run(py, move || CoreGrammar::from_gbnf(vocab, &text, &config))?;
+        Ok(Grammar::wrap(g))
+    }
+
     /// Compiles a JSON Schema (a dict or a JSON string) to a `Grammar`. Output is compact JSON
     /// unless `max_whitespace` allows up to that many whitespace characters between tokens.
     /// When the exact grammar is over a limit it is compiled under a sound restriction

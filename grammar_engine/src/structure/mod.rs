@@ -35,7 +35,7 @@
 
 mod build;
 mod spec;
-mod special;
+pub(crate) mod special;
 
 use serde_json::Value;
 
