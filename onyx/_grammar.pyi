@@ -47,6 +47,10 @@ class Vocabulary:
         mlx-lm's `TokenizerWrapper`: reads its `tokenizer.json` text and EOS ids."""
     def compile_regex(self, pattern: str, *, max_states: int | None = None, max_index_bytes: int | None = None) -> Grammar:
         """Compiles a regex (full-match semantics) to a `Grammar`."""
+    def compile_gbnf(self, text: str, *, max_states: int | None = None, max_index_bytes: int | None = None) -> Grammar:
+        """Compiles a GBNF grammar (llama.cpp's grammar language; the start rule is `root`) to a
+        `Grammar`: one DFA when it has no recursion, else a pushdown grammar. Errors name the
+        line, column and rule (`InvalidGrammarError`)."""
     def compile_json_schema(
         self,
         schema: str | Mapping[str, Any] | bool,
@@ -142,7 +146,15 @@ class Grammar:
         their marker bytes, EOS as nothing), for `validate` or `repair` of a finished output."""
     @property
     def states_built(self) -> int:
-        """Number of states whose row of the token index has been computed."""
+        """Number of states whose row of the token index has been computed (for a pushdown
+        grammar, rule states whose local masks have been)."""
+    @property
+    def is_pushdown(self) -> bool:
+        """True for a pushdown grammar (recursive rules: its states are met as text is read, and
+        `num_states` grows), false for one DFA."""
+    def mask_id(self, state: int) -> int:
+        """An id for the mask of `state`: states with the same id have the same mask (a regular
+        grammar's is the state itself). Caches of converted masks key on it."""
     def allowed_token_ids(self, state: int) -> NDArray[np.int32]:
         """Allowed token ids in `state`, ascending."""
     def token_bitmask(self, state: int) -> NDArray[np.uint32]:
@@ -160,7 +172,8 @@ class Grammar:
         """The longest byte string every valid continuation from `state` begins with."""
     def min_tokens_to_accept(self, state: int) -> int:
         """The fewest tokens that reach acceptance from `state` (0 if accepting). The first call
-        builds the whole index."""
+        builds the whole index. For a pushdown grammar, the fewest bytes: with every byte a token
+        of its own, a bound on the tokens."""
     def transitions(self, state: int) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
         """The (token ids, next states) of every token allowed in `state` (ordinary tokens, then a
         structure's special tokens), EOS excluded."""
@@ -283,3 +296,10 @@ class InvalidStructureError(GrammarError):
     """The structure spec is malformed; `structure_path` says where."""
 
     structure_path: str
+
+class InvalidGrammarError(GrammarError):
+    """The grammar (GBNF, Lark) is malformed; `line`, `column` and `rule` say where."""
+
+    line: int
+    column: int
+    rule: str | None

@@ -100,9 +100,10 @@ class SamplingParams:
 
 @dataclass(frozen=True)
 class ConstraintSpec:
-    """What the output must match: a regex, a JSON Schema, or a structure spec
-    (`onyx.grammar.structure`; schemas and structures are kept as their JSON text, so that equal ones
-    given as a dict or as a string are one cache key), with up to `max_whitespace` whitespace
+    """What the output must match: a regex, a JSON Schema, a grammar (`gbnf`: llama.cpp's GBNF,
+    the option `grammar`; `lark`: the Lark subset llguidance reads), or a structure spec
+    (`onyx.grammar.structure`; schemas and structures are kept as their JSON text, so that equal
+    ones given as a dict or as a string are one cache key), with up to `max_whitespace` whitespace
     characters wherever JSON allows them (0: compact). `source` names the request field a
     structure was built from (`tools`, ...), for errors."""
 
@@ -111,17 +112,26 @@ class ConstraintSpec:
     max_whitespace: int = 0
     structure: str | None = None
     source: str | None = None
+    gbnf: str | None = None
+    lark: str | None = None
 
     @classmethod
     def parse(cls, regex: Any = None, json_schema: Any = None, max_whitespace: Any = None,
-              structure: Any = None) -> "ConstraintSpec | None":
-        """The spec for these arguments, or None when none of regex, json_schema and structure
-        is given."""
-        if sum(x is not None for x in (regex, json_schema, structure)) > 1:
-            param = "regex" if regex is not None else "json_schema"
-            raise RequestError("give either regex or json_schema (or a structure), not several", param=param)
+              structure: Any = None, grammar: Any = None, lark: Any = None) -> "ConstraintSpec | None":
+        """The spec for these arguments (`grammar` is GBNF text), or None when none of them is
+        given."""
+        given = [name for name, x in (("regex", regex), ("json_schema", json_schema), ("grammar", grammar),
+                                      ("lark", lark), ("structure", structure)) if x is not None]
+        if len(given) > 1:
+            raise RequestError(f"give one of regex, json_schema, grammar and lark (or a structure), not {' and '.join(given)}",
+                               param=given[1])
         if structure is not None:
             return cls.of_structure(structure)
+        for name, text, spec in (("grammar", grammar, "gbnf"), ("lark", lark, "lark")):
+            if text is not None:
+                if not isinstance(text, str) or not text.strip():
+                    raise RequestError(f"{name} must be a non-empty string of grammar text", param=name)
+                return cls(**{spec: text})
         ws = 0 if max_whitespace is None else _integer("max_whitespace", max_whitespace)
         if not 0 <= ws <= 64:
             raise RequestError(f"max_whitespace must be from 0 to 64, got {ws}", param="max_whitespace")
@@ -159,6 +169,10 @@ class ConstraintSpec:
             return ("regex", self.regex)
         if self.structure is not None:
             return ("structure", self.structure)
+        if self.gbnf is not None:
+            return ("gbnf", self.gbnf)
+        if self.lark is not None:
+            return ("lark", self.lark)
         return ("schema", self.json_schema, self.max_whitespace)
 
     @property
@@ -168,6 +182,10 @@ class ConstraintSpec:
             return self.source
         if self.structure is not None:
             return "structure"
+        if self.gbnf is not None:
+            return "grammar"
+        if self.lark is not None:
+            return "lark"
         return "regex" if self.regex is not None else "json_schema"
 
 
@@ -350,7 +368,7 @@ class GenerateOptions:
 
     # The keyword arguments `parse` takes (the Python API's and the server's names).
     FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "regex", "json_schema",
-              "structure", "max_whitespace", "stop", "speculative", "num_draft_tokens", "jump_forward", "phi",
+              "grammar", "lark", "structure", "max_whitespace", "stop", "speculative", "num_draft_tokens", "jump_forward", "phi",
               "n", "logit_bias", "presence_penalty", "frequency_penalty", "tools", "tool_choice",
               "parallel_tool_calls", "logprobs", "top_logprobs", "max_reasoning_tokens")
 
@@ -363,7 +381,7 @@ class GenerateOptions:
             raise RequestError(f"n must be an integer from 1 to {MAX_SAMPLES}, got {self.n!r}", param="n")
         _choice("phi", self.phi, PHI_KINDS)
         if self.phi != "none" and self.constraint is None:
-            raise RequestError("phi reweighting needs a regex or json_schema constraint", param="phi")
+            raise RequestError("phi reweighting needs a constraint (regex, json_schema, grammar)", param="phi")
         if self.logprobs is not None and not 0 <= _integer("top_logprobs", self.logprobs) <= MAX_TOP_LOGPROBS:
             raise RequestError(f"top_logprobs must be from 0 to {MAX_TOP_LOGPROBS}, got {self.logprobs!r}",
                                param="top_logprobs")
@@ -386,7 +404,8 @@ class GenerateOptions:
                                      if k in given})
         return cls(max_tokens=given.get("max_tokens", DEFAULT_MAX_TOKENS), sampling=sampling,
                    constraint=ConstraintSpec.parse(given.get("regex"), given.get("json_schema"),
-                                                   given.get("max_whitespace"), given.get("structure")),
+                                                   given.get("max_whitespace"), given.get("structure"),
+                                                   given.get("grammar"), given.get("lark")),
                    stop=_stop_strings(given.get("stop", ())), speculation=speculation,
                    phi=given.get("phi", "none"), n=given.get("n", 1),
                    adjust=LogitAdjustments.parse(given.get("logit_bias"), given.get("presence_penalty"),

@@ -39,7 +39,16 @@ pub struct Parsed {
 
 /// Parses `text` into rules over `vocab` (for its token references).
 pub fn parse(text: &str, vocab: &Vocabulary) -> Result<Parsed> {
-    let mut p = Parser { src: text.as_bytes(), pos: 0, rules: RtnBuilder::new(), ids: HashMap::new(), used: HashMap::new(), defined: HashMap::new(), specials: SpecialTokens::default(), vocab, rule: None };
+    let mut rules = RtnBuilder::new();
+    let mut specials = SpecialTokens::default();
+    let start = parse_into(text, vocab, &mut rules, &mut specials)?;
+    Ok(Parsed { rules, start, specials })
+}
+
+/// Parses `text` into new rules of `rules` (special tokens it names get markers in
+/// `specials`); returns its `root` rule.
+pub fn parse_into(text: &str, vocab: &Vocabulary, rules: &mut RtnBuilder, specials: &mut SpecialTokens) -> Result<RuleId> {
+    let mut p = Parser { src: text.as_bytes(), pos: 0, rules, ids: HashMap::new(), used: HashMap::new(), defined: HashMap::new(), specials, vocab, rule: None };
     p.space(true);
     while p.pos < p.src.len() {
         p.rule()?;
@@ -53,18 +62,18 @@ pub fn parse(text: &str, vocab: &Vocabulary) -> Result<Parsed> {
     let Some(&start) = p.ids.get("root").filter(|_| p.defined.contains_key("root")) else {
         return Err(GrammarError::invalid_grammar(SYNTAX, 0, 0, None, "the grammar has no `root` rule"));
     };
-    Ok(Parsed { rules: p.rules, start, specials: p.specials })
+    Ok(start)
 }
 
 struct Parser<'a> {
     src: &'a [u8],
     pos: usize,
-    rules: RtnBuilder,
+    rules: &'a mut RtnBuilder,
     ids: HashMap<String, RuleId>,
     /// Where each rule name was first used.
     used: HashMap<String, (usize, usize)>,
     defined: HashMap<String, (usize, usize)>,
-    specials: SpecialTokens,
+    specials: &'a mut SpecialTokens,
     vocab: &'a Vocabulary,
     /// The rule being parsed, for errors.
     rule: Option<String>,

@@ -172,6 +172,10 @@ def _as_spec(c: ConstraintSpec | None) -> st.Spec | None:
         return st.regex(c.regex)
     if c.structure is not None:
         return json.loads(c.structure)
+    if c.gbnf is not None:
+        return {"gbnf": c.gbnf}
+    if c.lark is not None:
+        return {"lark": c.lark}
     return st.json_schema(json.loads(c.json_schema), max_whitespace=c.max_whitespace)
 
 

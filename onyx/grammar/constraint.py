@@ -48,13 +48,16 @@ def unpack_bitmask(words: np.ndarray, width: int) -> np.ndarray:
 
 
 class MaskTable:
-    """A grammar's masks at one logits width, converted once per state into one framework's
-    form by `convert(words, width)` (words: the grammar's uint32 bitmask)."""
+    """A grammar's masks at one logits width, converted once per mask into one framework's
+    form by `convert(words, width)` (words: the grammar's uint32 bitmask). A regular grammar's
+    masks are one per state; a pushdown grammar meets new states as text is read, and its states
+    that allow the same tokens share a mask (`grammar.mask_id`), so its table keys on that."""
 
     def __init__(self, grammar: Any, width: int, convert: Converter) -> None:
         self.grammar = grammar
         self.width = width
         self.convert = convert
+        self._by_mask = bool(getattr(grammar, "is_pushdown", False))
         self._masks: dict[int, Any] = {}
         self._budget_masks: dict[tuple[int, int], Any] = {}
         self._eos_only: Any = None
@@ -74,9 +77,10 @@ class MaskTable:
                     self._budget_masks.clear()
                 mask = self._budget_masks[(state, budget)] = self.convert(words, self.width)
                 return mask
-        mask = self._masks.get(state)
+        key = self.grammar.mask_id(state) if self._by_mask else state
+        mask = self._masks.get(key)
         if mask is None:
-            mask = self._masks[state] = self.convert(self.grammar.token_bitmask(state), self.width)
+            mask = self._masks[key] = self.convert(self.grammar.token_bitmask(state), self.width)
         return mask
 
     def eos_only(self) -> Any:
@@ -130,6 +134,10 @@ def compile_spec(vocab: Any, spec: ConstraintSpec) -> Any:
         return vocab.compile_regex(spec.regex)
     if spec.structure is not None:
         return vocab.compile_structure(spec.structure)
+    if spec.gbnf is not None:
+        return vocab.compile_gbnf(spec.gbnf)
+    if spec.lark is not None:
+        return vocab.compile_lark(spec.lark)
     grammar = vocab.compile_json_schema(spec.json_schema, max_whitespace=spec.max_whitespace)
     if grammar.restriction:
         # Still valid output, but fewer texts than the schema allows: say so once per compile.

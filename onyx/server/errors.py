@@ -80,6 +80,9 @@ def from_engine(e: BaseException, constraint_param: str | None) -> APIError:
         return APIError(400, msg, param=constraint_param, code="grammar_too_large")
     if isinstance(e, E.EmptyLanguageError):
         return APIError(400, msg, param=constraint_param, code="empty_language")
+    if isinstance(e, E.InvalidGrammarError):
+        return APIError(400, msg, param=constraint_param, code="invalid_grammar", line=getattr(e, "line", None),
+                        column=getattr(e, "column", None), rule=getattr(e, "rule", None))
     if isinstance(e, E.GrammarError):
         return APIError(400, msg, param=constraint_param, code="grammar_error")
     if isinstance(e, E.RequestError):

@@ -73,6 +73,10 @@ class _Common(_Open):
     stream_options: Optional[StreamOptions] = None
     # Onyx extensions. `regex` is the paper's field: the output must fully match this regex.
     regex: Optional[str] = None
+    # A grammar the output must match: GBNF text (llama.cpp's server takes it as `grammar`), or
+    # Lark text (the subset llguidance reads).
+    grammar: Optional[str] = None
+    lark: Optional[str] = None
     speculative: Optional[str] = None
     num_draft_tokens: Union[int, str, None] = None
     jump_forward: Optional[StrictBool] = None

@@ -111,12 +111,17 @@ def options(state: ServerState, body, *, chat: bool) -> tuple[GenerateOptions, s
 
     constraint = None
     rf = body.response_format
-    if body.regex is not None:
+    own = [(name, getattr(body, name)) for name in ("regex", "grammar", "lark") if getattr(body, name) is not None]
+    if len(own) > 1:
+        raise APIError(400, f"give one of regex, grammar and lark, not {own[0][0]} and {own[1][0]}", param=own[1][0],
+                       code="invalid_parameter")
+    if own:
+        name, value = own[0]
         if rf is not None and rf.type != "text":
-            raise APIError(400, "give either regex or response_format, not both", param="regex",
+            raise APIError(400, f"give either {name} or response_format, not both", param=name,
                            code="invalid_parameter")
-        kwargs["regex"] = body.regex
-        constraint = "regex"
+        kwargs[name] = value
+        constraint = name
     elif rf is not None and rf.type == "json_schema":
         if rf.json_schema is None or rf.json_schema.schema_ is None:
             raise APIError(400, "response_format of type json_schema needs json_schema.schema",

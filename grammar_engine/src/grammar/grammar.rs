@@ -86,8 +86,11 @@ impl Grammar {
         options: &JsonSchemaOptions,
         config: &GrammarConfig,
     ) -> Result<Grammar> {
-        let (dfa, restriction) = json_schema::compile_noting(schema, options, &config.dfa)?;
-        let mut g = Self::new(vocab, dfa, schema.to_string(), SpecialTokens::default(), config)?;
+        let (compiled, restriction) = json_schema::compile_language(schema, options, &config.dfa)?;
+        let mut g = match compiled {
+            Compiled::Regular(dfa) => Self::new(vocab, dfa, schema.to_string(), SpecialTokens::default(), config)?,
+            Compiled::Pushdown(rtn) => Self::pushdown(vocab, rtn, schema.to_string(), SpecialTokens::default(), config)?,
+        };
         g.restriction = restriction;
         Ok(g)
     }
@@ -104,11 +107,7 @@ impl Grammar {
         specials: SpecialTokens,
         config: &GrammarConfig,
     ) -> Result<Grammar> {
-        let mut producible = *vocab.producible_bytes();
-        for sp in specials.iter() {
-            producible[sp.byte as usize] = true;
-        }
-        match rules.build(start, syntax, &config.dfa, Some(&producible))? {
+        match rules.build(start, syntax, &config.dfa)? {
             Compiled::Regular(dfa) => Self::new(vocab, dfa, source, specials, config),
             Compiled::Pushdown(rtn) => Self::pushdown(vocab, rtn, source, specials, config),
         }
@@ -120,7 +119,14 @@ impl Grammar {
         Self::from_rules(vocab, &parsed.rules, parsed.start, "GBNF", text.to_string(), parsed.specials, config)
     }
 
-    fn pushdown(vocab: Arc<Vocabulary>, rtn: crate::pushdown::Rtn, source: String, specials: SpecialTokens, config: &GrammarConfig) -> Result<Grammar> {
+    fn pushdown(vocab: Arc<Vocabulary>, mut rtn: crate::pushdown::Rtn, source: String, specials: SpecialTokens, config: &GrammarConfig) -> Result<Grammar> {
+        // Text needing a byte no token contains can never be written (a structure's markers
+        // are written by their special tokens).
+        let mut producible = *vocab.producible_bytes();
+        for sp in specials.iter() {
+            producible[sp.byte as usize] = true;
+        }
+        rtn.keep_bytes(&producible, "grammar")?;
         // Every byte the rules read must be a token of its own (byte-level and byte-fallback
         // vocabularies): then readings are live exactly when their DFA states are, and byte
         // distances bound token counts (see `crate::pushdown`).
@@ -181,7 +187,7 @@ impl Grammar {
         config: &GrammarConfig,
     ) -> Result<Grammar> {
         let compiled = structure::compile(spec, &vocab, options, &config.dfa)?;
-        Self::new(vocab, compiled.dfa, spec.to_string(), compiled.specials, config)
+        Self::from_rules(vocab, &compiled.rules, compiled.start, "structure", spec.to_string(), compiled.specials, config)
     }
 
     fn new(vocab: Arc<Vocabulary>, dfa: Dfa, source: String, specials: SpecialTokens, config: &GrammarConfig) -> Result<Grammar> {

@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::{walk, JsonSchemaOptions};
-use crate::automata::{Deadline, Dfa, DfaConfig};
+use crate::automata::{Deadline, DfaConfig};
 use crate::error::{GrammarError, Result};
+use crate::pushdown::{Compiled, RtnBuilder};
 
 /// How long the attempt running alone may take before helpers start the next ones: most
 /// schemas compile well within it, and then no second thread does any work.
@@ -78,8 +79,10 @@ impl Restriction {
 ///
 /// The whole compilation has `max_compile_ms`: the exact attempt may use half of it, each later
 /// one half of what is left when it starts, the last one all of it.
-pub(super) fn compile(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> Result<(Dfa, Option<String>)> {
-    compile_helped_after(schema, opts, config, HELP_AFTER)
+/// With `rules`, recursive references are calls of rules (the answer may be a pushdown
+/// grammar, see `walk`); without, they unroll.
+pub(super) fn compile(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig, rules: bool) -> Result<(Compiled, Option<String>)> {
+    compile_helped_after(schema, opts, config, HELP_AFTER, rules)
 }
 
 /// [`compile`], with helpers starting once the attempts have run for `help_after`.
@@ -88,7 +91,8 @@ pub(super) fn compile_helped_after(
     opts: &JsonSchemaOptions,
     config: &DfaConfig,
     help_after: Duration,
-) -> Result<(Dfa, Option<String>)> {
+    rules: bool,
+) -> Result<(Compiled, Option<String>)> {
     let steps = if opts.allow_restriction { RESTRICTIONS.len() } else { 1 };
     // Every attempt walks the same schema: its small automata are built once for all of them.
     let config = &config.with_memo();
@@ -100,6 +104,7 @@ pub(super) fn compile_helped_after(
         total: Duration::from_millis(opts.max_compile_ms),
         steps,
         help_after,
+        rules,
         board: Mutex::new(Board {
             taken: vec![false; steps],
             outcomes: (0..steps).map(|_| None).collect(),
@@ -137,7 +142,7 @@ enum Outcome {
     TooLarge(GrammarError),
     /// The automaton fits: the answer once every less restricted attempt has failed. With
     /// whether its walk met a bound the count cap lowers (for the description).
-    Fit(Box<Dfa>, bool),
+    Fit(Box<Compiled>, bool),
     /// No string at all, or an error no restriction mends: final in the same way.
     Failed(GrammarError),
 }
@@ -197,6 +202,8 @@ struct Ladder<'a> {
     total: Duration,
     steps: usize,
     help_after: Duration,
+    /// Recursive references as calls of rules.
+    rules: bool,
     board: Mutex<Board>,
     /// Raised to stop attempt `i` (a less restricted one fitted).
     cancels: Vec<Arc<AtomicBool>>,
@@ -259,7 +266,7 @@ impl Ladder<'_> {
     }
 
     /// Waits for the answer and takes it out of the board.
-    fn wait_for_decision(&self) -> Result<(Dfa, Option<String>)> {
+    fn wait_for_decision(&self) -> Result<(Compiled, Option<String>)> {
         let mut board = self.board();
         let answer = loop {
             if let Some(answer) = board.answer() {
@@ -270,7 +277,7 @@ impl Ladder<'_> {
         board.decided = true;
         if let Some(i) = answer {
             return match board.outcomes[i].take() {
-                Some(Outcome::Fit(dfa, capped)) => Ok((*dfa, RESTRICTIONS[i].describe(capped))),
+                Some(Outcome::Fit(compiled, capped)) => Ok((*compiled, RESTRICTIONS[i].describe(capped))),
                 Some(Outcome::Failed(e)) => Err(e),
                 _ => unreachable!("the answer is an attempt that fitted or failed for good"),
             };
@@ -309,8 +316,16 @@ impl Ladder<'_> {
         let mut compiler = walk::Compiler::new(self.schema, self.opts, &config);
         compiler.count_cap = r.count_cap;
         compiler.prune_depth = r.prune_depth;
+        if self.rules {
+            compiler.rules = Some(RtnBuilder::new());
+        }
         let root = compiler.root_item(self.schema);
         let expr = compiler.compile_one(root);
+        // The bodies of the rules the walk called, and the grammar they make.
+        let rules = match &expr {
+            Ok(e) => compiler.finish_rules(e.clone()),
+            Err(_) => Ok(None),
+        };
         let has_large_bounds = compiler.has_large_bounds();
         // A walk cut short knows a bound is large once it met one, never that none is.
         if r.prune_depth.is_none() && (expr.is_ok() || has_large_bounds) {
@@ -325,6 +340,18 @@ impl Ladder<'_> {
         }
         // The NFA estimate is only needed to predict from an earlier overflow, or to record one.
         let mut memo = HashMap::new();
+        let rules = match rules {
+            Ok(r) => r,
+            Err(e) => return Outcome::Failed(e),
+        };
+        if let Some((builder, start)) = rules {
+            // A pushdown grammar: each rule is determinized on its own.
+            return match builder.build(start, "JSON Schema", &config) {
+                Ok(compiled) => Outcome::Fit(Box::new(compiled), has_large_bounds),
+                Err(e @ GrammarError::TooLarge { .. }) => Outcome::TooLarge(e),
+                Err(e) => Outcome::Failed(e),
+            };
+        }
         let built = expr.and_then(|expr| {
             if let (Some(o), false) = (overflow, last_try) {
                 if let Some(e) = o.predicts_overflow(expr.nfa_size_estimate(&mut memo), r.count_cap, self.config.max_states) {
@@ -341,7 +368,7 @@ impl Ladder<'_> {
             })
         });
         match built {
-            Ok(Some(dfa)) => Outcome::Fit(Box::new(dfa), has_large_bounds),
+            Ok(Some(dfa)) => Outcome::Fit(Box::new(Compiled::Regular(dfa)), has_large_bounds),
             Ok(None) => Outcome::Failed(GrammarError::EmptyLanguage {
                 detail: "no JSON value satisfies the schema (or none that this compiler can write: see the JSON Schema notes in the README)".into(),
             }),

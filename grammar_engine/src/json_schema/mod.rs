@@ -35,7 +35,8 @@
 use serde_json::Value;
 
 use crate::automata::{Dfa, DfaConfig};
-use crate::error::Result;
+use crate::error::{GrammarError, Result};
+use crate::pushdown::Compiled;
 
 mod arrays;
 mod canonical;
@@ -110,5 +111,20 @@ pub fn compile(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> 
 /// [`compile`], and which restriction it took (`None`: the exact language, up to the
 /// documented output form), in words.
 pub fn compile_noting(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> Result<(Dfa, Option<String>)> {
-    ladder::compile(schema, opts, config)
+    match ladder::compile(schema, opts, config, false)? {
+        (Compiled::Regular(dfa), restriction) => Ok((dfa, restriction)),
+        (Compiled::Pushdown(_), _) => Err(GrammarError::NotRegular { detail: "a schema compiled without rules".into() }),
+    }
+}
+
+/// The language of `schema` as a grammar: one DFA when it is regular, a pushdown grammar (rules
+/// that call each other) when a recursive reference makes it nest without a depth limit. When a
+/// recursive part meets an operation only regular languages allow (the difference that keeps
+/// `oneOf` branches apart, `not`, ...), the schema is compiled as [`compile`] does, its
+/// recursion unrolled.
+pub fn compile_language(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> Result<(Compiled, Option<String>)> {
+    match ladder::compile(schema, opts, config, true) {
+        Err(GrammarError::NotRegular { .. }) => ladder::compile(schema, opts, config, false),
+        other => other,
+    }
 }

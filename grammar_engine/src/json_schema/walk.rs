@@ -22,10 +22,15 @@
 //! The splits themselves are in `split.rs`; this file flattens conjunctions, caches what it
 //! compiled, and emits the merged keywords per type.
 //!
-//! Recursion: a `$ref` target entered more than `max_recursion_depth` times along the current
-//! path compiles to the empty language, so the deepest level admits only the non-recursive
-//! alternatives (an optional property is left out, an array stays empty, an `anyOf` branch
-//! drops). When nothing finite is left the schema is refused.
+//! Recursion: with rules on ([`Compiler::rules`]), a `$ref` to a target already being compiled
+//! higher up, in a schema that is nothing but that reference, is a call of a rule whose body is
+//! the target's language (compiled once, after the walk: [`Compiler::finish_rules`]), so a
+//! recursive schema nests without a depth limit and the grammar is a pushdown one. Otherwise
+//! (rules off, a reference beside other keywords, or in an over-language), a `$ref` target
+//! entered more than `max_recursion_depth` times along the current path compiles to the empty
+//! language, so the deepest level admits only the non-recursive alternatives (an optional
+//! property is left out, an array stays empty, an `anyOf` branch drops). When nothing finite
+//! is left the schema is refused.
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -47,6 +52,8 @@ use super::JsonSchemaOptions;
 use crate::automata::Expr;
 use crate::automata::DfaConfig;
 use crate::error::{GrammarError, Result};
+use crate::pushdown::RtnBuilder;
+use crate::util::RuleId;
 
 /// Keywords of a member already applied by an enclosing split (so they are not applied again).
 pub(crate) const DONE_REF: u16 = 1;
@@ -105,6 +112,16 @@ impl<'a> Conj<'a> {
     }
 }
 
+/// What following the references and `allOf`s of a conjunction leaves.
+pub(crate) enum Flat<'a> {
+    /// No value is valid (a `false` member, or a recursion cut).
+    Cut,
+    /// The members, every one a plain schema object.
+    Conj(Conj<'a>),
+    /// The conjunction is one reference to a target being compiled: a call of its rule.
+    Call(RuleId),
+}
+
 /// A conjunction as a cache key: its members (schema address, keywords done) and how far the
 /// prune depth is below it.
 type ConjKey = Vec<(usize, u16)>;
@@ -145,6 +162,12 @@ pub(crate) struct Compiler<'a> {
     /// [`StringFacts::key`]): a schema of money amounts repeats `"multipleOf": 0.01` at every
     /// one, an event schema the same date-time or pattern, and each costs a few automata.
     leaves: HashMap<String, Expr>,
+    /// When set, recursive references become calls of rules (see the module docs).
+    pub rules: Option<RtnBuilder>,
+    /// The rule of each recursive `$ref` target, and the targets whose bodies are still to be
+    /// compiled (with the item to compile).
+    rule_of: HashMap<*const Value, RuleId>,
+    pending: Vec<(RuleId, Item<'a>)>,
 }
 
 impl<'a> Compiler<'a> {
@@ -171,7 +194,49 @@ impl<'a> Compiler<'a> {
             value_depth: 0,
             pruned: false,
             leaves: HashMap::new(),
+            rules: None,
+            rule_of: HashMap::new(),
+            pending: Vec::new(),
         }
+    }
+
+    /// Compiles the bodies of the rules the walk called (each may call more), then the grammar:
+    /// `root` is the language of the whole schema. `None` when no rule was called (the language
+    /// is regular: `root` itself).
+    pub(crate) fn finish_rules(&mut self, root: Expr) -> Result<Option<(RtnBuilder, RuleId)>> {
+        if self.rule_of.is_empty() {
+            return Ok(None);
+        }
+        while let Some((rule, item)) = self.pending.pop() {
+            let address = item.schema as *const Value;
+            // The target is being compiled: a reference to it inside is a call.
+            *self.active.entry(address).or_insert(0) += 1;
+            let body = self.compile_one(item);
+            if let Some(n) = self.active.get_mut(&address) {
+                *n -= 1;
+            }
+            let body = body?;
+            if let Some(b) = self.rules.as_mut() {
+                b.define(rule, body);
+            }
+        }
+        let Some(mut builder) = self.rules.take() else { return Ok(None) };
+        let start = builder.declare("#");
+        builder.define(start, root);
+        Ok(Some((builder, start)))
+    }
+
+    /// The rule that stands for `target`'s language, declared (and its body queued) on first use.
+    fn rule_for(&mut self, target: &Item<'a>) -> Option<RuleId> {
+        let address = target.schema as *const Value;
+        if let Some(&r) = self.rule_of.get(&address) {
+            return Some(r);
+        }
+        let builder = self.rules.as_mut()?;
+        let r = builder.declare(&target.ctx.path);
+        self.rule_of.insert(address, r);
+        self.pending.push((r, target.clone()));
+        Some(r)
     }
 
     /// The root's item.
@@ -257,8 +322,9 @@ impl<'a> Compiler<'a> {
         self.check_time(&ctx)?;
         let mut entered: Vec<*const Value> = Vec::new();
         let result = self.flatten(conj, &mut entered, false).and_then(|flat| match flat {
-            None => Ok(Expr::Empty),
-            Some(flat) => self.compile_flat(flat),
+            Flat::Cut => Ok(Expr::Empty),
+            Flat::Call(rule) => Ok(Expr::Call(rule)),
+            Flat::Conj(flat) => self.compile_flat(flat),
         });
         for t in entered {
             if let Some(n) = self.active.get_mut(&t) {
@@ -279,7 +345,7 @@ impl<'a> Compiler<'a> {
     /// Follows `$ref`s and `allOf`s until every member is a plain schema object. `None` when
     /// some member is `false` or a recursive reference is cut (under), in which case no value
     /// is valid. In `over` mode a cut member is simply dropped (a superset).
-    fn flatten(&mut self, conj: Conj<'a>, entered: &mut Vec<*const Value>, over: bool) -> Result<Option<Conj<'a>>> {
+    fn flatten(&mut self, conj: Conj<'a>, entered: &mut Vec<*const Value>, over: bool) -> Result<Flat<'a>> {
         let Conj { items, forbidden, required, excluded } = conj;
         let mut out = Conj { items: Vec::new(), forbidden, required, excluded };
         let mut seen: HashSet<(*const Value, u16)> = HashSet::new();
@@ -287,7 +353,7 @@ impl<'a> Compiler<'a> {
         while let Some(mut item) = work.pop() {
             let map = match item.schema {
                 Value::Bool(true) => continue,
-                Value::Bool(false) => return Ok(None),
+                Value::Bool(false) => return Ok(Flat::Cut),
                 Value::Object(m) => m,
                 other => {
                     return Err(item.ctx.invalid(format!(
@@ -314,12 +380,27 @@ impl<'a> Compiler<'a> {
                     let target = self.resolver.resolve(reference, &item.base, keyword, &item.ctx)?;
                     let address = target.schema as *const Value;
                     let count = self.active.get(&address).copied().unwrap_or(0);
+                    if count >= 1 && !over && self.rules.is_some() && self.prune_depth.is_none() && work.is_empty()
+                        && out.items.is_empty() && out.forbidden.is_empty() && out.required.is_empty() && out.excluded == 0
+                        && only_reference(map, keyword)
+                    {
+                        // A schema that is only a reference to a target being compiled: a call.
+                        let target_item = Item {
+                            schema: target.schema,
+                            ctx: item.ctx.at_path(target.path.clone())?,
+                            base: Rc::from(target.base.as_str()),
+                            done: 0,
+                        };
+                        if let Some(rule) = self.rule_for(&target_item) {
+                            return Ok(Flat::Call(rule));
+                        }
+                    }
                     if count >= self.opts.max_recursion_depth.max(1) {
                         if over {
                             continue;
                         }
                         self.cuts += 1;
-                        return Ok(None);
+                        return Ok(Flat::Cut);
                     }
                     *self.active.entry(address).or_insert(0) += 1;
                     entered.push(address);
@@ -349,7 +430,7 @@ impl<'a> Compiler<'a> {
             }
             out.items.push(item);
         }
-        Ok(Some(out))
+        Ok(Flat::Conj(out))
     }
 
     /// Splits on the first disjunction left, or compiles the merged keywords.
@@ -570,8 +651,10 @@ impl<'a> Compiler<'a> {
         let mut entered = Vec::new();
         let flat = self.flatten(conj, &mut entered, true);
         let result = match flat {
-            Ok(None) => Ok(Expr::Empty),
-            Ok(Some(flat)) => self.over_flat(flat),
+            Ok(Flat::Cut) => Ok(Expr::Empty),
+            Ok(Flat::Conj(flat)) => self.over_flat(flat),
+            // Over-languages never call (see `flatten`).
+            Ok(Flat::Call(_)) => Ok(Expr::regex("(?s:.)*")),
             Err(e) => Err(e),
         };
         for t in entered {
@@ -646,6 +729,14 @@ impl<'a> Compiler<'a> {
 }
 
 /// Whether an error is the schema nesting limit (see `context::MAX_SCHEMA_DEPTH`).
+/// True when `map` constrains nothing but through `keyword` (a reference): every other key is
+/// an annotation or a place for definitions.
+fn only_reference(map: &Map<String, Value>, keyword: &str) -> bool {
+    const INERT: [&str; 12] =
+        ["$id", "$schema", "$anchor", "$comment", "$defs", "definitions", "title", "description", "default", "examples", "deprecated", "$vocabulary"];
+    map.keys().all(|k| k == keyword || INERT.contains(&k.as_str()))
+}
+
 fn too_deep(e: &GrammarError) -> bool {
     matches!(e, GrammarError::TooLarge { what, .. } if *what == super::context::NESTING_LIMIT)
 }

@@ -64,10 +64,8 @@ impl RtnBuilder {
     }
 
     /// Compiles the rules reachable from `start`. `syntax` names the grammar language in
-    /// errors. Returns [`Compiled::Regular`] when no recursion is left after inlining. With
-    /// `text_bytes`, the rules keep only the strings whose text bytes are in that set (a
-    /// vocabulary's producible bytes: text needing any other byte can never be written).
-    pub fn build(&self, start: RuleId, syntax: &'static str, config: &DfaConfig, text_bytes: Option<&[bool; 256]>) -> Result<Compiled> {
+    /// errors. Returns [`Compiled::Regular`] when no recursion is left after inlining.
+    pub fn build(&self, start: RuleId, syntax: &'static str, config: &DfaConfig) -> Result<Compiled> {
         let order = self.reachable(start, syntax)?;
         let recursive = self.recursive(&order);
         // Inline the non-recursive rules, callees first (`order` is a post-order of the calls,
@@ -93,24 +91,9 @@ impl RtnBuilder {
             return Ok(Compiled::Regular(dfa));
         }
         let mut rules = Vec::with_capacity(kept.len());
-        // The bytes calls are spelled with stay, whatever the text may use.
-        let allowed = text_bytes.map(|text| {
-            let mut a = *text;
-            a[CALL_OPENER as usize] = true;
-            for b in 0xF5..=0xFFu8 {
-                a[b as usize] = true;
-            }
-            a[0xC1] = true;
-            a
-        });
         for &r in &kept {
             let body = inlined[&r].renumber(&|c| number.get(&c).copied());
-            let built = body.to_dfa(config)?;
-            let built = match (built, &allowed) {
-                (Some(d), Some(a)) => d.restrict_bytes(a),
-                (d, _) => d,
-            };
-            let dfa = match built {
+            let dfa = match body.to_dfa(config)? {
                 Some(d) => d,
                 // No path at all, not even through calls: an unproductive rule, left with no
                 // state a caller could enter (found unproductive below).
@@ -316,6 +299,26 @@ impl Rtn {
 
     pub fn memory_bytes(&self) -> usize {
         self.rules.iter().map(|r| r.dfa.memory_bytes() + r.calls.len() * 16 + r.live.len()).sum()
+    }
+
+    /// Keeps only the strings whose bytes are all in `allowed` (a vocabulary's producible bytes
+    /// and a structure's markers: text needing another byte can never be written), then finds
+    /// the productive, live and nullable parts again. [`GrammarError::NotCompletable`] when
+    /// the start rule has no string left.
+    pub fn keep_bytes(&mut self, allowed: &[bool; 256], syntax: &'static str) -> Result<()> {
+        let removed: Vec<u8> = (0..=255u8).filter(|&b| !allowed[b as usize]).collect();
+        if removed.is_empty() {
+            return Ok(());
+        }
+        for rule in &mut self.rules {
+            rule.dfa = rule.dfa.with_bytes_cut(&removed);
+        }
+        match self.analyse(syntax) {
+            Err(GrammarError::EmptyLanguage { .. }) => Err(GrammarError::NotCompletable {
+                detail: format!("every string of the start rule '{}' needs a byte that no token contains", self.rules[0].name),
+            }),
+            other => other,
+        }
     }
 
     /// Productivity, liveness, nullability, then the left-recursion check.

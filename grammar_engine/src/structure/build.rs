@@ -1,9 +1,11 @@
-//! Compiling a spec tree into one automaton expression.
+//! Compiling a spec tree into one automaton expression, over rules where a grammar is embedded.
 //!
 //! Each node becomes an [`Expr`]: text a literal, a regex or a schema a DFA leaf compiled at
-//! once (so an error carries the node's pointer), a special token its marker byte, free text
-//! the complement construction below, and sequences, alternatives and repetitions the algebra's
-//! own operators. The caller turns the whole into one DFA.
+//! once (so an error carries the node's pointer), a grammar (GBNF, Lark) a call of its start
+//! rule (its rules added to [`Builder::rules`]), a special token its marker byte, free text the
+//! complement construction below, and sequences, alternatives and repetitions the algebra's
+//! own operators. The caller compiles the whole as the start rule of those rules: one DFA when
+//! no embedded grammar recurses.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -14,6 +16,7 @@ use crate::automata::Expr;
 use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 use crate::json_schema::{self, JsonSchemaOptions};
+use crate::pushdown::RtnBuilder;
 use crate::util::TokenId;
 use crate::vocab::Vocabulary;
 
@@ -33,13 +36,15 @@ pub struct Builder<'a> {
     schema: &'a JsonSchemaOptions,
     config: &'a DfaConfig,
     pub specials: SpecialTokens,
+    /// The rules of embedded grammars.
+    pub rules: RtnBuilder,
     /// Free-text languages already built, by their sorted stop texts.
     free_text: HashMap<Vec<String>, Expr>,
 }
 
 impl<'a> Builder<'a> {
     pub fn new(vocab: &'a Vocabulary, schema: &'a JsonSchemaOptions, config: &'a DfaConfig) -> Self {
-        Builder { vocab, schema, config, specials: SpecialTokens::default(), free_text: HashMap::new() }
+        Builder { vocab, schema, config, specials: SpecialTokens::default(), rules: RtnBuilder::new(), free_text: HashMap::new() }
     }
 
     pub fn expr(&mut self, node: &Node) -> Result<Expr> {
@@ -57,6 +62,12 @@ impl<'a> Builder<'a> {
                 let dfa = json_schema::compile(schema, &opts, self.config).map_err(|e| e.in_structure(&format!("{path}/json_schema")))?;
                 Ok(Expr::Dfa(Rc::new(dfa)))
             }
+            Kind::Gbnf(text) => {
+                let start = crate::gbnf::parse_into(text, self.vocab, &mut self.rules, &mut self.specials)
+                    .map_err(|e| e.in_structure(&format!("{path}/gbnf")))?;
+                Ok(Expr::Call(start))
+            }
+            Kind::Lark(_) => Err(GrammarError::invalid_structure(&format!("{path}/lark"), "Lark grammars are not compiled yet")),
             Kind::Token(name) => match self.resolve(name, &format!("{path}/token"))? {
                 Resolved::Special(id) => Ok(marker_expr(self.specials.marker(id, path)?)),
                 Resolved::Text(t) => Ok(Expr::literal(&t)),

@@ -1,5 +1,6 @@
-//! Structures: constraints made of segments (text, regexes, JSON Schemas, special tokens, free
-//! text up to a trigger), compiled to ONE DFA.
+//! Structures: constraints made of segments (text, regexes, JSON Schemas, grammars, special
+//! tokens, free text up to a trigger), compiled to ONE DFA, or to a pushdown grammar when an
+//! embedded grammar (GBNF, Lark) recurses.
 //!
 //! Tool calls and reasoning models need a constraint that is free in one place and strict in
 //! another: "any text, or a `<tool_call>` followed by a valid call", "any thinking, then
@@ -8,13 +9,14 @@
 //! lookup masks, forced spans for jump-forward, and budget-aware masking that sees across
 //! segments (a call that has begun can always close within the budget).
 //!
-//! A spec is JSON (the syntax is in the README's grammar-core section):
+//! A spec is JSON (docs/architecture.md, "Structures", shows it in use):
 //!
 //! | spec | matches |
 //! |---|---|
 //! | `"abc"` or `{"text": "abc"}` | exactly that text |
 //! | `{"regex": "[0-9]+"}` | full matches of the regex |
 //! | `{"json_schema": {...}, "max_whitespace": 0}` | JSON valid under the schema |
+//! | `{"gbnf": "root ::= ..."}` / `{"lark": "start: ..."}` | the grammar's strings |
 //! | `{"token": "[TOOL_CALLS]"}` or `{"token": 5}` | that token (see below) |
 //! | `{"free_text": true}` / `{"free_text": {"without": ["</think>"]}}` | any text not containing a stop |
 //! | `{"until": "</think>"}` (or a list of stops) | free text without the stop(s), then a stop |
@@ -39,17 +41,21 @@ pub(crate) mod special;
 
 use serde_json::Value;
 
-use crate::automata::{Dfa, DfaConfig};
+use crate::automata::{DfaConfig, Expr};
 use crate::error::{GrammarError, Result};
 use crate::json_schema::JsonSchemaOptions;
+use crate::pushdown::RtnBuilder;
+use crate::util::RuleId;
 use crate::vocab::Vocabulary;
 
 pub use special::{SpecialToken, SpecialTokens, MARKER_BYTES};
 
-/// A compiled structure: its DFA (special tokens read as marker bytes) and those tokens.
-#[derive(Debug, Clone)]
+/// A compiled structure: its rules (the start rule is the structure; embedded grammars add
+/// theirs), and the special tokens it names (read as marker bytes).
+#[derive(Debug)]
 pub struct Structure {
-    pub dfa: Dfa,
+    pub rules: RtnBuilder,
+    pub start: RuleId,
     pub specials: SpecialTokens,
 }
 
@@ -59,8 +65,13 @@ pub fn compile(spec: &Value, vocab: &Vocabulary, schema: &JsonSchemaOptions, con
     let root = spec::parse(spec)?;
     let mut builder = build::Builder::new(vocab, schema, config);
     let expr = builder.expr(&root)?;
-    let dfa = expr.to_dfa(config)?.ok_or_else(|| GrammarError::EmptyLanguage {
-        detail: "no string matches the structure (an empty free text, a contradictory schema, ...)".into(),
-    })?;
-    Ok(Structure { dfa, specials: builder.specials })
+    if matches!(expr, Expr::Empty) {
+        return Err(GrammarError::EmptyLanguage {
+            detail: "no string matches the structure (an empty free text, a contradictory schema, ...)".into(),
+        });
+    }
+    let mut rules = builder.rules;
+    let start = rules.declare("structure");
+    rules.define(start, expr);
+    Ok(Structure { rules, start, specials: builder.specials })
 }

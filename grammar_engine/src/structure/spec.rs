@@ -30,6 +30,10 @@ pub enum Kind {
     Text(String),
     /// The strings that fully match this regex.
     Regex(String),
+    /// The strings of a GBNF grammar (its `root` rule).
+    Gbnf(String),
+    /// The strings of a Lark grammar (its start rule).
+    Lark(String),
     /// The JSON texts valid under this schema; `None` options fall back to the compile call's.
     JsonSchema { schema: Value, max_whitespace: Option<usize>, max_any_depth: Option<usize> },
     /// One token, named by its text or id.
@@ -54,7 +58,8 @@ pub enum TokenName {
 }
 
 /// The kind keys, in the order error messages list them.
-const KINDS: &[&str] = &["text", "regex", "json_schema", "token", "free_text", "until", "sequence", "any_of", "repeat", "optional"];
+const KINDS: &[&str] =
+    &["text", "regex", "json_schema", "gbnf", "lark", "token", "free_text", "until", "sequence", "any_of", "repeat", "optional"];
 
 /// Reads a whole spec.
 pub fn parse(spec: &Value) -> Result<Node> {
@@ -109,6 +114,8 @@ fn read_object(obj: &Map<String, Value>, path: &str, depth: usize) -> Result<Nod
     match kind {
         "text" => node(Kind::Text(string(value, &here)?)),
         "regex" => node(Kind::Regex(string(value, &here)?)),
+        "gbnf" => node(Kind::Gbnf(string(value, &here)?)),
+        "lark" => node(Kind::Lark(string(value, &here)?)),
         "json_schema" => {
             if !value.is_object() && !value.is_boolean() {
                 return Err(GrammarError::invalid_structure(&here, format!("a JSON Schema is an object or a boolean, not {}", type_name(value))));
