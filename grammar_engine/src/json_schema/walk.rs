@@ -226,6 +226,24 @@ impl<'a> Compiler<'a> {
         Ok(Some((builder, start)))
     }
 
+    /// A large language compiled for a conjunction, as a call of a rule of its own (when rules
+    /// are on): the conjunction's cache hands the same call to every place it occurs, and the
+    /// rule set later inlines it again unless it is large and shared (see `crate::pushdown`),
+    /// so a definition referenced from many places is one automaton, not one copy per place.
+    fn as_rule(&mut self, lang: Expr, path: &str) -> Expr {
+        const RULE_MIN_ESTIMATE: u64 = 1_000;
+        if self.prune_depth.is_some() || lang.has_calls() {
+            return lang;
+        }
+        let Some(builder) = self.rules.as_mut() else { return lang };
+        if lang.nfa_size_estimate(&mut HashMap::new()) < RULE_MIN_ESTIMATE {
+            return lang;
+        }
+        let r = builder.declare(path);
+        builder.define(r, lang);
+        Expr::Call(r)
+    }
+
     /// The rule that stands for `target`'s language, declared (and its body queued) on first use.
     fn rule_for(&mut self, target: &Item<'a>) -> Option<RuleId> {
         let address = target.schema as *const Value;
@@ -457,7 +475,11 @@ impl<'a> Compiler<'a> {
             return Ok(hit.clone());
         }
         let cuts_before = self.cuts;
-        let result = self.split_or_emit(conj)?;
+        let path = conj.items.first().map(|i| i.ctx.path.clone()).unwrap_or_default();
+        let mut result = self.split_or_emit(conj)?;
+        if key.is_some() && self.cuts == cuts_before {
+            result = self.as_rule(result, &path);
+        }
         match (key, deep_key) {
             (Some(k), _) if self.cuts == cuts_before => {
                 self.cache.insert(k, result.clone());

@@ -7,8 +7,10 @@
 //!
 //! 1. checks that every rule used is defined;
 //! 2. inlines every rule that is not on a cycle of calls (most of a grammar: a string, a
-//!    number, a keyword), so only recursion stays a call and each remaining rule is one large
-//!    DFA; a grammar without recursion comes out as a single DFA, today's regular grammar;
+//!    number, a keyword), except a large one used in several places or one too large to share
+//!    a DFA with its callers ([`KEEP_SHARED`], [`KEEP_ALONE`]): so recursion and large shared
+//!    definitions stay calls, and each remaining rule is one DFA of bounded size; a small
+//!    grammar without recursion comes out as a single DFA, as a regex does;
 //! 3. compiles each remaining rule's body to a minimized DFA (calls spelled as bytes, see
 //!    [`crate::automata::calls`]) and reads the calls back out, per state, as (rule, return
 //!    state) pairs;
@@ -22,6 +24,12 @@ use crate::automata::calls::{calls_of, CALL_OPENER};
 use crate::automata::{Dfa, DfaConfig, Expr};
 use crate::error::{GrammarError, Result};
 use crate::util::{RuleId, StateId};
+
+/// A rule used in two places or more stays a call from this size on (in the Thompson NFA
+/// states of [`Expr::nfa_size_estimate`]): one copy of it instead of one per place.
+pub const KEEP_SHARED: u64 = 1_000;
+/// A rule stays a call from this size on wherever it is used: its callers' DFAs stay small.
+pub const KEEP_ALONE: u64 = 20_000;
 
 /// Rules under construction.
 #[derive(Debug, Default)]
@@ -68,13 +76,21 @@ impl RtnBuilder {
     pub fn build(&self, start: RuleId, syntax: &'static str, config: &DfaConfig) -> Result<Compiled> {
         let order = self.reachable(start, syntax)?;
         let recursive = self.recursive(&order);
+        let uses = self.uses(&order);
         // Inline the non-recursive rules, callees first (`order` is a post-order of the calls,
-        // so every callee not on a cycle comes before its callers).
+        // so every callee not on a cycle comes before its callers), but for the ones kept.
         let mut inlined: HashMap<RuleId, Expr> = HashMap::new();
         let mut kept: Vec<RuleId> = Vec::new();
+        let mut call: Vec<bool> = recursive.clone();
         for &r in &order {
-            let body = self.body(r).substitute(&|c| if recursive[c.as_usize()] { None } else { inlined.get(&c).cloned() });
-            if recursive[r.as_usize()] || r == start {
+            let body = self.body(r).substitute(&|c| if call[c.as_usize()] { None } else { inlined.get(&c).cloned() });
+            if !call[r.as_usize()] && r != start {
+                let size = body.nfa_size_estimate(&mut HashMap::new());
+                if size >= KEEP_ALONE || (uses[r.as_usize()] >= 2 && size >= KEEP_SHARED) {
+                    call[r.as_usize()] = true;
+                }
+            }
+            if call[r.as_usize()] || r == start {
                 kept.push(r);
             }
             inlined.insert(r, body);
@@ -140,6 +156,46 @@ impl RtnBuilder {
             }
         }
         Ok(order)
+    }
+
+    /// How many times each rule is called in the bodies of the rules in `order` (a call in a
+    /// shared subexpression counted at each use).
+    fn uses(&self, order: &[RuleId]) -> Vec<u64> {
+        fn count(e: &Expr, memo: &mut HashMap<usize, Vec<(u32, u64)>>) -> Vec<(u32, u64)> {
+            let key = match e {
+                Expr::Call(r) => return vec![(r.as_u32(), 1)],
+                Expr::Regex(_) | Expr::Dfa(_) | Expr::Empty => return Vec::new(),
+                Expr::Concat(p) | Expr::Union(p) => p.as_ptr() as usize,
+                Expr::Repeat(inner, _, _) => std::rc::Rc::as_ptr(inner) as usize,
+            };
+            if let Some(hit) = memo.get(&key) {
+                return hit.clone();
+            }
+            let parts: Vec<Vec<(u32, u64)>> = match e {
+                Expr::Concat(p) | Expr::Union(p) => p.iter().map(|x| count(x, memo)).collect(),
+                // A repeated call is one place in the automaton (a loop), however many times read.
+                Expr::Repeat(inner, _, _) => vec![count(inner, memo)],
+                _ => Vec::new(),
+            };
+            let mut total: HashMap<u32, u64> = HashMap::new();
+            for part in parts {
+                for (r, n) in part {
+                    let e = total.entry(r).or_insert(0);
+                    *e = e.saturating_add(n);
+                }
+            }
+            let out: Vec<(u32, u64)> = total.into_iter().collect();
+            memo.insert(key, out.clone());
+            out
+        }
+        let mut uses = vec![0u64; self.names.len()];
+        let mut memo = HashMap::new();
+        for &r in order {
+            for (c, n) in count(self.body(r), &mut memo) {
+                uses[c as usize] = uses[c as usize].saturating_add(n);
+            }
+        }
+        uses
     }
 
     /// Which rules are on a cycle of calls (Tarjan's strongly connected components over the
