@@ -120,6 +120,15 @@ impl Grammar {
         Self::from_rules(vocab, &parsed.rules, parsed.start, "GBNF", text.to_string(), parsed.specials, config)
     }
 
+    /// Compiles a Lark grammar (the `lark` parser's grammar language in the subset llguidance
+    /// documents, read as Lark's Earley parser with the dynamic lexer reads it; see
+    /// [`crate::lark`]).
+    pub fn from_lark(vocab: Arc<Vocabulary>, text: &str, config: &GrammarConfig) -> Result<Grammar> {
+        let parsed = crate::lark::parse(text, &vocab, &config.dfa)?;
+        Self::from_rules(vocab, &parsed.rules, parsed.start, crate::lark::SYNTAX, text.to_string(), parsed.specials.clone(), config)
+            .map_err(|e| parsed.locate(e))
+    }
+
     fn pushdown(vocab: Arc<Vocabulary>, rtn: crate::pushdown::Rtn, source: String, specials: SpecialTokens, config: &GrammarConfig) -> Result<Grammar> {
         // Every byte the rules read must be a token of its own (byte-level and byte-fallback
         // vocabularies): then readings are live exactly when their DFA states are, and byte
