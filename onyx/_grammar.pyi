@@ -76,6 +76,17 @@ class Vocabulary:
         string `'"text"'`). The spec's syntax is in docs/architecture.md ("Structures").
         `max_whitespace` and `max_any_depth` apply to the `json_schema` parts that set none of
         their own."""
+    def compile_gbnf(self, text: str, *, max_states: int | None = None, max_index_bytes: int | None = None) -> Grammar:
+        """Compiles a GBNF grammar (llama.cpp's grammar language; the start rule is `root`) to a
+        `Grammar`: one DFA when it has no recursion, else a pushdown grammar. Errors name the
+        line, column and rule (`InvalidGrammarError`)."""
+    def compile_lark(self, text: str, *, max_states: int | None = None, max_index_bytes: int | None = None) -> Grammar:
+        """Compiles a Lark grammar (the `lark` parser's grammar language in the subset llguidance
+        documents; the start rule is `start`) to a `Grammar`, read as Lark's Earley parser with
+        `lexer="dynamic"` reads it: terminals match at any position, `%ignore`d text may come
+        before every terminal and at the end. `%import common.NAME` and llguidance's
+        `%json {...}` work. One DFA when it has no recursion, else a pushdown grammar. Errors
+        name the line, column and rule (`InvalidGrammarError`)."""
     def find_tokens(self, text: str | bytes) -> list[int]:
         """The ids of the tokens whose text is exactly `text`: special tokens first, then ordinary
         ones. Empty when no single token writes it."""
@@ -106,8 +117,9 @@ class Vocabulary:
 class Grammar:
     """A compiled grammar: the step API the decoding loop calls once per token.
 
-    Made by `Vocabulary.compile_regex`, `compile_json_schema` or `compile_structure`. A state is
-    an int; one that is not this grammar's raises `InvalidStateError`.
+    Made by `Vocabulary.compile_regex`, `compile_json_schema`, `compile_structure`,
+    `compile_gbnf` or `compile_lark`. A state is an int; one that is not this grammar's raises
+    `InvalidStateError`.
     """
 
     @property
@@ -121,6 +133,13 @@ class Grammar:
         """For a JSON Schema whose exact grammar did not fit the limits: the sound restriction
         taken (what the grammar leaves out; every text it accepts is still valid). `None`
         otherwise."""
+    @property
+    def is_pushdown(self) -> bool:
+        """True for a pushdown grammar (recursive rules: its states are met as text is read, and
+        `num_states` grows), false for one DFA."""
+    def mask_id(self, state: int) -> int:
+        """An id for the mask of `state`: states with the same id have the same mask (a regular
+        grammar's is the state itself). Caches of converted masks key on it."""
     @property
     def memory_bytes(self) -> int:
         """Heap bytes held: the DFA, the rows built so far and the caches."""
@@ -283,3 +302,11 @@ class InvalidStructureError(GrammarError):
     """The structure spec is malformed; `structure_path` says where."""
 
     structure_path: str
+
+class InvalidGrammarError(GrammarError):
+    """The grammar (GBNF, Lark) is malformed; `line`, `column` (1-based, 0 when unknown) and
+    `rule` say where."""
+
+    line: int
+    column: int
+    rule: str | None

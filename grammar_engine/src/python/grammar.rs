@@ -37,6 +37,30 @@ impl Grammar {
         let views = if g.is_pushdown() { Box::new([]) as Box<[_]> } else { (0..g.num_states()).map(|_| OnceLock::new()).collect() };
         Grammar { inner: Arc::new(g), views, pushdown_views: Mutex::new(HashMap::new()) }
     }
+
+    /// A pushdown grammar's mask, one shared view per mask id.
+    fn pushdown_bitmask<'py>(slf: Bound<'py, Self>, state: i64) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let py = slf.py();
+        let this = slf.get();
+        let g = this.inner.clone();
+        let id = run(py, move || g.mask_id(g.state(state)?))?;
+        if let Some(view) = this.pushdown_views.lock().unwrap_or_else(|e| e.into_inner()).get(&id) {
+            return Ok(view.bind(py).clone());
+        }
+        let s = this.inner.state(state).map_err(|e| to_py(py, e))?;
+        let mask = this.inner.token_bitmask(s).map_err(|e| to_py(py, e))?;
+        let view = ArrayView1::from(mask);
+        // SAFETY: a pushdown grammar's masks live in a paged store whose entries are never
+        // mutated or moved once set, and `slf` (which owns the grammar through an Arc) is the
+        // array's base object, so the memory outlives the array.
+        let array = unsafe { PyArray1::borrow_from_array(&view, slf.clone().into_any()) };
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("write", false)?;
+        array.call_method("setflags", (), Some(&kwargs))?;
+        let mut views = this.pushdown_views.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = views.entry(id).or_insert_with(|| array.clone().unbind());
+        Ok(kept.bind(py).clone())
+    }
 }
 
 #[pymethods]
@@ -156,30 +180,6 @@ impl Grammar {
         let cell = &this.views[s.as_usize()];
         let _ = cell.set(array.clone().unbind());
         Ok(cell.get().map(|v| v.bind(py).clone()).unwrap_or(array))
-    }
-
-    /// A pushdown grammar's mask, one shared view per mask id.
-    fn pushdown_bitmask<'py>(slf: Bound<'py, Self>, state: i64) -> PyResult<Bound<'py, PyArray1<u32>>> {
-        let py = slf.py();
-        let this = slf.get();
-        let g = this.inner.clone();
-        let id = run(py, move || g.mask_id(g.state(state)?))?;
-        if let Some(view) = this.pushdown_views.lock().unwrap_or_else(|e| e.into_inner()).get(&id) {
-            return Ok(view.bind(py).clone());
-        }
-        let s = this.inner.state(state).map_err(|e| to_py(py, e))?;
-        let mask = this.inner.token_bitmask(s).map_err(|e| to_py(py, e))?;
-        let view = ArrayView1::from(mask);
-        // SAFETY: a pushdown grammar's masks live in a paged store whose entries are never
-        // mutated or moved once set, and `slf` (which owns the grammar through an Arc) is the
-        // array's base object, so the memory outlives the array.
-        let array = unsafe { PyArray1::borrow_from_array(&view, slf.clone().into_any()) };
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("write", false)?;
-        array.call_method("setflags", (), Some(&kwargs))?;
-        let mut views = this.pushdown_views.lock().unwrap_or_else(|e| e.into_inner());
-        let kept = views.entry(id).or_insert_with(|| array.clone().unbind());
-        Ok(kept.bind(py).clone())
     }
 
     /// `token_bitmask(state)` restricted to tokens after which acceptance stays reachable
