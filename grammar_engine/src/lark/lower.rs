@@ -61,8 +61,8 @@ pub(super) fn lower(ast: &Ast, text: &str, vocab: &Vocabulary, config: &DfaConfi
     }
     if !ast.ignores.is_empty() {
         let mut ignored = Vec::new();
-        for (alts, at) in &ast.ignores {
-            ignored.push(l.terminal_alts(alts, None, *at)?);
+        for alts in &ast.ignores {
+            ignored.push(l.terminal_alts(alts, None)?);
         }
         let skip = Expr::repeat(Expr::union(ignored), 0, None).built(config)?;
         l.ignore = Some(skip);
@@ -181,18 +181,18 @@ impl<'a> Lower<'a> {
                 let def: &'a Def = def;
                 self.term_state.insert(name.to_string(), TermState::InProgress);
                 self.path.push(name.to_string());
-                let e = self.terminal_alts(&def.body, Some(name), def.at);
+                let e = self.terminal_alts(&def.body, Some(name));
                 self.path.pop();
                 e?
             }
-            None => unreachable!("terminal() is called on defined names only"),
+            None => return Err(self.undefined(name, 0)),
         };
         self.term_state.insert(name.to_string(), TermState::Done(expr.clone()));
         Ok(expr)
     }
 
     /// A terminal expression (a terminal's body, or an `%ignore`): regular by construction.
-    fn terminal_alts(&mut self, alts: &Alts, owner: Option<&str>, at: usize) -> Result<Expr> {
+    fn terminal_alts(&mut self, alts: &Alts, owner: Option<&str>) -> Result<Expr> {
         let mut out = Vec::with_capacity(alts.len());
         for seq in alts {
             let mut parts = Vec::with_capacity(seq.len());
@@ -204,8 +204,8 @@ impl<'a> Lower<'a> {
                         return Err(self.error(item.at, owner, format!("{what} uses the rule `{n}`: a terminal may only use terminals and literals")));
                     }
                     Atom::Name(n) => return Err(self.undefined(n, item.at)),
-                    Atom::Group(inner) => self.terminal_alts(inner, owner, at)?,
-                    Atom::Maybe(inner) => Expr::optional(self.terminal_alts(inner, owner, at)?),
+                    Atom::Group(inner) => self.terminal_alts(inner, owner)?,
+                    Atom::Maybe(inner) => Expr::optional(self.terminal_alts(inner, owner)?),
                     Atom::Json(_) => return Err(self.error(item.at, owner, "`%json` is a rule, not part of a terminal")),
                     Atom::Token(_) => return Err(self.error(item.at, owner, "a token `<...>` cannot be part of a terminal")),
                     literal => leaf(literal),
@@ -303,7 +303,8 @@ impl<'a> Lower<'a> {
     }
 }
 
-/// The language of a literal, a regex or a range.
+/// The language of a literal, a regex or a range (the atoms that stand for themselves; the
+/// others are lowered by the caller).
 fn leaf(atom: &Atom) -> Expr {
     match atom {
         Atom::Literal { text, insensitive: false } => Expr::literal(text),

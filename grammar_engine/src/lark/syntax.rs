@@ -14,7 +14,7 @@ use super::regex::{string_text, translate};
 pub(super) struct Ast {
     pub defs: Vec<Def>,
     /// `%ignore` bodies (each a terminal expression).
-    pub ignores: Vec<(Alts, usize)>,
+    pub ignores: Vec<Alts>,
     /// `%import common...`: (name in `common`, local name, where).
     pub imports: Vec<(String, String, usize)>,
 }
@@ -269,7 +269,7 @@ impl Parser<'_> {
         match word.as_str() {
             "ignore" => {
                 let body = self.alternates()?;
-                self.ast.ignores.push((body, at));
+                self.ast.ignores.push(body);
             }
             "import" => self.import()?,
             "llguidance" => {
