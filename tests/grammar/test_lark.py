@@ -7,6 +7,7 @@ name the line, column and rule."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 
@@ -372,3 +373,27 @@ def test_bad_grammars_name_the_line_column_and_rule(smollm2, text, line, column,
 def test_no_finite_string_is_an_empty_language(smollm2):
     with pytest.raises(onyx.EmptyLanguageError):
         smollm2.compile_lark('start: "(" start ")"\n')
+
+
+# Small grammars where the reading matters (ignored text around nullable rules and recursion,
+# terminals made of terminals with counts and ranges, case-insensitive keywords next to names),
+# with every text over a small alphabet up to a length: each is judged as lark judges it.
+SMALL = [
+    ('start: "a" b "c" | "(" start ")"\nb: "x"* | "y" b\n%ignore " "\n', "axyc() ", 5),
+    ('start: PAIR ("," PAIR)~0..2\nPAIR: KEY "=" VAL?\nKEY: "a".."b" ~ 1..2\nVAL: /[0-9]/+\n', "ab=1,", 6),
+    ('start: ("let"i NAME ";")*\nNAME: /[a-z]+/\n%ignore /#[^\\n]*\\n/\n%ignore " "\n', "leT;#\n ", 6),
+]
+
+
+@pytest.mark.parametrize("text,alphabet,longest", SMALL)
+def test_every_short_text_is_judged_as_lark_judges_it(smollm2, text, alphabet, longest):
+    g = smollm2.compile_lark(text)
+    parser = lark_parser(text)
+    accepted = 0
+    for n in range(longest + 1):
+        for chars in itertools.product(alphabet, repeat=n):
+            candidate = "".join(chars)
+            ours = bool(g.validate(candidate).valid)
+            assert ours == lark_accepts(parser, candidate), (text, candidate, ours)
+            accepted += ours
+    assert accepted >= 10
