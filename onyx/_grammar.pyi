@@ -47,10 +47,6 @@ class Vocabulary:
         mlx-lm's `TokenizerWrapper`: reads its `tokenizer.json` text and EOS ids."""
     def compile_regex(self, pattern: str, *, max_states: int | None = None, max_index_bytes: int | None = None) -> Grammar:
         """Compiles a regex (full-match semantics) to a `Grammar`."""
-    def compile_gbnf(self, text: str, *, max_states: int | None = None, max_index_bytes: int | None = None) -> Grammar:
-        """Compiles a GBNF grammar (llama.cpp's grammar language; the start rule is `root`) to a
-        `Grammar`: one DFA when it has no recursion, else a pushdown grammar. Errors name the
-        line, column and rule (`InvalidGrammarError`)."""
     def compile_json_schema(
         self,
         schema: str | Mapping[str, Any] | bool,
@@ -80,6 +76,17 @@ class Vocabulary:
         string `'"text"'`). The spec's syntax is in docs/architecture.md ("Structures").
         `max_whitespace` and `max_any_depth` apply to the `json_schema` parts that set none of
         their own."""
+    def compile_gbnf(self, text: str, *, max_states: int | None = None, max_index_bytes: int | None = None) -> Grammar:
+        """Compiles a GBNF grammar (llama.cpp's grammar language; the start rule is `root`) to a
+        `Grammar`: one DFA when it has no recursion, else a pushdown grammar. Errors name the
+        line, column and rule (`InvalidGrammarError`)."""
+    def compile_lark(self, text: str, *, max_states: int | None = None, max_index_bytes: int | None = None) -> Grammar:
+        """Compiles a Lark grammar (the `lark` parser's grammar language in the subset llguidance
+        documents; the start rule is `start`) to a `Grammar`, read as Lark's Earley parser with
+        `lexer="dynamic"` reads it: terminals match at any position, `%ignore`d text may come
+        before every terminal and at the end. `%import common.NAME` and llguidance's
+        `%json {...}` work. One DFA when it has no recursion, else a pushdown grammar. Errors
+        name the line, column and rule (`InvalidGrammarError`)."""
     def find_tokens(self, text: str | bytes) -> list[int]:
         """The ids of the tokens whose text is exactly `text`: special tokens first, then ordinary
         ones. Empty when no single token writes it."""
@@ -110,8 +117,9 @@ class Vocabulary:
 class Grammar:
     """A compiled grammar: the step API the decoding loop calls once per token.
 
-    Made by `Vocabulary.compile_regex`, `compile_json_schema` or `compile_structure`. A state is
-    an int; one that is not this grammar's raises `InvalidStateError`.
+    Made by `Vocabulary.compile_regex`, `compile_json_schema`, `compile_structure`,
+    `compile_gbnf` or `compile_lark`. A state is an int; one that is not this grammar's raises
+    `InvalidStateError`.
     """
 
     @property
@@ -298,7 +306,8 @@ class InvalidStructureError(GrammarError):
     structure_path: str
 
 class InvalidGrammarError(GrammarError):
-    """The grammar (GBNF, Lark) is malformed; `line`, `column` and `rule` say where."""
+    """The grammar (GBNF, Lark) is malformed; `line`, `column` (1-based, 0 when unknown) and
+    `rule` say where."""
 
     line: int
     column: int

@@ -362,26 +362,33 @@ impl Parser<'_> {
         let close = self.src[self.pos..].iter().position(|&b| b == b'>').ok_or_else(|| self.error(at, "unterminated token `<...>`"))?;
         let inner = String::from_utf8_lossy(&self.src[self.pos..self.pos + close]).into_owned();
         self.pos += close + 1;
-        let id = if let Some(num) = inner.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
-            let id: u32 = num.trim().parse().map_err(|_| self.error(at, format!("`<[{num}]>`: a token id is a number")))?;
-            let id = TokenId::new(id);
-            if self.vocab.token_bytes(id).is_none() {
-                return Err(self.error(at, format!("token {id} is outside the vocabulary")));
-            }
-            id
-        } else {
-            let text = format!("<{inner}>");
-            let found = self.vocab.find_tokens(text.as_bytes());
-            *found.first().ok_or_else(|| self.error(at, format!("no single token of this vocabulary is `{text}`")))?
-        };
-        if self.vocab.is_special(id) {
-            let byte = self.specials.marker(id, "").map_err(|e| self.error(at, e.to_string()))?;
-            Ok(marker_expr(byte))
-        } else {
-            let bytes = self.vocab.token_bytes(id).unwrap_or_default();
-            let text = std::str::from_utf8(bytes).map_err(|_| self.error(at, format!("token {id} is not UTF-8 text")))?;
-            Ok(Expr::literal(text))
+        token_reference(&inner, self.vocab, &mut self.specials).map_err(|reason| self.error(at, reason))
+    }
+}
+
+/// The language of a token reference `<inner>` (`<[id]>`, or `<text>` for a token whose text is
+/// exactly that): a special token's marker byte, an ordinary token's text. Shared with the
+/// Lark front end, which reads the same syntax; the error is the reason alone.
+pub(crate) fn token_reference(inner: &str, vocab: &Vocabulary, specials: &mut SpecialTokens) -> std::result::Result<Expr, String> {
+    let id = if let Some(num) = inner.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+        let id: u32 = num.trim().parse().map_err(|_| format!("`<[{num}]>`: a token id is a number"))?;
+        let id = TokenId::new(id);
+        if vocab.token_bytes(id).is_none() {
+            return Err(format!("token {id} is outside the vocabulary"));
         }
+        id
+    } else {
+        let text = format!("<{inner}>");
+        let found = vocab.find_tokens(text.as_bytes());
+        *found.first().ok_or_else(|| format!("no single token of this vocabulary is `{text}`"))?
+    };
+    if vocab.is_special(id) {
+        let byte = specials.marker(id, "").map_err(|e| e.to_string())?;
+        Ok(marker_expr(byte))
+    } else {
+        let bytes = vocab.token_bytes(id).unwrap_or_default();
+        let text = std::str::from_utf8(bytes).map_err(|_| format!("token {id} is not UTF-8 text"))?;
+        Ok(Expr::literal(text))
     }
 }
 

@@ -20,6 +20,7 @@ pub(crate) mod error;
 pub(crate) mod gbnf;
 pub(crate) mod grammar;
 pub(crate) mod json_schema;
+pub(crate) mod lark;
 pub(crate) mod pushdown;
 pub(crate) mod repair;
 pub(crate) mod structure;

@@ -119,6 +119,15 @@ impl Grammar {
         Self::from_rules(vocab, &parsed.rules, parsed.start, "GBNF", text.to_string(), parsed.specials, config)
     }
 
+    /// Compiles a Lark grammar (the `lark` parser's grammar language in the subset llguidance
+    /// documents, read as Lark's Earley parser with the dynamic lexer reads it; see
+    /// [`crate::lark`]).
+    pub fn from_lark(vocab: Arc<Vocabulary>, text: &str, config: &GrammarConfig) -> Result<Grammar> {
+        let parsed = crate::lark::parse(text, &vocab, &config.dfa)?;
+        Self::from_rules(vocab, &parsed.rules, parsed.start, crate::lark::SYNTAX, text.to_string(), parsed.specials.clone(), config)
+            .map_err(|e| parsed.locate(e))
+    }
+
     fn pushdown(vocab: Arc<Vocabulary>, mut rtn: crate::pushdown::Rtn, source: String, specials: SpecialTokens, config: &GrammarConfig) -> Result<Grammar> {
         // Text needing a byte no token contains can never be written (a structure's markers
         // are written by their special tokens).

@@ -67,6 +67,18 @@ impl RtnBuilder {
         self.names.len()
     }
 
+    /// Adds the rules of `other` to these (renumbered after them); returns the new id of
+    /// `other`'s rule `start`.
+    pub fn absorb(&mut self, other: RtnBuilder, start: RuleId) -> RuleId {
+        let offset = self.names.len() as u32;
+        let shift = |r: RuleId| Some(RuleId::new(r.as_u32() + offset));
+        for (name, body) in other.names.into_iter().zip(other.bodies) {
+            self.names.push(name);
+            self.bodies.push(body.map(|b| b.renumber(&shift)));
+        }
+        RuleId::new(start.as_u32() + offset)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }

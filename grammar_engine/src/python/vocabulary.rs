@@ -127,6 +127,20 @@ impl Vocabulary {
         Ok(Grammar::wrap(g))
     }
 
+    /// Compiles a Lark grammar (the `lark` parser's grammar language in the subset llguidance
+    /// documents; the start rule is `start`) to a `Grammar`, read as Lark's Earley parser with
+    /// `lexer="dynamic"` reads it: terminals match at any position, `%ignore`d text may come
+    /// before every terminal and at the end. `%import common.NAME` and llguidance's `%json {...}`
+    /// work. One DFA when it has no recursion, else a pushdown grammar. Errors name the line,
+    /// column and rule (`InvalidGrammarError`).
+    #[pyo3(signature = (text, *, max_states=None, max_index_bytes=None))]
+    fn compile_lark(&self, py: Python<'_>, text: String, max_states: Option<usize>, max_index_bytes: Option<usize>) -> PyResult<Grammar> {
+        let vocab = self.inner.clone();
+        let config = config(max_states, max_index_bytes);
+        let g = run(py, move || CoreGrammar::from_lark(vocab, &text, &config))?;
+        Ok(Grammar::wrap(g))
+    }
+
     /// Compiles a JSON Schema (a dict or a JSON string) to a `Grammar`. Output is compact JSON
     /// unless `max_whitespace` allows up to that many whitespace characters between tokens.
     /// When the exact grammar is over a limit it is compiled under a sound restriction

@@ -67,7 +67,11 @@ impl<'a> Builder<'a> {
                     .map_err(|e| e.in_structure(&format!("{path}/gbnf")))?;
                 Ok(Expr::Call(start))
             }
-            Kind::Lark(_) => Err(GrammarError::invalid_structure(&format!("{path}/lark"), "Lark grammars are not compiled yet")),
+            Kind::Lark(text) => {
+                let start = crate::lark::parse_into(text, self.vocab, self.config, &mut self.rules, &mut self.specials)
+                    .map_err(|e| e.in_structure(&format!("{path}/lark")))?;
+                Ok(Expr::Call(start))
+            }
             Kind::Token(name) => match self.resolve(name, &format!("{path}/token"))? {
                 Resolved::Special(id) => Ok(marker_expr(self.specials.marker(id, path)?)),
                 Resolved::Text(t) => Ok(Expr::literal(&t)),
