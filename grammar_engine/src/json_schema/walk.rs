@@ -204,7 +204,7 @@ impl<'a> Compiler<'a> {
     /// `root` is the language of the whole schema. `None` when no rule was called (the language
     /// is regular: `root` itself).
     pub(crate) fn finish_rules(&mut self, root: Expr) -> Result<Option<(RtnBuilder, RuleId)>> {
-        if self.rule_of.is_empty() {
+        if self.rules.as_ref().is_none_or(|b| b.is_empty()) {
             return Ok(None);
         }
         while let Some((rule, item)) = self.pending.pop() {
