@@ -96,3 +96,15 @@ fn a_large_definition_used_in_many_places_compiles_completable() {
         assert!(g.check_text(text.as_bytes()).is_err(), "{text}");
     }
 }
+
+#[test]
+fn an_unconstrained_value_nests_without_a_depth_limit() {
+    let g = grammar(&json!({"type": "object", "properties": {"data": {}}, "required": ["data"], "additionalProperties": false}));
+    assert!(g.restriction().is_none());
+    let deep = format!(r#"{{"data":{}1{}}}"#, "[".repeat(20), "]".repeat(20));
+    assert_eq!(g.check_text(deep.as_bytes()), Ok(()));
+    let objects = format!(r#"{{"data":{}null{}}}"#, r#"{"k":"#.repeat(15), "}".repeat(15));
+    assert_eq!(g.check_text(objects.as_bytes()), Ok(()));
+    let unbalanced = format!(r#"{{"data":{}1{}}}"#, "[".repeat(20), "]".repeat(19));
+    assert!(g.check_text(unbalanced.as_bytes()).is_err());
+}

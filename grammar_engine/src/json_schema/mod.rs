@@ -1,11 +1,15 @@
-//! JSON Schema → one DFA whose language is a set of JSON texts the schema allows.
+//! JSON Schema → a grammar whose language is a set of JSON texts the schema allows: one DFA,
+//! or rules that call each other (a pushdown grammar, see [`crate::pushdown`]).
 //!
 //! Every text the grammar accepts parses as JSON and validates against the schema (with
 //! format checking on). The converse holds up to the documented restrictions: values are
 //! written in canonical spelling (strings as `json.dumps(..., ensure_ascii=False)` writes them,
 //! numbers without exponent), compactly or with the configured whitespace; object members in
-//! declaration order; values the schema leaves unconstrained nest at most
-//! [`JsonSchemaOptions::max_any_depth`] levels; recursive references unroll
+//! declaration order. Compiled as rules ([`compile_language`]), a `$ref` is a call of its
+//! target's rule, so recursive schemas and values the schema leaves unconstrained nest without
+//! a depth limit; where a recursive part meets an operation only regular languages allow, or
+//! through [`compile`] (one DFA), values the schema leaves unconstrained nest at most
+//! [`JsonSchemaOptions::max_any_depth`] levels and recursive references unroll
 //! [`JsonSchemaOptions::max_recursion_depth`] levels. What cannot be done exactly or by a sound
 //! restriction is a typed error naming the keyword and the JSON pointer, never a silent
 //! relaxation.
@@ -66,10 +70,12 @@ pub struct JsonSchemaOptions {
     /// whitespace at all. N>0: `[ \t\n\r]{0,N}`.
     pub max_whitespace: usize,
     /// Nesting depth allowed for values the schema leaves unconstrained (`{}`, `true`,
-    /// `{"type":"object"}` with no properties, `{"type":"array"}` with no items). Default 3.
+    /// `{"type":"object"}` with no properties, `{"type":"array"}` with no items) in a single
+    /// DFA; compiled as rules they nest without a limit. Default 3.
     pub max_any_depth: usize,
-    /// How many times one `$ref` target may be entered along a path (recursive schemas are
-    /// unrolled this deep; the deepest level keeps only the non-recursive alternatives).
+    /// How many times one `$ref` target may be entered along a path in a single DFA (recursive
+    /// schemas are unrolled this deep; the deepest level keeps only the non-recursive
+    /// alternatives); compiled as rules, a reference is a call and recursion has no limit.
     pub max_recursion_depth: u32,
     /// Compile time limit, in milliseconds (past it: a typed `TooLarge` error).
     pub max_compile_ms: u64,

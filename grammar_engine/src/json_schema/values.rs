@@ -246,6 +246,22 @@ pub(crate) fn any_value(depth: usize, ws: &str) -> String {
     format!("(?:{scalar}|{object}|{array})")
 }
 
+fn any_scalar_expr() -> Expr {
+    Expr::regex(format!("(?:{}|{}|true|false|null)", any_string(), universe_regex()))
+}
+
+/// Any JSON value whose containers hold values of `inner` (any scalar, or an object or an
+/// array of `inner`s), with `ws` between tokens. With `inner` a call of the rule this is the
+/// body of, it is any JSON value, nested without a depth limit.
+pub(crate) fn any_value_over(inner: Expr, ws: &str) -> Expr {
+    let sep = || Expr::regex(format!("{ws},{ws}"));
+    let member = Expr::concat(vec![Expr::regex(format!("{}{ws}:{ws}", any_string())), inner.clone()]);
+    let seq = |m: Expr| Expr::optional(Expr::concat(vec![m.clone(), Expr::repeat(Expr::concat(vec![sep(), m]), 0, None)]));
+    let object = Expr::concat(vec![Expr::regex(format!(r"\{{{ws}")), seq(member), Expr::regex(format!(r"{ws}\}}"))]);
+    let array = Expr::concat(vec![Expr::regex(format!(r"\[{ws}")), seq(inner), Expr::regex(format!(r"{ws}\]"))]);
+    Expr::union(vec![any_scalar_expr(), object, array])
+}
+
 /// Any JSON value with at most `depth` levels of containers, as a DFA leaf: the same language
 /// as [`any_value`], built level by level (each level embeds the one below as a DFA, so the
 /// text is never expanded 4^depth times) and kept per thread. An unconstrained value is the
@@ -258,18 +274,7 @@ pub(crate) fn any_value_expr(depth: usize, ws: &str, config: &DfaConfig) -> Expr
     if let Some(d) = CACHE.with(|c| c.borrow().get(&(depth, ws.to_string())).cloned()) {
         return Expr::Dfa(d);
     }
-    let scalar = Expr::regex(format!("(?:{}|{}|true|false|null)", any_string(), universe_regex()));
-    let lang = if depth == 0 {
-        scalar
-    } else {
-        let inner = any_value_expr(depth - 1, ws, config);
-        let sep = || Expr::regex(format!("{ws},{ws}"));
-        let member = Expr::concat(vec![Expr::regex(format!("{}{ws}:{ws}", any_string())), inner.clone()]);
-        let seq = |m: Expr| Expr::optional(Expr::concat(vec![m.clone(), Expr::repeat(Expr::concat(vec![sep(), m]), 0, None)]));
-        let object = Expr::concat(vec![Expr::regex(format!(r"\{{{ws}")), seq(member), Expr::regex(format!(r"{ws}\}}"))]);
-        let array = Expr::concat(vec![Expr::regex(format!(r"\[{ws}")), seq(inner), Expr::regex(format!(r"{ws}\]"))]);
-        Expr::union(vec![scalar, object, array])
-    };
+    let lang = if depth == 0 { any_scalar_expr() } else { any_value_over(any_value_expr(depth - 1, ws, config), ws) };
     // Built without the caller's deadline: the result is shared by every later compilation.
     let unbounded = DfaConfig { deadline: None, cancel: None, ..config.clone() };
     match lang.to_dfa(&unbounded) {

@@ -46,7 +46,7 @@ use super::policy::{keyword_type, Reading};
 use super::refs::Resolver;
 use super::split::with_done;
 use super::strings::{string_expr, StringFacts};
-use super::values::{any_value_expr, json_equal, kind_superset, literal, one_order, type_kinds, value_kind, value_kind_name, JsonType, K_ALL,
+use super::values::{any_value_expr, any_value_over, json_equal, kind_superset, literal, one_order, type_kinds, value_kind, value_kind_name, JsonType, K_ALL,
                     K_ARRAY, K_BOOL, K_FRACTION, K_INTEGER, K_NULL, K_OBJECT, K_STRING};
 use super::JsonSchemaOptions;
 use crate::automata::Expr;
@@ -118,7 +118,7 @@ pub(crate) enum Flat<'a> {
     Cut,
     /// The members, every one a plain schema object.
     Conj(Conj<'a>),
-    /// The conjunction is one reference to a target being compiled: a call of its rule.
+    /// The conjunction is one reference (when rules are on): a call of the target's rule.
     Call(RuleId),
 }
 
@@ -164,10 +164,12 @@ pub(crate) struct Compiler<'a> {
     leaves: HashMap<String, Expr>,
     /// When set, recursive references become calls of rules (see the module docs).
     pub rules: Option<RtnBuilder>,
-    /// The rule of each recursive `$ref` target, and the targets whose bodies are still to be
+    /// The rule of each `$ref` target called, and the targets whose bodies are still to be
     /// compiled (with the item to compile).
     rule_of: HashMap<*const Value, RuleId>,
     pending: Vec<(RuleId, Item<'a>)>,
+    /// The rule of any JSON value, once declared.
+    any_rule: Option<RuleId>,
 }
 
 impl<'a> Compiler<'a> {
@@ -197,6 +199,7 @@ impl<'a> Compiler<'a> {
             rules: None,
             rule_of: HashMap::new(),
             pending: Vec::new(),
+            any_rule: None,
         }
     }
 
@@ -322,8 +325,18 @@ impl<'a> Compiler<'a> {
         Ok(())
     }
 
-    /// Any value, depth-bounded (the language of `true` / `{}`).
-    pub(crate) fn any(&self, depth: usize) -> Expr {
+    /// Any value (the language of `true` / `{}`): with rules, a call of the rule of any JSON
+    /// value, nested without a limit; without, at most `depth` levels of containers.
+    pub(crate) fn any(&mut self, depth: usize) -> Expr {
+        if self.prune_depth.is_none() {
+            if let Some(builder) = self.rules.as_mut() {
+                let rule = *self.any_rule.get_or_insert_with(|| builder.declare("any JSON value"));
+                if !builder.is_defined(rule) {
+                    builder.define(rule, any_value_over(Expr::Call(rule), &self.ws));
+                }
+                return Expr::Call(rule);
+            }
+        }
         any_value_expr(depth, &self.ws, self.config)
     }
 
@@ -398,11 +411,13 @@ impl<'a> Compiler<'a> {
                     let target = self.resolver.resolve(reference, &item.base, keyword, &item.ctx)?;
                     let address = target.schema as *const Value;
                     let count = self.active.get(&address).copied().unwrap_or(0);
-                    if count >= 1 && !over && self.rules.is_some() && self.prune_depth.is_none() && work.is_empty()
+                    if !over && self.rules.is_some() && self.prune_depth.is_none() && work.is_empty()
                         && out.items.is_empty() && out.forbidden.is_empty() && out.required.is_empty() && out.excluded == 0
                         && only_reference(map, keyword)
                     {
-                        // A schema that is only a reference to a target being compiled: a call.
+                        // A schema that is only a reference: a call of the target's rule, so the
+                        // target is compiled once however many places use it, and recursion
+                        // nests without a limit (the rule set inlines the small ones again).
                         let target_item = Item {
                             schema: target.schema,
                             ctx: item.ctx.at_path(target.path.clone())?,
