@@ -1,11 +1,12 @@
-"""A JSON Schema whose exact automaton is past the size limit compiles under a sound restriction.
+"""A JSON Schema whose exact single automaton is past the size limit: exact as rules, or, when
+one automaton is asked for (a small `max_states`), compiled under a sound restriction.
 
-Deep optional members are left out (README, "JSON Schema", Limits): the grammar says which
-restriction it took (`Grammar.restriction`), still enforces everything it keeps, and every text
-it accepts validates. Checked on a hand-made schema against a small `max_states`, and on a real
-one at the default limits: Kubernetes' `apps/v1` Deployment (`tests/data/`, from the
-kubernetesjsonschema.dev definitions as JSONSchemaBench ships them), whose exact automaton has
-more than 200,000 states.
+Deep optional members are left out: the grammar says which restriction it took
+(`Grammar.restriction`), still enforces everything it keeps, and every text it accepts
+validates. Checked on a hand-made schema against a small `max_states`, and on a real one at the
+default limits: Kubernetes' `apps/v1` Deployment (`tests/data/`, from the
+kubernetesjsonschema.dev definitions as JSONSchemaBench ships them), whose exact single
+automaton has more than 200,000 states.
 """
 
 from __future__ import annotations
@@ -52,9 +53,10 @@ def test_exact_when_it_fits_restricted_when_it_does_not(smollm2, walk_vocab):
     schema = nested_schema()
     exact = smollm2.compile_json_schema(schema)
     assert exact.restriction is None
-    small = smollm2.compile_json_schema(schema, max_states=exact.num_states // 3)
+    limit = 200  # states of one automaton: the exact language needs more
+    small = smollm2.compile_json_schema(schema, max_states=limit)
     assert small.restriction is not None and "required members" in small.restriction
-    assert small.num_states <= exact.num_states // 3
+    assert not small.is_pushdown and small.num_states <= limit
 
     required_only = '{"p":{"p":{"p":{"p":"ab"}}}}'
     shallow_optional = '{"p":{"p":{"p":{"p":"ab"}}},"q":{"p":{"p":{"p":"z"}}}}'
@@ -69,29 +71,30 @@ def test_exact_when_it_fits_restricted_when_it_does_not(smollm2, walk_vocab):
     assert_walks_valid(small, schema, walk_vocab)
     # Exact or nothing, when asked.
     with pytest.raises(onyx.GrammarTooLargeError):
-        smollm2.compile_json_schema(schema, max_states=exact.num_states // 3, allow_restriction=False)
-    assert smollm2.compile_json_schema(schema, allow_restriction=False).num_states == exact.num_states
+        smollm2.compile_json_schema(schema, max_states=limit, allow_restriction=False)
+    assert smollm2.compile_json_schema(schema, allow_restriction=False).restriction is None
 
 
-def test_a_kubernetes_deployment_compiles_and_what_it_writes_validates(smollm2, walk_vocab):
+def test_a_kubernetes_deployment_compiles_exactly_as_rules(smollm2, walk_vocab):
+    """The Deployment's exact single automaton would have more than 200,000 states; as rules (one
+    per shared definition) it is exact, deep optional members included."""
     with gzip.open(DEPLOYMENT, "rt", encoding="utf-8") as f:
         schema = json.load(f)
     grammar = smollm2.compile_json_schema(schema)
-    assert grammar.restriction is not None, "the exact Deployment automaton is expected not to fit"
+    assert grammar.restriction is None and grammar.is_pushdown
     assert_walks_valid(grammar, schema, walk_vocab)
 
-    # What every restriction keeps: the required members (`containers` may be empty).
+    judge = Judge(schema)
     minimal = '{"spec":{"selector":{},"template":{"spec":{"containers":[]}}}}'
-    assert Judge(schema).check(minimal.encode()).status == "valid"
-    assert grammar.validate(minimal).valid
-    # A probe's handler sits 7 levels down: left out by every restriction (6 levels or fewer).
+    # A probe's handler sits 7 levels down: what the single automaton had to leave out.
     probe = ('{"spec":{"selector":{},"template":{"spec":{"containers":[{"livenessProbe":'
              '{"httpGet":{"port":80}},"name":"web"}]}}}}')
-    assert Judge(schema).check(probe.encode()).status == "valid"
-    assert not grammar.validate(probe).valid
-    if "objects 6 or more" in grammar.restriction:
-        # The usual case on an idle machine: a container's own members are kept.
-        typical = ('{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":'
-                   '{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":'
-                   '{"labels":{"app":"web"}},"spec":{"containers":[{"image":"nginx:1.25","name":"web"}]}}}}')
-        assert grammar.validate(typical).valid
+    typical = ('{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":'
+               '{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":'
+               '{"labels":{"app":"web"}},"spec":{"containers":[{"image":"nginx:1.25","name":"web"}]}}}}')
+    for text in (minimal, probe, typical):
+        assert judge.check(text.encode()).status == "valid"
+        assert grammar.validate(text).valid, text
+    missing_name = probe.replace(',"name":"web"', "")  # a container's name is required
+    assert judge.check(missing_name.encode()).status != "valid"
+    assert not grammar.validate(missing_name).valid

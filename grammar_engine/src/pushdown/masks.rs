@@ -14,7 +14,7 @@
 //! state, as a regular grammar's row does), with a scratch stack arena whose bottom stands for
 //! the caller.
 
-use super::bounds::{heads_distance, FAR};
+use super::bounds::{heads_distance, stack_distance, FAR};
 use super::rules::Rtn;
 use super::step::{step_byte, Arena, FirstBytes, Head, Overlay, StackId, Stacks};
 use crate::automata::Dfa;
@@ -54,39 +54,11 @@ pub fn local_row<'a>(
 ) -> LocalRow {
     let empty = Stacks::new();
     let mut arena = Overlay::new(&empty);
-    let trie = vocab.trie();
-    let nodes = trie.nodes();
-    let n = trie.num_nodes();
     let mut mask = vec![0u32; mask_words(vocab.size())];
     let mut exits: Vec<u32> = Vec::new();
-    let mut max_after = 0u32;
-    // heads[d]: the heads after the first d bytes of the current trie path.
-    let mut heads: Vec<Vec<Head>> = vec![Vec::new(); trie.max_depth() + 1];
-    heads[0].push(Head { rule, state, stack: StackId::EMPTY });
-    let mut next = Vec::new();
-    let mut i = 0;
-    while i < n {
-        let node = nodes[i];
-        let d = node.depth as usize;
-        let left = step_byte(rtn, first, &mut arena, &heads[d - 1], node.label, dfa_of, &mut next);
-        if left {
-            exits.push(i as u32);
-        }
-        if next.is_empty() {
-            i = node.skip as usize;
-            continue;
-        }
-        std::mem::swap(&mut heads[d], &mut next);
-        let tokens = trie.tokens_at(i);
-        if !tokens.is_empty() {
-            max_after = max_after.max(heads_distance(bounds, &arena, &heads[d]));
-            for &t in tokens {
-                let t = t.as_u32();
-                mask[(t >> 5) as usize] |= 1 << (t & 31);
-            }
-        }
-        i += 1;
-    }
+    let walk = TrieWalk { rtn, first, vocab, bounds, dfa_of, budget: None };
+    let from = [Head { rule, state, stack: StackId::EMPTY }];
+    let max_after = walk.run(&mut arena, &from, None, &mut mask, Some(&mut exits));
     LocalRow { mask: mask.into_boxed_slice(), exits: exits.into_boxed_slice(), max_after: max_after.min(FAR) }
 }
 
@@ -106,35 +78,138 @@ pub fn exit_walk<'a>(
     mask: &mut [u32],
 ) -> u32 {
     let mut arena = Overlay::new(stacks);
-    let trie = vocab.trie();
-    let nodes = trie.nodes();
-    let base = trie.depth(node);
-    let end = trie.skip(node);
-    let mut heads: Vec<Vec<Head>> = vec![Vec::new(); trie.max_depth() + 1];
-    heads[base - 1] = from.to_vec();
-    let mut next = Vec::new();
-    let mut max_after = 0u32;
-    let mut i = node;
-    while i < end {
-        let nd = nodes[i];
-        let d = nd.depth as usize;
-        step_byte(rtn, first, &mut arena, &heads[d - 1], nd.label, dfa_of, &mut next);
-        if next.is_empty() {
-            i = nd.skip as usize;
-            continue;
-        }
-        std::mem::swap(&mut heads[d], &mut next);
-        let tokens = trie.tokens_at(i);
-        if !tokens.is_empty() {
-            max_after = max_after.max(heads_distance(bounds, &arena, &heads[d]));
-            for &t in tokens {
-                let t = t.as_u32();
-                mask[(t >> 5) as usize] |= 1 << (t & 31);
-            }
-        }
-        i += 1;
+    let walk = TrieWalk { rtn, first, vocab, bounds, dfa_of, budget: None };
+    walk.run(&mut arena, from, Some(node), mask, None)
+}
+
+/// The ordinary tokens `heads` (a reading, in the grammar's arena) may read after which the
+/// end of the text is at most `budget` bytes away: their bits are set in `mask`. One walk of
+/// the whole trie, for the steps where a budget cuts into a reading's mask.
+#[allow(clippy::too_many_arguments)]
+pub fn within_walk<'a>(
+    rtn: &'a Rtn,
+    first: &FirstBytes,
+    vocab: &Vocabulary,
+    bounds: &[Vec<u32>],
+    dfa_of: &dyn Fn(RuleId) -> &'a Dfa,
+    stacks: &Stacks,
+    heads: &[Head],
+    budget: u32,
+    mask: &mut [u32],
+) {
+    let mut arena = Overlay::new(stacks);
+    let walk = TrieWalk { rtn, first, vocab, bounds, dfa_of, budget: Some(budget) };
+    walk.run(&mut arena, heads, None, mask, None);
+}
+
+/// One walk over (a subtree of) the vocabulary's trie, reading each token's bytes from a set
+/// of heads.
+struct TrieWalk<'w, 'a> {
+    rtn: &'a Rtn,
+    first: &'w FirstBytes,
+    vocab: &'w Vocabulary,
+    bounds: &'w [Vec<u32>],
+    dfa_of: &'w dyn Fn(RuleId) -> &'a Dfa,
+    /// Only tokens after which the end is at most this far (in bytes) are set.
+    budget: Option<u32>,
+}
+
+/// Where a trie path leaves the reader: most of the vocabulary is read by one head whose state
+/// neither calls a rule nor may end its rule, so a byte only moves it along its DFA and its
+/// stack (and so the distance the stack adds) stays as it is; elsewhere, a set of heads.
+#[derive(Clone, Copy)]
+enum Level {
+    Plain { head: Head, below: u32 },
+    Many,
+}
+
+impl<'w, 'a> TrieWalk<'w, 'a> {
+    fn is_plain(&self, h: Head) -> bool {
+        let rule = self.rtn.rule(h.rule);
+        rule.calls_at(h.state).is_empty() && !rule.is_accepting(h.state)
     }
-    max_after
+
+    fn level(&self, arena: &Overlay<'_>, heads: &[Head]) -> Level {
+        match heads {
+            [h] if self.is_plain(*h) => Level::Plain { head: *h, below: stack_distance(self.bounds, arena, h.stack) },
+            _ => Level::Many,
+        }
+    }
+
+    /// Walks the subtree at trie node `root` (the whole trie when `None`) reading from `from`, the
+    /// heads before the node's byte; sets the bits of the tokens read entirely and returns the
+    /// largest distance to the end after one. With `exits`, notes the nodes whose byte some
+    /// head could only read by leaving the bottom of its stack.
+    fn run(&self, arena: &mut Overlay<'_>, from: &[Head], root: Option<usize>, mask: &mut [u32], mut exits: Option<&mut Vec<u32>>) -> u32 {
+        let trie = self.vocab.trie();
+        let nodes = trie.nodes();
+        let (start, end) = match root {
+            None => (0, trie.num_nodes()),
+            Some(node) => (node, trie.skip(node)),
+        };
+        if start >= end {
+            return 0;
+        }
+        let top = trie.depth(start) - 1;
+        let mut levels = vec![Level::Many; trie.max_depth() + 1];
+        let mut heads: Vec<Vec<Head>> = vec![Vec::new(); trie.max_depth() + 1];
+        heads[top] = from.to_vec();
+        levels[top] = self.level(arena, from);
+        let mut next = Vec::new();
+        let mut max_after = 0u32;
+        let mut i = start;
+        while i < end {
+            let node = nodes[i];
+            let d = node.depth as usize;
+            let after = match levels[d - 1] {
+                Level::Plain { head, below } => {
+                    let rule = self.rtn.rule(head.rule);
+                    let t = (self.dfa_of)(head.rule).next(head.state, node.label);
+                    if t.is_dead() || !rule.live[t.as_usize()] {
+                        i = node.skip as usize;
+                        continue;
+                    }
+                    let moved = Head { rule: head.rule, state: t, stack: head.stack };
+                    if self.is_plain(moved) {
+                        levels[d] = Level::Plain { head: moved, below };
+                    } else {
+                        heads[d].clear();
+                        heads[d].push(moved);
+                        levels[d] = Level::Many;
+                    }
+                    self.bounds[head.rule.as_usize()][t.as_usize()].saturating_add(below)
+                }
+                Level::Many => {
+                    let left = step_byte(self.rtn, self.first, arena, &heads[d - 1], node.label, self.dfa_of, &mut next);
+                    if left {
+                        if let Some(e) = exits.as_deref_mut() {
+                            e.push(i as u32);
+                        }
+                    }
+                    if next.is_empty() {
+                        i = node.skip as usize;
+                        continue;
+                    }
+                    std::mem::swap(&mut heads[d], &mut next);
+                    levels[d] = self.level(arena, &heads[d]);
+                    match levels[d] {
+                        Level::Plain { head, below } => self.bounds[head.rule.as_usize()][head.state.as_usize()].saturating_add(below),
+                        Level::Many => heads_distance(self.bounds, arena, &heads[d]),
+                    }
+                }
+            };
+            let tokens = trie.tokens_at(i);
+            if !tokens.is_empty() && self.budget.is_none_or(|b| after <= b) {
+                max_after = max_after.max(after.min(FAR));
+                for &t in tokens {
+                    let t = t.as_u32();
+                    mask[(t >> 5) as usize] |= 1 << (t & 31);
+                }
+            }
+            i += 1;
+        }
+        max_after
+    }
 }
 
 /// The heads a rule resumes at when the head `h` ends its rule: the frame under it, popped.

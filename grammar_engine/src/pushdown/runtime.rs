@@ -17,7 +17,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use super::bounds::{bytes_to_end, heads_distance, stack_distance, FAR};
-use super::masks::{exit_walk, local_row, read, resumed, LocalRow};
+use super::masks::{exit_walk, local_row, read, resumed, within_walk, LocalRow};
 use super::paged::Paged;
 use super::rules::Rtn;
 use super::step::{can_end, step_byte, FirstBytes, Head, Overlay, StackId, Stacks};
@@ -282,14 +282,17 @@ impl Pda {
                 out[(e >> 5) as usize] |= 1 << (e & 31);
             }
         }
-        for t in allowed(mask) {
-            if self.vocab.is_eos(t) {
-                continue;
-            }
-            let next = self.advance(state, t)?;
-            if self.reading(next)?.distance <= budget {
-                let t = t.as_u32();
-                out[(t >> 5) as usize] |= 1 << (t & 31);
+        let t = self.lock();
+        let dfa_of = |r: RuleId| self.ordinary_dfa(r);
+        within_walk(&self.rtn, &self.first, &self.vocab, &self.bounds, &dfa_of, &t.stacks, &reading.heads, budget, &mut out);
+        // Special tokens: one byte each, checked like any token.
+        for sp in self.specials.iter() {
+            let dfa_of = |r: RuleId| &self.rtn.rule(r).dfa;
+            let mut arena = Overlay::new(&t.stacks);
+            let after = read(&self.rtn, &self.first, &mut arena, &reading.heads, &[sp.byte], &dfa_of);
+            if !after.is_empty() && heads_distance(&self.bounds, &arena, &after) <= budget {
+                let id = sp.token.as_u32();
+                out[(id >> 5) as usize] |= 1 << (id & 31);
             }
         }
         Ok(Cow::Owned(out))
