@@ -101,7 +101,8 @@ fn check_text(dfa: &Dfa, what: &str) -> Result<()> {
 
 impl Dfa {
     /// A DFA of the JSON string escape of this DFA's language (see the module documentation):
-    /// the contents of JSON strings whose decoded value this DFA accepts. Refuses a DFA that
+    /// the contents of JSON strings whose decoded value this DFA accepts, each spelled as
+    /// [`json_escape_bytes`] spells it. Refuses a DFA that
     /// reads a byte no text contains ([`GrammarError::NotText`]) and a result over
     /// `config.max_states` ([`GrammarError::TooLarge`]).
     pub fn json_escaped(&self, config: &DfaConfig) -> Result<Dfa> {
