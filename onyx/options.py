@@ -255,17 +255,39 @@ class LogitAdjustments:
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _EMPTY_OBJECT = {"type": "object", "properties": {}}
+CUSTOM_SYNTAXES = ("lark", "regex")
+CUSTOM_INPUT = "input"  # the one string argument a custom tool is shown to chat templates with
+
+
+@dataclass(frozen=True)
+class CustomFormat:
+    """What an OpenAI custom tool's input is: free text (`syntax` "text"), or a sentence of a
+    grammar (`syntax` "lark" or "regex", the grammar in `definition`)."""
+
+    syntax: str = "text"
+    definition: str = ""
 
 
 @dataclass(frozen=True)
 class Function:
+    """A tool: a function whose arguments follow `parameters`, or (with `custom`) an OpenAI custom
+    tool, whose input is one string. Chat templates only know functions with JSON arguments, so a
+    custom tool is shown as a function of one string argument (`input`), its format described in
+    the function's description."""
+
     name: str
     description: str = ""
     parameters: dict = field(default_factory=lambda: dict(_EMPTY_OBJECT))
     strict: bool = False
+    custom: CustomFormat | None = None
+
+    @property
+    def kind(self) -> str:
+        """The OpenAI tool type: `function` or `custom`."""
+        return "function" if self.custom is None else "custom"
 
     def openai(self) -> dict:
-        """As an OpenAI `tools` entry (what templates and the system description show)."""
+        """As an OpenAI function tool (what templates and the system description show)."""
         fn: dict = {"name": self.name}
         if self.description:
             fn["description"] = self.description
@@ -275,53 +297,121 @@ class Function:
 
 @dataclass(frozen=True)
 class ToolChoice:
-    mode: str  # "none", "auto", "required" or "function"
+    mode: str  # "none", "auto", "required" or "function" (one named tool, of either kind)
     name: str | None = None
+    allowed: tuple[str, ...] | None = None  # `allowed_tools`: the names the answer may call
 
 
 def parse_tools(tools: list | None) -> list[Function]:
-    """The request's `tools`, checked."""
+    """The request's `tools` (function and custom tools), checked."""
     if tools is None:
         return []
     if not isinstance(tools, list):
-        raise RequestError("tools must be a list of {type: 'function', function: {...}} objects", param="tools")
+        raise RequestError("tools must be a list of {type: 'function', function: {...}} or "
+                           "{type: 'custom', custom: {...}} objects", param="tools")
     out: list[Function] = []
     for i, t in enumerate(tools):
         where = f"tools.{i}"
-        if not isinstance(t, dict) or t.get("type", "function") != "function" or not isinstance(t.get("function"), dict):
-            raise RequestError("each tool must be {type: 'function', function: {name, ...}}", param=where)
-        fn = t["function"]
-        name = fn.get("name")
+        kind = t.get("type", "function") if isinstance(t, dict) else None
+        if kind not in ("function", "custom") or not isinstance(t.get(kind), dict):
+            raise RequestError("each tool must be {type: 'function', function: {name, ...}} or "
+                               "{type: 'custom', custom: {name, ...}}", param=where)
+        spec = t[kind]
+        where = f"{where}.{kind}"
+        name = spec.get("name")
         if not isinstance(name, str) or not _NAME.match(name):
-            raise RequestError("a function name is 1 to 64 letters, digits, '_' or '-'", param=f"{where}.function.name")
+            raise RequestError("a tool name is 1 to 64 letters, digits, '_' or '-'", param=f"{where}.name")
         if any(f.name == name for f in out):
-            raise RequestError(f"function {name!r} is defined twice", param=f"{where}.function.name")
-        params = fn.get("parameters", _EMPTY_OBJECT)
-        if not isinstance(params, dict):
-            raise RequestError("parameters must be a JSON Schema object", param=f"{where}.function.parameters")
-        desc = fn.get("description") or ""
+            raise RequestError(f"tool {name!r} is defined twice", param=f"{where}.name")
+        desc = spec.get("description") or ""
         if not isinstance(desc, str):
-            raise RequestError("description must be a string", param=f"{where}.function.description")
-        out.append(Function(name, desc, params, bool(fn.get("strict", False))))
+            raise RequestError("description must be a string", param=f"{where}.description")
+        if kind == "custom":
+            out.append(_custom_tool(name, desc, spec.get("format"), where))
+            continue
+        params = spec.get("parameters", _EMPTY_OBJECT)
+        if not isinstance(params, dict):
+            raise RequestError("parameters must be a JSON Schema object", param=f"{where}.parameters")
+        out.append(Function(name, desc, params, bool(spec.get("strict", False))))
     return out
 
 
+def _custom_tool(name: str, description: str, fmt: Any, where: str) -> Function:
+    """A custom tool as a `Function` of one string argument, its format said in the description."""
+    where = f"{where}.format"
+    if fmt is None:
+        fmt = {"type": "text"}
+    if not isinstance(fmt, dict) or fmt.get("type") not in ("text", "grammar"):
+        raise RequestError("format must be {type: 'text'} or {type: 'grammar', grammar: {syntax, definition}}",
+                           param=f"{where}.type" if isinstance(fmt, dict) else where)
+    custom = CustomFormat()
+    if fmt["type"] == "grammar":
+        grammar = fmt.get("grammar")
+        if not isinstance(grammar, dict):
+            raise RequestError("a grammar format needs grammar: {syntax, definition}", param=f"{where}.grammar")
+        syntax, definition = grammar.get("syntax"), grammar.get("definition")
+        if syntax not in CUSTOM_SYNTAXES:
+            raise RequestError(f"grammar.syntax must be 'lark' or 'regex', got {syntax!r}",
+                               param=f"{where}.grammar.syntax")
+        if not isinstance(definition, str) or not definition.strip():
+            raise RequestError("grammar.definition must be a non-empty string", param=f"{where}.grammar.definition")
+        custom = CustomFormat(syntax, definition)
+    return Function(name, _custom_description(description, custom), _custom_parameters(custom), custom=custom)
+
+
+def _custom_description(description: str, custom: CustomFormat) -> str:
+    if custom.syntax == "text":
+        said = f"Its `{CUSTOM_INPUT}` argument is free text."
+    elif custom.syntax == "lark":
+        said = f"Its `{CUSTOM_INPUT}` argument is text in this Lark grammar:\n{custom.definition}"
+    else:
+        said = f"Its `{CUSTOM_INPUT}` argument is text that fully matches this regular expression: {custom.definition}"
+    return f"{description}\n\n{said}" if description else said
+
+
+def _custom_parameters(custom: CustomFormat) -> dict:
+    what = "free text" if custom.syntax == "text" else f"text in the {custom.syntax} format of the description"
+    return {"type": "object", "properties": {CUSTOM_INPUT: {"type": "string", "description": what}},
+            "required": [CUSTOM_INPUT], "additionalProperties": False}
+
+
 def parse_tool_choice(choice, functions: list[Function]) -> ToolChoice:
-    """The request's `tool_choice` (default `auto` with tools, `none` without)."""
+    """The request's `tool_choice` (default `auto` with tools, `none` without): a mode, a named
+    function or custom tool, or `allowed_tools` (a mode over some of the tools)."""
     if choice is None:
         return ToolChoice("auto" if functions else "none")
     if choice in ("none", "auto", "required"):
         if choice == "required" and not functions:
             raise RequestError("tool_choice 'required' needs tools", param="tool_choice")
         return ToolChoice(choice)
-    if isinstance(choice, dict) and choice.get("type", "function") == "function":
-        fn = choice.get("function")
-        name = fn.get("name") if isinstance(fn, dict) else None
-        if not any(f.name == name for f in functions):
-            raise RequestError(f"tool_choice names {name!r}, which is not in tools", param="tool_choice")
-        return ToolChoice("function", name)
-    raise RequestError("tool_choice must be 'none', 'auto', 'required' or {type: 'function', function: {name}}",
+    if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
+        return _allowed_tools(choice.get("allowed_tools"), functions)
+    if isinstance(choice, dict) and choice.get("type", "function") in ("function", "custom"):
+        return ToolChoice("function", _named_tool(choice, functions, "tool_choice"))
+    raise RequestError("tool_choice must be 'none', 'auto', 'required', {type: 'function', function: {name}}, "
+                       "{type: 'custom', custom: {name}} or {type: 'allowed_tools', allowed_tools: {mode, tools}}",
                        param="tool_choice")
+
+
+def _named_tool(ref: Any, functions: list[Function], param: str) -> str:
+    """The name of the tool `ref` ({type, function|custom: {name}}) names, of that type."""
+    kind = ref.get("type", "function") if isinstance(ref, dict) else None
+    inner = ref.get(kind) if kind in ("function", "custom") else None
+    name = inner.get("name") if isinstance(inner, dict) else None
+    if not any(f.name == name and f.kind == kind for f in functions):
+        raise RequestError(f"{param} names the {kind or 'tool'} {name!r}, which is not in tools", param=param)
+    return name
+
+
+def _allowed_tools(allowed: Any, functions: list[Function]) -> ToolChoice:
+    param = "tool_choice.allowed_tools"
+    if not isinstance(allowed, dict) or allowed.get("mode") not in ("auto", "required"):
+        raise RequestError("allowed_tools must be {mode: 'auto' | 'required', tools: [...]}", param=f"{param}.mode")
+    refs = allowed.get("tools")
+    if not isinstance(refs, list) or not refs:
+        raise RequestError("allowed_tools.tools must be a non-empty list of tools", param=f"{param}.tools")
+    names = tuple(_named_tool(r, functions, f"{param}.tools.{j}") for j, r in enumerate(refs))
+    return ToolChoice(allowed["mode"], allowed=names)
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,9 @@ pub enum GrammarError {
     /// An operation that needs a regular language (an intersection, a difference) met one that
     /// calls rules.
     NotRegular { detail: String },
+    /// A language that must be text (the content of a JSON string) reads a byte no UTF-8 text
+    /// contains: a special token's marker.
+    NotText { detail: String },
 }
 
 impl GrammarError {
@@ -141,6 +144,7 @@ impl fmt::Display for GrammarError {
                 write!(f, ": {reason}")
             }
             NotRegular { detail } => write!(f, "not a regular language: {detail}"),
+            NotText { detail } => write!(f, "not text: {detail}"),
         }
     }
 }

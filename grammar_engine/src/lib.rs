@@ -12,13 +12,15 @@
 //!
 //! The modules, by concept: `automata` (the DFA, its construction and algebra), `vocab`
 //! (tokenizers to a vocabulary), `grammar` (a grammar and its token index), `json_schema`,
-//! `structure`, `repair`, and `python` (the binding). They are private; everything a Rust
+//! `structure`, `json_escape` (a language written as JSON string contents, for grammars inside
+//! tool-call arguments), `repair`, and `python` (the binding). They are private; everything a Rust
 //! user needs is re-exported here.
 
 pub(crate) mod automata;
 pub(crate) mod error;
 pub(crate) mod gbnf;
 pub(crate) mod grammar;
+pub(crate) mod json_escape;
 pub(crate) mod json_schema;
 pub(crate) mod lark;
 pub(crate) mod pushdown;
@@ -33,6 +35,7 @@ mod python;
 pub use automata::{Deadline, Dfa, DfaConfig, Expr, RegexMemo};
 pub use error::{GrammarError, Result};
 pub use grammar::{Grammar, GrammarConfig, Row};
+pub use json_escape::json_escape_bytes;
 pub use json_schema::{compile as compile_json_schema, compile_noting as compile_json_schema_noting, JsonSchemaOptions};
 pub use repair::{
     repair, validate, CostModel, Edit, EditKind, IntentWeights, RepairOptions, RepairResult, RepairStatus, Validation,

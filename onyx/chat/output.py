@@ -25,9 +25,9 @@ from onyx.chat.tool_parser import ParsedMessage, ToolCallParser, new_call_id
 
 class OutputParser:
     def __init__(self, thinking: ThinkingFormat | None = None, tools: ToolFormat | None = None, *,
-                 new_id: Callable[[], str] = new_call_id) -> None:
+                 new_id: Callable[[], str] = new_call_id, custom: frozenset[str] = frozenset()) -> None:
         self._reasoning = ReasoningParser(thinking)
-        self._tools = ToolCallParser(tools, new_id=new_id) if tools is not None else None
+        self._tools = ToolCallParser(tools, new_id=new_id, custom=custom) if tools is not None else None
         self._plain = ParsedMessage()
 
     def feed(self, text: str) -> list[dict]:
@@ -57,9 +57,10 @@ class OutputParser:
 
 
 def parse(text: str, thinking: ThinkingFormat | None = None, tools: ToolFormat | None = None, *,
-          new_id: Callable[[], str] = new_call_id) -> ParsedMessage:
-    """The reasoning, content and tool calls of a finished output."""
-    p = OutputParser(thinking, tools, new_id=new_id)
+          new_id: Callable[[], str] = new_call_id, custom: frozenset[str] = frozenset()) -> ParsedMessage:
+    """The reasoning, content and tool calls of a finished output (`custom`: the names of custom
+    tools, whose calls come back as `custom.input`)."""
+    p = OutputParser(thinking, tools, new_id=new_id, custom=custom)
     p.feed(text)
     p.finish()
     return p.result

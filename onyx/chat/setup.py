@@ -6,7 +6,8 @@ template (`onyx.chat.template.ChatTemplate`), what it does with tools (`onyx.cha
 and its thinking block (`onyx.chat.reasoning.detect`). `ChatFormat.setup(messages, options)` then:
 
 1. checks the messages (`check_messages`): system/developer, user and assistant turns with
-   string content; assistant turns with `tool_calls` and `content` null; `role: "tool"`
+   string content; assistant turns with `tool_calls` (function calls, or custom tool calls,
+   rewritten as the function calls they are shown as) and `content` null; `role: "tool"`
    results with their `tool_call_id`;
 2. renders the prompt: plainly, or through `onyx.chat.tools.render` when the request has tools or
    the conversation has calls and results;
@@ -32,7 +33,7 @@ from onyx.chat import tools as T
 from onyx.chat.output import OutputParser
 from onyx.chat.template import ChatTemplate, TemplateError
 from onyx.errors import RequestError
-from onyx.options import ConstraintSpec, GenerateOptions, ToolChoice
+from onyx.options import CUSTOM_INPUT, ConstraintSpec, GenerateOptions, ToolChoice
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -61,7 +62,8 @@ class ChatSetup:
         """A fresh parser for one sample's output (None: the output is all content)."""
         if not self.parses_output:
             return None
-        return OutputParser(self.thinking, self.tool_format)
+        custom = self.plan.custom_names if self.plan is not None else frozenset()
+        return OutputParser(self.thinking, self.tool_format, custom=custom)
 
 
 class ChatFormat:
@@ -149,7 +151,8 @@ class ChatFormat:
         if tools.choice.mode == "none":
             return (own, options.constraint.param) if own is not None else (plan.spec, "tools")
         if tools.choice.mode == "auto" and own is not None:
-            calls = T.spec(plan.format, self.vocab, list(tools.functions), ToolChoice("required"), tools.parallel,
+            required = ToolChoice("required", allowed=tools.choice.allowed)
+            calls = T.spec(plan.format, self.vocab, list(tools.functions), required, tools.parallel,
                            max_whitespace=options.constraint.max_whitespace)
             return st.any_of(own, calls), "tools"
         return plan.spec, "tools"
@@ -182,8 +185,9 @@ def _as_spec(c: ConstraintSpec | None) -> st.Spec | None:
 def check_messages(messages: Any) -> list[dict]:
     """The conversation, checked: every message a dict with a known `role`; `content` a string
     (or a list of text parts), null only for an assistant turn with `tool_calls`; tool calls with
-    a function name and JSON arguments; tool results with a `tool_call_id`. Returns copies with
-    list contents joined and arguments as JSON strings."""
+    a function name and JSON arguments, or a custom tool's name and string input; tool results
+    with a `tool_call_id`. Returns copies with list contents joined, arguments as JSON strings
+    and custom calls as function calls."""
     if not isinstance(messages, list) or not messages:
         raise RequestError("messages must be a non-empty list of {role, content} objects", param="messages")
     out = []
@@ -236,29 +240,49 @@ def _text(content: Any, param: str) -> str | None:
 
 
 def _check_calls(calls: Any, where: str) -> list[dict]:
+    """Function calls as they are (arguments as JSON text); custom tool calls as the function
+    calls they are shown as (`{"input": ...}`), which is how the prompt writes them."""
     if not isinstance(calls, list):
         raise RequestError("tool_calls must be a list", param=f"{where}.tool_calls")
     out = []
     for j, c in enumerate(calls):
         at = f"{where}.tool_calls.{j}"
-        fn = c.get("function") if isinstance(c, dict) else None
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
-            raise RequestError("a tool call needs function.name", param=f"{at}.function")
-        args = fn.get("arguments", "{}")
-        if isinstance(args, str):
-            try:
-                json.loads(args or "{}")
-            except ValueError:
-                raise RequestError("function.arguments must be a JSON string", param=f"{at}.function.arguments") from None
-        elif isinstance(args, dict):
-            args = json.dumps(args, ensure_ascii=False)
+        if isinstance(c, dict) and c.get("type") == "custom":
+            name, args = _custom_call(c, at)
         else:
-            raise RequestError("function.arguments must be a JSON string", param=f"{at}.function.arguments")
+            name, args = _function_call(c, at)
         call_id = c.get("id") or f"call_{j}"
         if not isinstance(call_id, str):
             raise RequestError("a tool call's id must be a string", param=f"{at}.id")
-        out.append({"id": call_id, "type": "function", "function": {"name": fn["name"], "arguments": args or "{}"}})
+        out.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": args or "{}"}})
     return out
+
+
+def _function_call(c: Any, at: str) -> tuple[str, str]:
+    fn = c.get("function") if isinstance(c, dict) else None
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
+        raise RequestError("a tool call needs function.name", param=f"{at}.function")
+    args = fn.get("arguments", "{}")
+    if isinstance(args, str):
+        try:
+            json.loads(args or "{}")
+        except ValueError:
+            raise RequestError("function.arguments must be a JSON string", param=f"{at}.function.arguments") from None
+    elif isinstance(args, dict):
+        args = json.dumps(args, ensure_ascii=False)
+    else:
+        raise RequestError("function.arguments must be a JSON string", param=f"{at}.function.arguments")
+    return fn["name"], args
+
+
+def _custom_call(c: dict, at: str) -> tuple[str, str]:
+    custom = c.get("custom")
+    if not isinstance(custom, dict) or not isinstance(custom.get("name"), str) or not custom["name"]:
+        raise RequestError("a custom tool call needs custom.name", param=f"{at}.custom")
+    text = custom.get("input")
+    if not isinstance(text, str):
+        raise RequestError("custom.input must be a string", param=f"{at}.custom.input")
+    return custom["name"], json.dumps({CUSTOM_INPUT: text}, ensure_ascii=False)
 
 
 def prepare_chat(loaded, chat_format: ChatFormat, messages: list[dict],

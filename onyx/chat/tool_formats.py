@@ -25,6 +25,10 @@ import json
 from dataclasses import dataclass
 
 from onyx.grammar import structure as st
+from onyx.options import CUSTOM_INPUT, CustomFormat, Function
+
+# How a custom tool's arguments begin: the one string argument it is shown with.
+CUSTOM_OPEN = '{"' + CUSTOM_INPUT + '": '
 
 # DeepSeek's tool tokens (fullwidth bars, "▁" for spaces).
 DS_CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
@@ -99,27 +103,48 @@ def detect(template: str | None) -> ToolFormat | None:
     return None
 
 
-def arguments_spec(fmt: ToolFormat, vocab, parameters: dict, *, max_whitespace: int = 0) -> st.Spec:
-    """The arguments of one call, constrained by the function's `parameters` schema."""
+def arguments_spec(fmt: ToolFormat, vocab, fn: Function, *, max_whitespace: int = 0) -> st.Spec:
+    """The arguments of one call of `fn`: JSON under its `parameters`, or for a custom tool
+    `custom_arguments_spec`."""
+    if fn.custom is not None:
+        return custom_arguments_spec(fmt, vocab, fn.custom)
     if fmt.arguments == "gemma":
         from onyx.chat.gemma_calls import arguments_spec as gemma_spec
 
-        return gemma_spec(parameters, vocab)
-    return st.json_schema(parameters, max_whitespace=max_whitespace)
+        return gemma_spec(fn.parameters, vocab)
+    return st.json_schema(fn.parameters, max_whitespace=max_whitespace)
 
 
-def call_spec(fmt: ToolFormat, vocab, name: str, parameters: dict, *, max_whitespace: int = 0) -> st.Spec:
-    """One call of function `name`."""
-    return st.seq(st.marked(vocab, fmt.call_open, fmt.markers), name, st.marked(vocab, fmt.name_close, fmt.markers),
-                  arguments_spec(fmt, vocab, parameters, max_whitespace=max_whitespace),
+def custom_input_spec(custom: CustomFormat) -> st.Spec:
+    """A custom tool's input as a JSON string value: any JSON string for free text, else a JSON
+    string whose decoded value is a sentence of the grammar (its escape, `{"json_string": ...}`)."""
+    if custom.syntax == "text":
+        return st.json_schema({"type": "string"})
+    return st.json_string({custom.syntax: custom.definition})
+
+
+def custom_arguments_spec(fmt: ToolFormat, vocab, custom: CustomFormat) -> st.Spec:
+    """A custom tool's arguments, `{"input": "..."}`: the function of one string argument it is
+    shown as. In FunctionGemma's syntax the string is free text between `<escape>`s (a grammar's
+    sentences could hold `<escape>` themselves, so grammars are refused there, see
+    `onyx.chat.tools.check_custom_tools`)."""
+    if fmt.arguments == "gemma":
+        esc = st.marked(vocab, "<escape>", ("<escape>",))
+        return st.seq("{" + CUSTOM_INPUT + ":", esc, st.free_text(esc), esc, "}")
+    return st.seq(CUSTOM_OPEN, custom_input_spec(custom), "}")
+
+
+def call_spec(fmt: ToolFormat, vocab, fn: Function, *, max_whitespace: int = 0) -> st.Spec:
+    """One call of `fn`."""
+    return st.seq(st.marked(vocab, fmt.call_open, fmt.markers), fn.name, st.marked(vocab, fmt.name_close, fmt.markers),
+                  arguments_spec(fmt, vocab, fn, max_whitespace=max_whitespace),
                   st.marked(vocab, fmt.call_close, fmt.markers))
 
 
-def calls_spec(fmt: ToolFormat, vocab, functions: list[tuple[str, dict]], *, parallel: bool,
+def calls_spec(fmt: ToolFormat, vocab, functions: list[Function], *, parallel: bool,
                max_whitespace: int = 0) -> st.Spec:
-    """A tool-call section: one call (several with `parallel`) of any of `functions`, given as
-    (name, parameters) pairs."""
-    one = st.any_of(*(call_spec(fmt, vocab, n, p, max_whitespace=max_whitespace) for n, p in functions))
+    """A tool-call section: one call (several with `parallel`) of any of `functions`."""
+    one = st.any_of(*(call_spec(fmt, vocab, f, max_whitespace=max_whitespace) for f in functions))
     calls = st.repeat(one, min=1, max=None if parallel else 1, separator=st.marked(vocab, fmt.separator, fmt.markers))
     return st.seq(st.marked(vocab, fmt.section_open, fmt.markers), calls, st.marked(vocab, fmt.section_close, fmt.markers))
 

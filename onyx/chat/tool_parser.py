@@ -11,8 +11,15 @@ turns it into deltas shaped like OpenAI's `choices[0].delta`:
 
 Index, id and name come first, once the name is complete; then the arguments as they are
 written, byte for byte (FunctionGemma's non-JSON arguments come as one JSON fragment when the
-call closes). The parser only ever appends, and `parse` is `feed(everything)` then `finish()`,
-so streamed deltas reassemble to exactly the parsed message whatever the chunking.
+call closes). A call of a custom tool (a name in `custom`) is written as a function call with
+`{"input": "..."}` and read back as OpenAI's custom call, the string decoded as it streams:
+
+    {"tool_calls": [{"index": 0, "id": "call_…", "type": "custom",
+                     "custom": {"name": "apply_patch", "input": ""}}]}
+    {"tool_calls": [{"index": 0, "custom": {"input": "*** Begin Patch\n"}}]}
+
+The parser only ever appends, and `parse` is `feed(everything)` then `finish()`, so streamed
+deltas reassemble to exactly the parsed message whatever the chunking.
 
 Text that leaves the format (an unconstrained model) is content: before a call's name is
 complete the parser backs out and keeps the text; after it, a call whose arguments never close
@@ -28,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from onyx.chat.tool_formats import ToolFormat
+from onyx.options import CUSTOM_INPUT
 
 _NAME_CHAR = re.compile(r"[A-Za-z0-9_.\-]")
 
@@ -106,12 +114,91 @@ class _Json:
         return None
 
 
-class ToolCallParser:
-    """Incremental parser of one assistant output in format `fmt`."""
+_INPUT_OPEN = re.compile(r'\s*\{\s*"' + CUSTOM_INPUT + r'"\s*:\s*"')
+_HIGH_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}$")
 
-    def __init__(self, fmt: ToolFormat, *, new_id: Callable[[], str] = new_call_id) -> None:
+
+class _InputReader:
+    """A custom call's input out of its arguments text `{"input": "..."}`, decoded as the text
+    arrives: `push` returns the newly decoded part of the string. Arguments that are not of that
+    shape (an unconstrained model) are the input as written."""
+
+    def __init__(self) -> None:
+        self.state = "open"  # open: before the string; string: inside it; raw: not that shape; done
+        self.held = ""  # text not decoded yet: the opening so far, or an escape cut short
+
+    def push(self, text: str) -> str:
+        if self.state == "raw":
+            return text
+        if self.state == "done":
+            return ""
+        out = []
+        self.held += text
+        if self.state == "open":
+            m = _INPUT_OPEN.match(self.held)
+            if m is None:
+                if _could_open(self.held):
+                    return ""
+                self.state = "raw"
+                held, self.held = self.held, ""
+                return held
+            self.held = self.held[m.end():]
+            self.state = "string"
+        text, self.held = self.held, ""
+        i = 0
+        while i < len(text):
+            c = text[i]
+            if c == '"':
+                self.state = "done"
+                break
+            if c != "\\":
+                out.append(c)
+                i += 1
+                continue
+            n = _escape_length(text, i)
+            if n is None:  # cut short: wait for the rest
+                self.held = text[i:]
+                break
+            try:
+                out.append(json.loads('"' + text[i:i + n] + '"'))
+            except ValueError:  # not a JSON escape (unconstrained text): kept as written
+                out.append(text[i:i + n])
+            i += n
+        return "".join(out)
+
+
+def _could_open(text: str) -> bool:
+    """True while `text` may still grow into the opening `{"input": "`."""
+    probe = re.sub(r"\s+", "", text)
+    return ('{"' + CUSTOM_INPUT + '":"').startswith(probe)
+
+
+def _escape_length(text: str, i: int) -> int | None:
+    """The length of the escape at `text[i]` (a backslash), a surrogate pair as one; None when
+    the text ends inside it."""
+    if i + 1 >= len(text):
+        return None
+    if text[i + 1] != "u":
+        return 2
+    if i + 6 > len(text):
+        return None
+    if _HIGH_SURROGATE.match(text[i:i + 6]):
+        if i + 12 <= len(text):
+            return 12 if text[i + 6:i + 8] == "\\u" else 6
+        return None if text[i + 6:i + 8] in ("", "\\", "\\u") else 6
+    return 6
+
+
+class ToolCallParser:
+    """Incremental parser of one assistant output in format `fmt`; calls of the tools named in
+    `custom` are custom tool calls."""
+
+    def __init__(self, fmt: ToolFormat, *, new_id: Callable[[], str] = new_call_id,
+                 custom: frozenset[str] = frozenset()) -> None:
         self.fmt = fmt
         self.new_id = new_id
+        self.custom = custom
+        self._input: _InputReader | None = None
         self.result = ParsedMessage()
         self._buf = ""
         self._state = "start" if fmt.trigger is None else "text"
@@ -276,10 +363,12 @@ class ToolCallParser:
 
     def _header(self) -> None:
         index = len(self.result.tool_calls)
-        call = {"id": self.new_id(), "type": "function", "function": {"name": self._name, "arguments": ""}}
+        kind, body = ("custom", {"name": self._name, "input": ""}) if self._name in self.custom else \
+            ("function", {"name": self._name, "arguments": ""})
+        call = {"id": self.new_id(), "type": kind, kind: body}
         self.result.tool_calls.append(call)
-        self._out.append({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                          "function": {"name": self._name, "arguments": ""}}]})
+        self._out.append({"tool_calls": [{"index": index, "id": call["id"], "type": kind, kind: dict(body)}]})
+        self._input = _InputReader() if kind == "custom" else None
         self._raw = ""
         self._args = _Json()
         self._gemma_args = ""
@@ -313,11 +402,15 @@ class ToolCallParser:
         return done
 
     def _fragment(self, s: str) -> None:
+        if self._input is not None:
+            s, key, field_ = self._input.push(s), "custom", "input"
+        else:
+            key, field_ = "function", "arguments"
         if not s:
             return
         index = len(self.result.tool_calls) - 1
-        self.result.tool_calls[index]["function"]["arguments"] += s
-        self._out.append({"tool_calls": [{"index": index, "function": {"arguments": s}}]})
+        self.result.tool_calls[index][key][field_] += s
+        self._out.append({"tool_calls": [{"index": index, key: {field_: s}}]})
 
 
 def _held_back(buf: str, trigger: str) -> int:
@@ -328,6 +421,7 @@ def _held_back(buf: str, trigger: str) -> int:
     return 0
 
 
-def parse(text: str, fmt: ToolFormat, *, new_id: Callable[[], str] = new_call_id) -> ParsedMessage:
+def parse(text: str, fmt: ToolFormat, *, new_id: Callable[[], str] = new_call_id,
+          custom: frozenset[str] = frozenset()) -> ParsedMessage:
     """The content and tool calls of a finished output."""
-    return ToolCallParser(fmt, new_id=new_id).parse(text)
+    return ToolCallParser(fmt, new_id=new_id, custom=custom).parse(text)

@@ -2,37 +2,44 @@
 
 The pieces a request with `tools` goes through, each a function:
 
-1. `parse_tools(tools)` and `parse_tool_choice(tool_choice, functions)` check the request's
-   fields (`RequestError` naming the field).
+1. `parse_tools(tools)` and `parse_tool_choice(tool_choice, functions)` (`onyx.options`) check
+   the request's fields (`RequestError` naming the field). A custom tool (`type: "custom"`,
+   input free text or a sentence of a Lark grammar or a regex) becomes a `Function` of one string
+   argument, `input`, its format told in its description: chat templates only know functions.
 2. `plan(template, vocab, functions, choice, parallel_tool_calls)` picks the format
    (`onyx/chat/tool_formats.py`: from the chat template, else the Hermes fallback), finds what the
-   template can render itself, and builds the structure spec that constrains the answer:
+   template can render itself, checks custom tools' grammars (`check_custom_tools`), and builds
+   the structure spec that constrains the answer:
    - `none`: free text that never opens a call;
    - `auto`: free text (never containing the trigger), then optionally the trigger and valid
      calls, then the end; formats without a trigger (Llama 3 JSON): either text that does not
      start like a call, or calls;
    - `required`: the answer is one call or more (several with `parallel_tool_calls`);
-   - a named function: one call of that function.
-   Arguments are always constrained by the function's `parameters` (`strict` or not).
+   - a named tool: one call of that tool; `allowed_tools`: `auto` or `required` over those tools.
+   Arguments are always constrained by the function's `parameters` (`strict` or not); a custom
+   tool's are `{"input": "..."}` where the string, decoded, is a sentence of its grammar.
 3. `render(template, messages, plan)` renders the prompt: the template's own tool rendering
    where it has one, else the tools described in a system message (`describe`), assistant
-   `tool_calls` written in the format, and `role: "tool"` results as `<tool_response>` user
-   turns (the fallback for templates without tool support, such as SmolLM2's ChatML).
-4. `onyx.chat.tool_parser.ToolCallParser(plan.format)` turns the output into `content` and OpenAI
-   `tool_calls` (`id`, `type: "function"`, `function.name`, `function.arguments` as a JSON
-   string), whole or as streaming deltas.
+   `tool_calls` written in the format (custom calls as function calls with `{"input": ...}`),
+   and `role: "tool"` results as `<tool_response>` user turns (the fallback for templates
+   without tool support, such as SmolLM2's ChatML).
+4. `onyx.chat.tool_parser.ToolCallParser(plan.format, custom=...)` turns the output into
+   `content` and OpenAI `tool_calls` (`type: "function"` with `function.arguments` as a JSON
+   string, or `type: "custom"` with `custom.input` the decoded string), whole or as streaming
+   deltas.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import dataclass, field
 
 from onyx.grammar import structure as st
 from onyx.chat import tool_formats as tf
 from onyx.chat.template import ChatTemplate, TemplateError
-from onyx.errors import RequestError
+from onyx.errors import GrammarError, RequestError
 from onyx.options import Function, ToolChoice
 
 _PROBE_FN = "onyx_probe_function"
@@ -80,18 +87,26 @@ class Plan:
     choice: ToolChoice
     spec: st.Spec | None  # the structure constraining the answer (None: unconstrained)
 
+    @property
+    def custom_names(self) -> frozenset[str]:
+        """The names of the custom tools (their calls are read back as `custom.input`)."""
+        return frozenset(f.name for f in self.functions if f.custom is not None)
+
 
 def plan(template: ChatTemplate, vocab, functions: list[Function], choice: ToolChoice,
          parallel_tool_calls: bool = True, *, max_whitespace: int = 0,
          template_support: Support | None = None) -> Plan:
     """The format, the template's support and the structure spec for a request. `vocab` names
-    the format's markers as tokens where it has them. Pass `template_support` to reuse a probe."""
+    the format's markers as tokens where it has them. Pass `template_support` to reuse a probe.
+    Raises `RequestError` or `GrammarError` (with `param` naming the tool) for custom tools
+    whose grammar cannot constrain a call."""
     fmt = tf.detect(template.source)
     native = fmt is not None
     fmt = fmt or tf.HERMES
     sup = template_support or support(template)
     if not native:
         sup = Support(False, False)
+    check_custom_tools(fmt, vocab, functions)
     return Plan(fmt, native, sup, tuple(functions), choice,
                 spec(fmt, vocab, functions, choice, parallel_tool_calls, max_whitespace=max_whitespace))
 
@@ -102,9 +117,10 @@ def spec(fmt: tf.ToolFormat, vocab, functions: list[Function], choice: ToolChoic
     trigger = st.marked(vocab, fmt.trigger, fmt.markers) if fmt.trigger else None
     if choice.mode == "none" or not functions:
         return st.free_text(trigger) if trigger is not None else None
-    chosen = [f for f in functions if choice.mode != "function" or f.name == choice.name]
-    section = tf.calls_spec(fmt, vocab, [(f.name, f.parameters) for f in chosen],
-                            parallel=parallel_tool_calls and choice.mode != "function", max_whitespace=max_whitespace)
+    chosen = [f for f in functions if (choice.mode != "function" or f.name == choice.name)
+              and (choice.allowed is None or f.name in choice.allowed)]
+    section = tf.calls_spec(fmt, vocab, chosen, parallel=parallel_tool_calls and choice.mode != "function",
+                            max_whitespace=max_whitespace)
     if choice.mode in ("required", "function"):
         return section
     if trigger is not None:
@@ -112,6 +128,41 @@ def spec(fmt: tf.ToolFormat, vocab, functions: list[Function], choice: ToolChoic
     # No trigger: the answer is calls, or text that does not begin like them.
     first = re.escape(fmt.opener[0])
     return st.any_of(section, st.regex(f"(?s:(?:[^{first}].*)?)"))
+
+
+# Custom tool inputs already compiled for a vocabulary, by (vocabulary id, spec text): a request
+# repeating its tools (an agent's loop) is not compiled twice. A stale entry (a vocabulary freed
+# and its id reused) is harmless: the whole structure is compiled again anyway.
+_CHECKED: dict[tuple[int, str], None] = {}
+_CHECKED_MAX = 256
+_CHECKED_LOCK = threading.Lock()
+
+
+def check_custom_tools(fmt: tf.ToolFormat, vocab, functions: list[Function]) -> None:
+    """Compiles each custom tool's input on its own, so that a bad grammar is refused naming its
+    tool (`param` is `tools.<i>.custom.format...`, also set on a `GrammarError`) rather than the
+    whole tool section. `functions` are in the request's order."""
+    for i, f in enumerate(functions):
+        if f.custom is None or f.custom.syntax == "text":
+            continue
+        where = f"tools.{i}.custom.format"
+        if fmt.arguments != "json":
+            raise RequestError(f"custom tools with a grammar are not supported in the {fmt.name} call format "
+                               "(its strings are not JSON strings)", param=where)
+        node = tf.custom_input_spec(f.custom)
+        key = (id(vocab), json.dumps(node))
+        with _CHECKED_LOCK:
+            if key in _CHECKED:
+                continue
+        try:
+            vocab.compile_structure(node)
+        except GrammarError as e:
+            e.param = f"{where}.grammar.definition"
+            raise
+        with _CHECKED_LOCK:
+            if len(_CHECKED) >= _CHECKED_MAX:
+                del _CHECKED[next(iter(_CHECKED))]
+            _CHECKED[key] = None
 
 
 def describe(fmt: tf.ToolFormat, functions: list[Function], *, fallback_results: bool = True) -> str:

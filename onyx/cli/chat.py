@@ -17,7 +17,7 @@ CHAT_HELP = """commands:
   /regex PATTERN   constrain the replies to a regex (full match)
   /schema S        constrain the replies to a JSON Schema (a file, or the schema as JSON)
   /clear           remove the constraint
-  /tools FILE      arm the tools in FILE (a JSON list of OpenAI function tools); /tools off disarms
+  /tools FILE      arm the tools in FILE (a JSON list of OpenAI function or custom tools); /tools off disarms
   /reset           forget the conversation
   /stats           speed (tok/s) and speculative acceptance of the last reply and the session
   /help            this text
@@ -99,7 +99,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
                     continue
                 try:
                     tools = {} if rest == "off" else load_tools(rest)
-                    names = [t["function"]["name"] for t in tools.get("tools", [])]
+                    names = [t[t.get("type", "function")]["name"] for t in tools.get("tools", [])]
                     print(f"tools: {', '.join(names)}" if names else "tools: off")
                 except ValueError as e:
                     print(f"error: {e}")
@@ -145,7 +145,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
             history.pop()
             continue
         for call in result.tool_calls:
-            print(f"call {call['function']['name']}({call['function']['arguments']})  [id {call['id']}]")
+            if call["type"] == "custom":
+                print(f"call {call['custom']['name']}({call['custom']['input']!r})  [id {call['id']}]")
+            else:
+                print(f"call {call['function']['name']}({call['function']['arguments']})  [id {call['id']}]")
         history.append(result.message())
         last = dict(result.stats, valid=result.valid, finish_reason=result.finish_reason)
         session["replies"] += 1

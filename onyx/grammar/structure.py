@@ -2,11 +2,12 @@
 
 A spec is plain JSON-able data (the syntax is in docs/architecture.md, "Structures", and in
 `grammar_engine/src/structure/mod.rs`): a string is literal text, a list is a sequence, and a
-dict has one kind key (`text`, `regex`, `json_schema`, `token`, `free_text`, `until`,
-`sequence`, `any_of`, `repeat`, `optional`). `Vocabulary.compile_structure(spec)` returns an
-ordinary `Grammar`. The functions here only spell specs (so callers read like the structure
-they build) and deal with the one thing a structure adds to a grammar: special tokens, which
-the grammar's DFA reads as marker bytes (`Grammar.special_tokens`).
+dict has one kind key (`text`, `regex`, `json_schema`, `gbnf`, `lark`, `token`, `free_text`,
+`until`, `sequence`, `any_of`, `repeat`, `optional`, `json_string`).
+`Vocabulary.compile_structure(spec)` returns an ordinary `Grammar`. The functions here only
+spell specs (so callers read like the structure they build) and deal with the one thing a
+structure adds to a grammar: special tokens, which the grammar's DFA reads as marker bytes
+(`Grammar.special_tokens`).
 
     spec = [until("</think>"), "\\n", json_schema(schema)]
     grammar = vocab.compile_structure(spec)
@@ -67,6 +68,13 @@ def repeat(item: Spec, *, min: int = 0, max: int | None = None, separator: Spec 
 
 def optional(item: Spec) -> dict:
     return {"optional": item}
+
+
+def json_string(item: Spec) -> dict:
+    """The strings of `item` as JSON strings: quoted, each byte escaped as serde_json writes it
+    (`\\"`, `\\\\`, `\\n`, `\\u001b`, ...). `item` may embed a grammar (`{"lark": ...}`) but no
+    special token."""
+    return {"json_string": item}
 
 
 def marked(vocab, s: str, markers: tuple[str, ...] = ()) -> Spec:

@@ -63,14 +63,19 @@ def is_client_error(e: BaseException) -> bool:
 def from_engine(e: BaseException, constraint_param: str | None) -> APIError:
     """An engine or grammar exception as an APIError (400 for the client's mistakes, 503 when the
     KV cache is full, 500 otherwise). `constraint_param` is the request field that carried the
-    constraint."""
+    constraint; a grammar error that names its own field (`param`, set where one request field
+    of several was compiled on its own: a custom tool's grammar) keeps it."""
     msg = str(e)
+    if isinstance(e, E.GrammarError) and getattr(e, "param", None):
+        constraint_param = e.param
     if isinstance(e, E.InvalidRegexError):
         offset = getattr(e, "offset", None)
         where = f" (offset {offset})" if offset is not None else ""
-        return APIError(400, f"{msg}{where}", param="regex", code="invalid_regex", offset=offset)
+        return APIError(400, f"{msg}{where}", param=getattr(e, "param", None) or "regex", code="invalid_regex",
+                        offset=offset)
     if isinstance(e, E.UnsupportedRegexError):
-        return APIError(400, msg, param="regex", code="unsupported_regex", offset=getattr(e, "offset", None))
+        return APIError(400, msg, param=getattr(e, "param", None) or "regex", code="unsupported_regex",
+                        offset=getattr(e, "offset", None))
     if isinstance(e, E.UnsupportedSchemaError):
         return APIError(400, msg, param=constraint_param, code="unsupported_schema_keyword",
                         keyword=getattr(e, "keyword", None))

@@ -55,6 +55,11 @@ impl RtnBuilder {
         self.bodies[rule.as_usize()] = Some(body);
     }
 
+    /// The body of `rule`, when it has one.
+    pub fn definition(&self, rule: RuleId) -> Option<&Expr> {
+        self.bodies.get(rule.as_usize()).and_then(Option::as_ref)
+    }
+
     pub fn is_defined(&self, rule: RuleId) -> bool {
         self.bodies.get(rule.as_usize()).is_some_and(Option::is_some)
     }

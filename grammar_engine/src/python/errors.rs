@@ -54,6 +54,8 @@ pub(super) fn to_py(py: Python<'_>, e: CoreError) -> PyErr {
         CoreError::InvalidGrammar { .. } => InvalidGrammarError::new_err(msg),
         // A product met a rule call: an internal limit of the construction, said as such.
         CoreError::NotRegular { .. } => GrammarError::new_err(msg),
+        // A special token asked for inside a JSON string: a grammar that cannot be used there.
+        CoreError::NotText { .. } => GrammarError::new_err(msg),
     };
     // Structured fields for callers that want more than the message (the server's 400s).
     let value = err.value(py);

@@ -3,8 +3,9 @@
 //! Each node becomes an [`Expr`]: text a literal, a regex or a schema a DFA leaf compiled at
 //! once (so an error carries the node's pointer), a grammar (GBNF, Lark) a call of its start
 //! rule (its rules added to [`Builder::rules`]), a special token its marker byte, free text the
-//! complement construction below, and sequences, alternatives and repetitions the algebra's
-//! own operators. The caller compiles the whole as the start rule of those rules: one DFA when
+//! complement construction below, sequences, alternatives and repetitions the algebra's own
+//! operators, and a JSON string the escape of its inner node ([`crate::json_escape`]) between
+//! quotes. The caller compiles the whole as the start rule of those rules: one DFA when
 //! no embedded grammar recurses.
 
 use std::collections::HashMap;
@@ -96,6 +97,13 @@ impl<'a> Builder<'a> {
                 }
             }
             Kind::Optional(inner) => Ok(Expr::optional(self.expr(inner)?)),
+            Kind::JsonString(inner) => {
+                // The escape of the inner language, calls of embedded grammars included (their
+                // rules get escaped copies), between quotes.
+                let inner = self.expr(inner)?;
+                let escaped = self.rules.json_escape(&inner, self.config).map_err(|e| e.in_structure(&format!("{path}/json_string")))?;
+                Ok(Expr::concat(vec![Expr::literal("\""), escaped, Expr::literal("\"")]))
+            }
         }
     }
 

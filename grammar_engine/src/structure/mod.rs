@@ -24,10 +24,14 @@
 //! | `{"any_of": [a, b]}` | a or b |
 //! | `{"repeat": a, "min": 1, "max": 3, "separator": ","}` | 1 to 3 a's, comma-separated |
 //! | `{"optional": a}` | a or nothing |
+//! | `{"json_string": a}` | a's strings as JSON strings: `"`, the string escaped, `"` |
 //!
 //! A `token` that the vocabulary marks special is that one token id, at that point only (see
 //! [`special`]); a token that is ordinary text in this vocabulary (Qwen2's `<tool_call>`) stands
 //! for its text, written by any tokens. Free text is valid UTF-8 and never holds a special
+//! token. A `json_string` writes each string of its node as serde_json would (`\"`, `\\`,
+//! `\n`, `\u001b`, ...; see [`crate::json_escape`]), so a grammar's sentence can be a JSON
+//! value (a custom tool's input inside a call's arguments); its node cannot name a special
 //! token. Errors are [`GrammarError::InvalidStructure`] for the spec's shape and
 //! [`GrammarError::InStructure`] around a part's own error, both with the JSON pointer of the
 //! offending node.

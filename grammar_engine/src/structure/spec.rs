@@ -48,6 +48,9 @@ pub enum Kind {
     Repeat { item: Box<Node>, min: u32, max: Option<u32>, separator: Option<Box<Node>> },
     /// The inner node's strings, or nothing.
     Optional(Box<Node>),
+    /// The inner node's strings written as JSON strings: quoted, their bytes escaped
+    /// (`crate::json_escape`).
+    JsonString(Box<Node>),
 }
 
 /// How a spec names a token.
@@ -59,7 +62,7 @@ pub enum TokenName {
 
 /// The kind keys, in the order error messages list them.
 const KINDS: &[&str] =
-    &["text", "regex", "json_schema", "gbnf", "lark", "token", "free_text", "until", "sequence", "any_of", "repeat", "optional"];
+    &["text", "regex", "json_schema", "gbnf", "lark", "token", "free_text", "until", "sequence", "any_of", "repeat", "optional", "json_string"];
 
 /// Reads a whole spec.
 pub fn parse(spec: &Value) -> Result<Node> {
@@ -160,6 +163,7 @@ fn read_object(obj: &Map<String, Value>, path: &str, depth: usize) -> Result<Nod
             node(Kind::Repeat { item, min, max, separator })
         }
         "optional" => node(Kind::Optional(Box::new(read(value, &here, depth + 1)?))),
+        "json_string" => node(Kind::JsonString(Box::new(read(value, &here, depth + 1)?))),
         _ => unreachable!("every kind key is handled"),
     }
 }
