@@ -796,23 +796,39 @@ def print_pushdown(rows, walk_info, targets, opts_passes: int):
 
 def print_baseline(rows, path: Path) -> dict:
     """Onyx's warm step on the regular patterns (one DFA each) against the same rows of an
-    earlier results file: did the pushdown layer slow them down?"""
+    earlier results file: did the pushdown layer slow them down? Medians and p99s: a mean takes
+    in the preemptions of a shared machine."""
     import json
 
     old = {(r["vocab"], r["pattern"]): r for r in json.loads(Path(path).read_text())["rows"]
            if r["engine"] == "onyx" and not r.get("error")}
     out = []
-    print(f"\nRegular patterns, Onyx warm step mean (µs) against {path}:")
+    print(f"\nRegular patterns, Onyx warm step median and p99 (µs) against {path}:")
     for r in rows:
         o = old.get((r["vocab"], r["pattern"]))
         if r["engine"] != "onyx" or r["pattern"] in PUSHDOWN_PATTERNS or r.get("error") or not o:
             continue
-        now, then = r["step_mean_us"], o["step_mean_us"]
-        out.append({"vocab": r["vocab"], "pattern": r["pattern"], "step_mean_us": now, "baseline_step_mean_us": then,
-                    "p99_us": r["step_p99_us"], "baseline_p99_us": o.get("step_p99_us"), "ratio": now / then})
+        now, then = r["step_median_us"], o["step_median_us"]
+        out.append({"vocab": r["vocab"], "pattern": r["pattern"], "step_median_us": now,
+                    "baseline_step_median_us": then, "p99_us": r["step_p99_us"],
+                    "baseline_p99_us": o["step_p99_us"], "ratio": now / then,
+                    "p99_ratio": r["step_p99_us"] / o["step_p99_us"]})
         print(f"  {r['vocab']:8} {r['pattern']:9} now {fmt(now)} (p99 {fmt(r['step_p99_us'])})   "
-              f"before {fmt(then)} (p99 {fmt(o.get('step_p99_us'))})   now/before {now / then:.2f}×")
+              f"before {fmt(then)} (p99 {fmt(o['step_p99_us'])})   now/before {now / then:.2f}× "
+              f"(p99 {r['step_p99_us'] / o['step_p99_us']:.2f}×)")
     return {"baseline": str(path), "rows": out}
+
+
+def _extension_sha256() -> str | None:
+    """The sha256 of the loaded Onyx extension module: which build the numbers are of."""
+    import hashlib
+
+    import onyx._grammar as ext
+
+    try:
+        return hashlib.sha256(Path(ext.__file__).read_bytes()).hexdigest()
+    except (OSError, TypeError):
+        return None
 
 
 def main(argv=None) -> int:
@@ -826,8 +842,8 @@ def main(argv=None) -> int:
     ap.add_argument("--section", default="main,pushdown",
                     help="main (the table of every pattern), pushdown (walks through the context-free patterns), or both")
     ap.add_argument("--pushdown-vocab", default="qwen2", help="vocabulary of the pushdown walks")
-    ap.add_argument("--walks", type=int, default=None, help="random walks per pushdown pattern (besides the sample's)")
-    ap.add_argument("--walk-len", type=int, default=200, help="tokens per random walk")
+    ap.add_argument("--walks", type=int, default=None, help="random walks per pushdown pattern besides the sample's (4; --quick: 1)")
+    ap.add_argument("--walk-len", type=int, default=None, help="tokens per random walk (200; --quick: 50)")
     ap.add_argument("--passes", type=int, default=None, help="warm passes over the pushdown walks")
     ap.add_argument("--seed", type=int, default=0, help="seed of the first pattern's random walks")
     ap.add_argument("--row-budget", type=float, default=60.0,
@@ -852,8 +868,9 @@ def main(argv=None) -> int:
             else {"first": 7, "eager": 5, "walks": 30, "min_samples": 3000, "budget_s": 4.0})
     out_dir = harness.out_dir(args.out)
 
-    pd_opts = {"random_walks": args.walks if args.walks is not None else (2 if args.quick else 4),
-               "walk_len": args.walk_len, "passes": args.passes or (2 if args.quick else 5), "seed": args.seed,
+    pd_opts = {"random_walks": args.walks if args.walks is not None else (1 if args.quick else 4),
+               "walk_len": args.walk_len or (50 if args.quick else 200),
+               "passes": args.passes or (2 if args.quick else 5), "seed": args.seed,
                "row_budget_s": args.row_budget}
     pd_pats = [p for p in pats if p[0] in PUSHDOWN_PATTERNS]
     pd_engines = [e for e in engines if e in PD_ENGINES]
@@ -885,6 +902,7 @@ def main(argv=None) -> int:
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
             "machine": harness.machine_meta(),
             "versions": peers.versions(),
+            "onyx_extension_sha256": _extension_sha256(),
             "args": vars(args),
             "reps": reps,
             "timer_overhead_ns": overhead,
