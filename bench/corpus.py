@@ -11,6 +11,7 @@ The person and order records come in the variants the benches measure: `person_s
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -144,6 +145,81 @@ JSONSCHEMABENCH_DIR = Path(os.environ.get("ONYX_JSONSCHEMABENCH")
 JSONSCHEMABENCH_SETS = ["Glaiveai2K", "Github_trivial", "Github_easy", "Github_medium", "Github_hard",
                         "Github_ultra", "Kubernetes", "Snowplow", "WashingtonPost", "JsonSchemaStore"]
 
+# Recursive schemas (context-free: Onyx compiles them as pushdown grammars), shaped as Pydantic
+# writes a self-referencing model ($defs, $ref, titles), closed so every engine reads the same
+# language. A tree of nodes with children:
+TREE_SCHEMA = {
+    "$defs": {"Node": _record({
+        "name": {"title": "Name", "type": "string"},
+        "value": {"title": "Value", "type": "integer"},
+        "children": {"title": "Children", "type": "array", "items": {"$ref": "#/$defs/Node"}},
+    }, title="Node")},
+    "$ref": "#/$defs/Node",
+}
+
+# A discussion thread: a title and an optional first comment, whose replies are comments.
+THREAD_SCHEMA = _record({
+    "title": {"title": "Title", "type": "string"},
+    "first": {"anyOf": [{"$ref": "#/$defs/Comment"}, {"type": "null"}]},
+}, title="Thread", **{"$defs": {"Comment": _record({
+    "author": {"title": "Author", "type": "string"},
+    "text": {"title": "Text", "type": "string"},
+    "score": {"title": "Score", "type": "integer"},
+    "replies": {"title": "Replies", "type": "array", "items": {"$ref": "#/$defs/Comment"}},
+}, title="Comment")}})
+
+
+def _tree_sample(depth: int) -> str:
+    """A compact tree nesting `depth` nodes deep, with a leaf sibling at every level."""
+    node = {"name": f"leaf-{depth}", "value": depth, "children": []}
+    for d in range(depth - 1, 0, -1):
+        sibling = {"name": f"n{d}b", "value": -d, "children": []}
+        node = {"name": f"n{d}", "value": d * 10, "children": [node, sibling]}
+    return json.dumps(node, separators=(",", ":"), ensure_ascii=False)
+
+
+def _thread_sample(depth: int) -> str:
+    """A compact thread whose first comment has replies `depth` comments deep; the texts have
+    escapes and non-ASCII letters."""
+    reply: dict = {"author": "zoé", "text": "Agreed \"completely\".\nThe end.", "score": 0, "replies": []}
+    for d in range(depth - 1, 0, -1):
+        reply = {"author": f"user{d}", "text": f"Reply at depth {d}: café, naïve, 東京.", "score": d,
+                 "replies": [reply]}
+    return json.dumps({"title": "Is recursion fun?", "first": reply}, separators=(",", ":"),
+                      ensure_ascii=False)
+
+
+# llama.cpp's GBNF grammars (`grammars/` of the `llama-cpp-grammars` asset, fetched by
+# `bench.peers.load_spec`): a pattern's spec is the file name. The samples follow each grammar's
+# own whitespace rules (json.gbnf: optional " " or a newline and indentation after literals;
+# c.gbnf: whitespace only where a rule names `ws`, required there).
+GBNF_ASSET = "llama-cpp-grammars"
+
+GBNF_JSON_SAMPLE = ('{"id": 7, "tags": ["a", "b\\n"], "tree": {"kids": [{"kids": [{"kids": [{"kids":\n'
+                    '  [{"kids": [{"leaf": true, "x": -1.5e3, "s": "caf\\u00e9 \\"q\\""}]}]}]}]}]}, '
+                    '"none": null}')
+
+GBNF_C_SAMPLE = (
+    "int main(int n){int s = 0;"
+    "for(int i = 0; i<n; i = i+1){"
+    "while(s<1000){"
+    "if(s<500){"
+    "if(s<100){"
+    "while(s<50){"
+    "if(s!=7){s = s+( 2*i )-1;}else{s = s*2;}"
+    "}"
+    "}"
+    "//grow\n"
+    "s = s+(\ti\t);"
+    "}"
+    "/* the outer loop */"
+    "s = add(s, 3);"
+    "}"
+    "}"
+    "return -s;}"
+    "float half(float x){return x/2;}"
+)
+
 # --------------------------------------------------------------------------------------------
 # Patterns with a valid sample (grammar bench)
 # --------------------------------------------------------------------------------------------
@@ -160,7 +236,15 @@ GRAMMAR_PATTERNS = [
     ("order", "schema", ORDER_SCHEMA,
      '{"id":"ABC-1234","customer":{"name":"Jane Doe","email":"jane@example.com"},'
      '"items":[{"sku":"SKU-001","qty":2,"price":9.99},{"sku":"SKU-042","qty":1,"price":120.5}]}'),
+    ("tree", "schema", TREE_SCHEMA, _tree_sample(7)),
+    ("thread", "schema", THREAD_SCHEMA, _thread_sample(7)),
+    ("gbnf_json", "gbnf", "json.gbnf", GBNF_JSON_SAMPLE),
+    ("gbnf_c", "gbnf", "c.gbnf", GBNF_C_SAMPLE),
 ]
+
+# The context-free patterns above (recursion without a depth limit): besides the sample walk,
+# the grammar bench replays seeded random walks through them and gives them a table of their own.
+PUSHDOWN_PATTERNS = ("tree", "thread", "gbnf_json", "gbnf_c")
 
 # --------------------------------------------------------------------------------------------
 # Prompts (runtime bench)

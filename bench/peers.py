@@ -4,13 +4,19 @@ interface, on the same vocabulary, so benches compare like with like.
 `VocabData` is a vocabulary as Onyx reads it from a GGUF file (special tokens, EOS included, are
 empty byte strings); every adapter is built from one. An adapter offers
 
-    compile(kind, spec)          kind "regex" (spec a regex) or "schema" (a JSON Schema dict),
-                                 JSON configured for compact output ("," and ":", no whitespace)
+    compile(kind, spec)          kind "regex" (spec a regex), "schema" (a JSON Schema dict),
+                                 JSON configured for compact output ("," and ":", no whitespace),
+                                 or "gbnf" (spec a file of llama.cpp's grammars, see `load_spec`)
     matcher(compiled)            a `Matcher` at the start: mask() -> the allowed-token bitmask as
                                  uint32 words (bit i of word i // 32: token i), advance(token)
                                  (raises ValueError when the library rejects it), is_accepting()
     timed_walk(compiled, tokens) ns per step (mask + advance; the last step: the final state's
                                  mask only), timed in a loop of the library's own calls
+    split_walk(compiled, tokens, deadline_ns)
+                                 ns of each mask and of each advance, timed apart, and why the walk
+                                 stopped early: {"at": tokens taken, "why": "rejected"} at the first
+                                 token the library rejects, "time" once perf_counter_ns passes
+                                 deadline_ns; None when it went to the end
     build(kind, spec)            the upfront ("eager") work; None (no method) for a lazy library
     memory(compiled)             (bytes or None, what the number is)
 
@@ -20,24 +26,44 @@ empty byte strings); every adapter is built from one. An adapter offers
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
 import os
+import re
 import sys
 import time
 
 import numpy as np
 
 from bench import harness
-from bench.corpus import VOCABS
+from bench.corpus import GBNF_ASSET, VOCABS
 
 PEER_PACKAGES = {"outlines-core": "outlines_core", "xgrammar": "xgrammar", "llguidance": "llguidance"}
 ENGINES = ["onyx", "outlines-core", "xgrammar", "llguidance"]
 
 
+@functools.lru_cache(maxsize=None)
+def _gbnf_text(name: str) -> str:
+    from onyx.models import assets
+
+    return (assets.fetch(GBNF_ASSET, quiet=True) / name).read_text()
+
+
+def load_spec(kind: str, spec):
+    """What an engine compiles for a pattern: a "gbnf" pattern names a file of llama.cpp's
+    grammars (the `llama-cpp-grammars` asset, fetched into Onyx's cache on first use, never kept
+    in the repository); other specs are used as they are."""
+    return _gbnf_text(spec) if kind == "gbnf" else spec
+
+
 def onyx_compile(vocab, kind: str, spec):
-    return vocab.compile_regex(spec) if kind == "regex" else vocab.compile_json_schema(spec)
+    if kind == "regex":
+        return vocab.compile_regex(spec)
+    if kind == "gbnf":
+        return vocab.compile_gbnf(load_spec(kind, spec))
+    return vocab.compile_json_schema(spec)
 
 
 def peer_available(engine: str) -> str | None:
@@ -160,6 +186,9 @@ class Matcher:
         self.mask, self.advance, self.is_accepting = mask, advance, is_accepting
 
 
+NO_DEADLINE = 1 << 62
+
+
 class Adapter:
     name = "?"
     eager_note = ""
@@ -181,6 +210,9 @@ class Adapter:
         """Each adapter writes this loop with its library's own calls, bound to locals: a loop
         shared through `Matcher` would add Python calls to every step it measures."""
         raise NotImplementedError
+
+    def split_walk(self, compiled, tokens: list[int], deadline_ns: int = NO_DEADLINE) -> tuple[list[int], list[int], dict | None]:
+        raise NotImplementedError(f"{self.name}: no split walk")
 
     build = None  # a method in the adapters of libraries with an eager build
 
@@ -227,6 +259,28 @@ class OnyxAdapter(Adapter):
         out.append(pc() - t0)
         return out
 
+    def split_walk(self, g, tokens, deadline_ns=NO_DEADLINE):
+        mask, adv = g.token_bitmask, g.advance
+        s = g.initial_state
+        pc = time.perf_counter_ns
+        m_ns, a_ns = [], []
+        for i, tok in enumerate(tokens):
+            t0 = pc()
+            mask(s)
+            t1 = pc()
+            m_ns.append(t1 - t0)
+            if t1 > deadline_ns:
+                return m_ns, a_ns, {"at": i, "why": "time"}
+            try:
+                s = adv(s, tok)
+            except ValueError:
+                return m_ns, a_ns, {"at": i, "why": "rejected"}
+            a_ns.append(pc() - t1)
+        t0 = pc()
+        mask(s)
+        m_ns.append(pc() - t0)
+        return m_ns, a_ns, None
+
     def memory(self, g):
         g.build_all()
         return int(g.memory_bytes), "memory_bytes after build_all"
@@ -247,6 +301,8 @@ class OutlinesAdapter(Adapter):
     def regex_of(self, kind, spec):
         if kind == "regex":
             return spec
+        if kind == "gbnf":
+            raise NotImplementedError("outlines-core takes regexes and JSON Schemas, not GBNF")
         return self.oc.json_schema.build_regex_from_schema(json.dumps(spec), whitespace_pattern="")
 
     def compile(self, kind, spec):
@@ -287,6 +343,23 @@ class OutlinesAdapter(Adapter):
         import pickle
 
         return len(pickle.dumps(idx)), "pickled Index size (no in-memory size in the API)"
+
+
+_GBNF_QUOTED = re.compile(r'"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]|#[^\n]*')
+_EMPTY_ALT = re.compile(r'(::=|\||\()([ \t]*)(?=[|)])')
+
+
+def xgrammar_ebnf(gbnf: str) -> str:
+    """A GBNF text as XGrammar's EBNF reader takes it: XGrammar wants an empty alternative
+    written `""`, where GBNF may leave it empty (`ws ::= | " "`). Only that is rewritten, and
+    only outside strings, character classes and comments."""
+    out, pos = [], 0
+    for m in _GBNF_QUOTED.finditer(gbnf):
+        out.append(_EMPTY_ALT.sub(r'\1\2"" ', gbnf[pos:m.start()]))
+        out.append(m.group())
+        pos = m.end()
+    out.append(_EMPTY_ALT.sub(r'\1\2"" ', gbnf[pos:]))
+    return "".join(out)
 
 
 def _import_xgrammar():
@@ -342,6 +415,8 @@ class XGrammarAdapter(Adapter):
     def compile(self, kind, spec):
         if kind == "regex":
             return self.compiler.compile_regex(spec)
+        if kind == "gbnf":
+            return self.compiler.compile_grammar(xgrammar_ebnf(load_spec(kind, spec)), root_rule_name="root")
         return self.compiler.compile_json_schema(json.dumps(spec), any_whitespace=False,
                                                  separators=(",", ":"), strict_mode=True)
 
@@ -381,6 +456,29 @@ class XGrammarAdapter(Adapter):
         out.append(pc() - t0)
         return out
 
+    def split_walk(self, cg, tokens, deadline_ns=NO_DEADLINE):
+        m = self.xgr.GrammarMatcher(cg)
+        buf = np.zeros((1, self.words), dtype=np.int32)
+        fill, acc = m.fill_next_token_bitmask, m.accept_token
+        pc = time.perf_counter_ns
+        m_ns, a_ns = [], []
+        for i, tok in enumerate(tokens):
+            t0 = pc()
+            fill(buf)
+            t1 = pc()
+            m_ns.append(t1 - t0)
+            if t1 > deadline_ns:
+                return m_ns, a_ns, {"at": i, "why": "time"}
+            ok = acc(tok)
+            t2 = pc()
+            if not ok:
+                return m_ns, a_ns, {"at": i, "why": "rejected"}
+            a_ns.append(t2 - t1)
+        t0 = pc()
+        fill(buf)
+        m_ns.append(pc() - t0)
+        return m_ns, a_ns, None
+
     def memory(self, cg):
         return int(cg.memory_size_bytes), "CompiledGrammar.memory_size_bytes"
 
@@ -419,6 +517,9 @@ class LLGuidanceAdapter(Adapter):
         M = self.llg.LLMatcher
         if kind == "regex":
             return M.grammar_from_regex(spec)
+        if kind == "gbnf":
+            # llguidance's own GBNF reader (translated to its Lark dialect)
+            return self.llg.grammar_from("gbnf", load_spec(kind, spec))
         return M.grammar_from_json_schema(spec, overrides={
             "whitespace_flexible": False, "item_separator": ",", "key_separator": ":"})
 
@@ -429,7 +530,7 @@ class LLGuidanceAdapter(Adapter):
         return m
 
     def matcher(self, m):
-        m.reset()
+        m = m.deep_copy()  # as in split_walk: the compiled matcher itself is never consumed
         buf = np.zeros(self.words, dtype=np.int32)
 
         def mask():
@@ -463,6 +564,32 @@ class LLGuidanceAdapter(Adapter):
         if m.is_error():
             raise ValueError(f"llguidance: {m.get_error()}")
         return out
+
+    def split_walk(self, m, tokens, deadline_ns=NO_DEADLINE):
+        # A copy (sharing the grammar and its caches): a rejected token leaves a matcher in an
+        # error that reset() does not clear.
+        m = m.deep_copy()
+        buf = np.zeros(self.words, dtype=np.int32)
+        ptr, nb = buf.ctypes.data, buf.nbytes
+        fill, cons = m.unsafe_compute_mask_ptr, m.consume_token
+        pc = time.perf_counter_ns
+        m_ns, a_ns = [], []
+        for i, tok in enumerate(tokens):
+            t0 = pc()
+            fill(ptr, nb)
+            t1 = pc()
+            m_ns.append(t1 - t0)
+            if t1 > deadline_ns:
+                return m_ns, a_ns, {"at": i, "why": "time"}
+            ok = cons(tok)
+            t2 = pc()
+            if not ok:
+                return m_ns, a_ns, {"at": i, "why": "rejected"}
+            a_ns.append(t2 - t1)
+        t0 = pc()
+        fill(ptr, nb)
+        m_ns.append(pc() - t0)
+        return m_ns, a_ns, None
 
 
 ADAPTERS = {"onyx": OnyxAdapter, "outlines-core": OutlinesAdapter,

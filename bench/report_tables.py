@@ -57,7 +57,7 @@ def r_grammar(d: dict) -> list[str]:
     for vocab in dict.fromkeys(v for v, _ in rows):
         size = next(r["vocab_size"] for r in d["rows"] if r["vocab"] == vocab)
         out += [f"**{vocab}** ({n(size, 0)} tokens)", ""]
-        body = [[f"`{by['onyx']['pattern_text']}`" if by["onyx"]["kind"] == "regex" else f"{pattern} schema"]
+        body = [[_pattern_cell(pattern, by["onyx"])]
                 + [n(by["onyx"][k], 2) for k in ("first_mask_ms", "eager_build_ms", "step_mean_us",
                                                               "step_worst_state_us")]
                 + [peer(by.get("outlines-core"), "eager_build_ms", "eager_build", 1)]
@@ -69,6 +69,55 @@ def r_grammar(d: dict) -> list[str]:
               for k, v in t.items() if isinstance(v, dict) and v.get("applies", True) and v.get("pass") is False]
     out += ["Targets (step ≤ 2 µs in every state at 152k tokens, first mask ≤ 5 ms, eager build ≥ 5× "
             "outlines-core's index): " + ("all met." if not failed else "missed: " + ", ".join(failed) + "."), ""]
+    if d.get("regular_vs_baseline"):
+        rs = d["regular_vs_baseline"]["rows"]
+        out += ["Regular patterns against an earlier build (`--baseline`, run just before on the same machine): "
+                "Onyx's warm step now / before, median " + span(r["ratio"] for r in rs) + ", p99 "
+                + span(r["p99_ratio"] for r in rs) + f" over {len(rs)} (vocabulary, pattern) pairs.", ""]
+    if d.get("pushdown"):
+        out += _r_pushdown(d["pushdown"])
+    return out
+
+
+def _pattern_cell(pattern: str, r: dict) -> str:
+    if r["kind"] == "regex":
+        return f"`{r['pattern_text']}`"
+    return f"{pattern} ({r['pattern_text']})" if r["kind"] == "gbnf" else f"{pattern} schema"
+
+
+def _trio(s: dict | None, d: int = 2) -> str:
+    return "-" if not s else " / ".join(n(s[k], d) for k in ("median_us", "p99_us", "max_us"))
+
+
+def _r_pushdown(pd: dict) -> list[str]:
+    """The pushdown walks: mask time per engine, cold and warm, and the states where a peer's mask
+    differs from Onyx's."""
+    o = pd["options"]
+    out = [f"**Pushdown walks** ({pd['vocab']}): per pattern the sample's walk and {o['random_walks']} seeded "
+           f"random walks of up to {o['walk_len']} tokens made from Onyx's masks, replayed by every engine; the "
+           f"mask and the advance timed apart, µs as median / p99 / max; cold = one pass on a freshly compiled "
+           f"grammar, warm = up to {o['passes']} passes after it. A peer that takes long walks a prefix of each "
+           "walk (states timed says how many).", ""]
+    body = []
+    for r in pd["rows"]:
+        w = pd["walks"].get(r["pattern"], {}).get("walks", [])
+        label = f"{r['pattern']} ({sum(x['tokens'] for x in w)} tokens, nesting {max((x['max_nesting'] for x in w), default=0)})"
+        if r.get("error"):
+            body.append([label, r["engine"], "-", "-", "-", "-", r["error"][:60]])
+            continue
+        ag = r.get("agreement")
+        dis = "-" if not ag else f"{ag['states_differing']}/{ag['states_compared']}" + (
+            f" ({ag['relation']})" if ag["states_differing"] else "")
+        if r.get("rejected"):
+            dis += f"; rejects {len(r['rejected'])} walk(s)"
+        body.append([label, r["engine"], n(r["steps"], 0), _trio(r["cold"]["mask"]), _trio(r["warm"]["mask"]),
+                     _trio(r["warm"]["advance"]), dis])
+    out += table(["pattern", "engine", "states timed", "cold mask µs", "warm mask µs", "warm advance µs",
+                  "masks ≠ Onyx's"], body)
+    bad = [f"{t['pattern']} " + "/".join(ph for ph in ("cold", "warm") if not t[f"{ph}_mask"]["pass"])
+           for t in pd["targets"] if "error" not in t and not (t["cold_mask"]["pass"] and t["warm_mask"]["pass"])]
+    out += ["Targets (Onyx's mask along the walks at 152k tokens: median ≤ 2 µs, p99 ≤ 50 µs): "
+            + ("all met." if not bad else "missed: " + ", ".join(bad) + "."), ""]
     return out
 
 

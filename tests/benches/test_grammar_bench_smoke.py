@@ -33,7 +33,7 @@ def run_bench(out: Path, *args: str, timeout: float) -> tuple[subprocess.Complet
 @pytest.fixture(scope="module")
 def bench_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("grammar_bench")
-    proc, data = run_bench(out, "--engines", "onyx", timeout=120)
+    proc, data = run_bench(out, "--engines", "onyx", "--section", "main", timeout=120)
     return proc, data, out
 
 
@@ -84,6 +84,41 @@ def test_quick_bench_walks_are_valid_under_onyx(bench_run, vocabs):
             s = g.advance(s, t)
         assert g.is_accepting(s)
         assert counts == [sig[0] for sig in r["mask_signatures"]], name
+
+
+def test_quick_pushdown_section_times_every_state_of_its_walks(tmp_path, vocabs):
+    """The pushdown section on two context-free patterns (a recursive schema, a GBNF file): the
+    sample's walk and a random walk, every state's mask timed cold and warm, and the random walk
+    replays under Onyx's masks."""
+    proc, data = run_bench(tmp_path, "--engines", "onyx", "--section", "pushdown", "--patterns", "tree,gbnf_json",
+                           "--walk-len", "30", timeout=240)
+    pd = data["pushdown"]
+    assert data["rows"] == [] and pd["vocab"] == "qwen2"
+    assert {r["pattern"] for r in pd["rows"]} == set(pd["walks"]) == {"tree", "gbnf_json"}
+    for r in pd["rows"]:
+        assert r["error"] is None, r["error"]
+        walks = pd["walks"][r["pattern"]]["walks"]
+        assert [w["name"] for w in walks] == ["sample", "random0"] and 0 < walks[1]["tokens"] <= 30
+        assert r["steps"] == sum(w["tokens"] + 1 for w in walks) and r["rejected"] == [] and r["cut_by_time"] == 0
+        for phase in ("cold", "warm"):
+            m = r[phase]["mask"]
+            assert 0 < m["median_us"] <= m["p99_us"] <= m["max_us"]
+        assert r["warm"]["mask"]["n"] == r["steps"] * r["warm_passes"]
+    assert "Pushdown walks" in proc.stdout and "Targets (Onyx, pushdown)" in proc.stdout
+    # The random walk is drawn from Onyx's masks with the recorded seed: the same walk again
+    import bench.grammar_bench as gb
+
+    vd = peers.VocabData("qwen2")
+    for pi, (name, kind, spec, sample) in enumerate(p for p in GRAMMAR_PATTERNS if p[0] in ("tree", "gbnf_json")):
+        g = onyx_compile(vocabs["qwen2"], kind, spec)
+        toks, _ = vd.tokenize_sample(kind, spec, sample)
+        walks = gb.make_walks(vd, g, toks, 1, 30, pd["walks"][name]["seed"])
+        assert [len(w["tokens"]) for w in walks] == [w["tokens"] for w in pd["walks"][name]["walks"]]
+
+
+def test_xgrammar_ebnf_writes_empty_alternatives_outside_strings():
+    assert peers.xgrammar_ebnf('ws ::= | " " | "\\n" [ |]\nb ::= ("|" | ) c # a | | b\n') == \
+        'ws ::= "" | " " | "\\n" [ |]\nb ::= ("|" | "" ) c # a | | b\n'
 
 
 @pytest.mark.parametrize("peer", sorted(PEER_PACKAGES))
