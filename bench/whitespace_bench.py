@@ -53,7 +53,7 @@ import numpy as np  # noqa: E402
 
 from bench.corpus import JSON_TASKS  # noqa: E402
 
-SETTINGS = "0,1,2,4,8"
+SETTINGS = "0,1,2,4,8,16"
 QUICK_TASKS = ("person", "tool_args")
 LOOP_WINDOW = 32  # the last tokens a whitespace loop is judged on
 TOLERANCE = 0.01  # nats per token: differences below this are treated as a tie
