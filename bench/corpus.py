@@ -282,3 +282,129 @@ SYSTEM_PROMPT = (
 )
 QUESTIONS = ["How many books can my daughter borrow?", "Are you open on Sunday?",
              "How much is the fine for a late DVD?", "Can I book the meeting hall tomorrow?"]
+
+# --------------------------------------------------------------------------------------------
+# Chat prompts with a schema (whitespace bench)
+# --------------------------------------------------------------------------------------------
+
+
+def _enum(*values) -> dict:
+    return {"enum": list(values)}
+
+
+def _strings(**bounds) -> dict:
+    return {"type": "array", "items": {"type": "string"}, **bounds}
+
+
+_INT = {"type": "integer"}
+_NUM = {"type": "number"}
+_STR = {"type": "string"}
+_BOOL = {"type": "boolean"}
+
+# (key, user message, schema): what a user asks a chat model for, flat records and nested ones,
+# with arrays, enums, numbers and booleans. The message names the fields in words (the schema
+# itself is not shown to the model), as a request with `response_format` usually does.
+JSON_TASKS: list[tuple[str, str, dict]] = [
+    ("person", "Give a person record as JSON: Alice Johnson, 34 years old, email alice.johnson@example.com.",
+     PERSON_SCHEMA_FREE),
+    ("order", "Write an order as JSON: order ID ORD-1042 for customer Jane Doe (jane@shop.com), who bought "
+              "2 notebooks (SKU NB-01) at 3.50 each and 1 pen (SKU PN-07) at 1.25.", ORDER_SCHEMA_FREE),
+    ("character", JSON_ASK, CHARACTER_SCHEMA),
+    ("members", "List three library members as JSON records with an id, a name, an email, a score, a list of "
+                "tags (red, green, blue or black) and whether they are active.", RECORDS),
+    ("weather", "Report today's weather in Lisbon as JSON: the city, the temperature in Celsius, the condition "
+                "(sunny, cloudy, rain or snow) and the humidity in percent.",
+     _record({"city": _STR, "temperature_c": _NUM, "condition": _enum("sunny", "cloudy", "rain", "snow"),
+              "humidity": {"type": "integer", "minimum": 0, "maximum": 100}})),
+    ("book", "Describe the novel Dune as JSON: title, author, year of publication, a list of genres, and "
+             "whether it is available in the library.",
+     _record({"title": _STR, "author": _STR, "year": _INT, "genres": _strings(), "available": _BOOL})),
+    ("movie", "Give the film Casablanca as JSON with its title, director, release year, a rating out of 10 "
+              "and up to five cast members.",
+     _record({"title": _STR, "director": _STR, "year": _INT,
+              "rating": {"type": "number", "minimum": 0, "maximum": 10}, "cast": _strings(maxItems=5)})),
+    ("recipe", "Write a recipe for pancakes as JSON: its name, the number of servings, the ingredients (each "
+               "with an item and an amount) and the steps.",
+     _record({"name": _STR, "servings": _INT,
+              "ingredients": {"type": "array", "items": _record({"item": _STR, "amount": _STR})},
+              "steps": _strings()})),
+    ("event", "Announce a jazz concert in Paris on 2025-06-21 for 300 attendees, as JSON with the event's "
+              "name, date, location (city and country) and the number of attendees.",
+     _record({"name": _STR, "date": {"type": "string", "format": "date"},
+              "location": _record({"city": _STR, "country": _STR}), "attendees": _INT})),
+    ("product", "Describe a wireless mouse for sale as JSON: name, price, currency (USD, EUR or GBP), whether "
+                "it is in stock, and a few tags.",
+     _record({"name": _STR, "price": _NUM, "currency": _enum("USD", "EUR", "GBP"), "in_stock": _BOOL,
+              "tags": _strings()})),
+    ("address", "Write the address of the Eiffel Tower as JSON with street, city, postal code and country.",
+     _record({"street": _STR, "city": _STR, "postal_code": _STR, "country": _STR})),
+    ("todo", "Make a to-do list for moving house as JSON: a list of items, each with a task, whether it is "
+             "done, and a priority (low, medium or high).",
+     _record({"items": {"type": "array", "items": _record(
+         {"task": _STR, "done": _BOOL, "priority": _enum("low", "medium", "high")}), "minItems": 1}})),
+    ("sentiment", "Classify the sentiment of this review as JSON with the text, the sentiment (positive, "
+                  "negative or neutral) and a confidence between 0 and 1: 'The food was cold and the "
+                  "waiter ignored us.'",
+     _record({"text": _STR, "sentiment": _enum("positive", "negative", "neutral"),
+              "confidence": {"type": "number", "minimum": 0, "maximum": 1}})),
+    ("tool_args", "Call get_weather for Tokyo in celsius. Reply with the function's arguments as JSON: the "
+                  "location and the unit (celsius or fahrenheit).",
+     _record({"location": _STR, "unit": _enum("celsius", "fahrenheit")})),
+    ("flight", "Book a flight from Boston to Denver on 2025-03-14 for two passengers in economy. Give the "
+               "booking as JSON: from, to, date, passengers and class (economy, business or first).",
+     _record({"from": _STR, "to": _STR, "date": {"type": "string", "format": "date"}, "passengers": _INT,
+              "class": _enum("economy", "business", "first")})),
+    ("employee", "Describe an employee as JSON: Sam Lee, a data engineer in the analytics department, whose "
+                 "manager is Rita Moreno (rita@corp.com), with a list of skills.",
+     _record({"name": _STR, "title": _STR, "department": _STR,
+              "manager": _record({"name": _STR, "email": _STR}), "skills": _strings()})),
+    ("company", "Describe the company Nintendo as JSON: name, year founded, headquarters (city and country), "
+                "number of employees, and a list of products.",
+     _record({"name": _STR, "founded": _INT, "headquarters": _record({"city": _STR, "country": _STR}),
+              "employees": _INT, "products": _strings()})),
+    ("ticket", "Label this support ticket as JSON with a label (billing, technical or account) and a list of "
+               "reasons: 'I was charged twice for my subscription this month.'",
+     _record({"label": _enum("billing", "technical", "account"), "reasons": _strings(minItems=1)})),
+    ("calendar", "Plan a Monday as JSON: a list of events, each with a title, a start time and an end time.",
+     _record({"events": {"type": "array", "items": _record({"title": _STR, "start": _STR, "end": _STR}),
+                         "minItems": 1}})),
+    ("country", "Give facts about Japan as JSON: name, capital, population, a list of languages and the "
+                "continent (Africa, Asia, Europe, Americas or Oceania).",
+     _record({"name": _STR, "capital": _STR, "population": _INT, "languages": _strings(),
+              "continent": _enum("Africa", "Asia", "Europe", "Americas", "Oceania")})),
+    ("quiz", "Write a multiple-choice question about the solar system as JSON: the question, four options and "
+             "the index of the right answer.",
+     _record({"question": _STR, "options": _strings(minItems=4, maxItems=4),
+              "answer_index": {"type": "integer", "minimum": 0, "maximum": 3}})),
+    ("song", "Describe the song Bohemian Rhapsody as JSON: title, artist, album, duration in seconds, and "
+             "whether it is explicit.",
+     _record({"title": _STR, "artist": _STR, "album": _STR, "duration_seconds": _INT, "explicit": _BOOL})),
+    ("review", "Review a pizza restaurant as JSON: its name, a rating from 1 to 5, lists of pros and cons, and "
+               "whether you would return.",
+     _record({"restaurant": _STR, "rating": {"type": "integer", "minimum": 1, "maximum": 5}, "pros": _strings(),
+              "cons": _strings(), "would_return": _BOOL})),
+    ("bug", "File a bug report as JSON: the login button does nothing on Safari. Give a title, a severity "
+            "(low, medium, high or critical), the steps to reproduce, the expected and the actual result.",
+     _record({"title": _STR, "severity": _enum("low", "medium", "high", "critical"),
+              "steps_to_reproduce": _strings(), "expected": _STR, "actual": _STR})),
+    ("planet", "Describe Saturn as JSON: name, number of moons, distance from the Sun in kilometres, and "
+               "whether it has rings.",
+     _record({"name": _STR, "moons": _INT, "distance_from_sun_km": _NUM, "has_rings": _BOOL})),
+    ("profile", "Create a user profile as JSON for the username nightowl: settings with a theme (light or "
+                "dark), whether notifications are on, and a language.",
+     _record({"username": _STR, "settings": _record({"theme": _enum("light", "dark"), "notifications": _BOOL,
+                                                     "language": _STR})})),
+    ("shopping", "Write a shopping list for a picnic as JSON: the store, and the items, each with a name and "
+                 "a quantity.",
+     _record({"store": _STR, "items": {"type": "array", "items": _record({"name": _STR, "quantity": _INT}),
+                                       "minItems": 1}})),
+    ("math", "Solve 12 * 7 + 5 and answer as JSON: the problem, the steps, and the numeric answer.",
+     _record({"problem": _STR, "steps": _strings(), "answer": _NUM})),
+    ("meeting", "Extract the meeting from this email as JSON (date, time, participants, topic): 'Hi all, "
+                "let's meet on Thursday at 3pm with Ana, Ben and Chloe to go over the Q3 budget.'",
+     _record({"date": _STR, "time": _STR, "participants": _strings(), "topic": _STR})),
+    ("inventory", "Give a warehouse inventory as JSON: the warehouse name and a list of products, each with a "
+                  "SKU, a name, a quantity and a unit price.",
+     _record({"warehouse": _STR, "products": {"type": "array", "items": _record(
+         {"sku": _STR, "name": _STR, "quantity": _INT, "unit_price": _NUM}), "minItems": 1}})),
+]

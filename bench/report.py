@@ -28,7 +28,8 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.report_tables import (r_cache, r_grammar, r_integrations, r_matmul, r_overlap, r_phi,  # noqa: E402
-                                 r_repair, r_runtime, r_schema, r_serve, r_spec, r_structure, suite_lines)
+                                 r_repair, r_runtime, r_schema, r_serve, r_spec, r_structure, r_whitespace,
+                                 suite_lines)
 
 RESULTS = ROOT / "bench" / "results"
 OUT = ROOT / "docs" / "benchmarks.md"
@@ -151,6 +152,14 @@ SOURCES: dict[str, Source] = {
         "is the expected TV of N samples from μ\\* itself. The Φ paper's Table 2 (D(3,16)): 0.418 / 0.359 / 0.014. "
         "OneStep sees only the next token's validity, so it can be worse than masking. Exact Φ costs a trie scoring "
         "before decoding, not per-token time."),
+    "whitespace_bench.json": Source(
+        "JSON whitespace: which default keeps the model's own choices",
+        "python bench/whitespace_bench.py --schema-sample 10", r_whitespace,
+        "The default model answers each prompt through `Engine.chat_many` under each `max_whitespace` setting (up to "
+        "N whitespace characters wherever JSON allows whitespace; `ws=1` is the smallest that allows `{\"a\": 1}`), "
+        "and every output is scored by the same model without a constraint, teacher-forced after the same prompt: "
+        "the higher its log-probability, the less the constraint moved the model off its own choices. A per-token "
+        "mean favours outputs with many easy tokens; the total log-prob and the changed positions are the checks."),
 }
 
 

@@ -383,4 +383,43 @@ def r_phi(d: dict) -> list[str]:
     return out
 
 
+def r_whitespace(d: dict) -> list[str]:
+    meta = d["meta"]
+    out = [f"{len(meta['tasks'])} chat prompts with a schema, greedy, at most {meta['max_tokens']} tokens. *Log-prob*: "
+           "the mean, per output token, of its log-probability under the unconstrained model; *Δ ws=0*: its "
+           "task-by-task difference from compact output, and on how many tasks the setting is ahead / behind; "
+           "*total*: the whole output's log-probability. *Changed*: positions where the unconstrained argmax is not "
+           "the token written. *Loops*: outputs that used the whole budget with at least half of their last 32 "
+           "tokens whitespace.", ""]
+    body = []
+    for name, s in d["summary"].items():
+        vs = s.get("vs_compact")
+        body.append([f"`{name}`" if name != "free" else "unconstrained", pct(100 * s["valid"], 0),
+                     n(s["mean_logprob"], 3), f"{vs['mean_logprob_diff']:+.3f} ({vs['ahead']} / {vs['behind']})"
+                     if vs else "-", n(s["sum_logprob"]), n(s["tokens"]), ratio(vs["tokens_ratio"]) if vs else "-",
+                     n(s["forwards"]), pct(100 * s["argmax_changed"]), pct(100 * s["whitespace_share"]),
+                     n(s["longest_whitespace_run"], 0), n(s["used_budget"], 0), n(s["whitespace_loops"], 0)])
+    out += table(["setting", "valid", "log-prob", "Δ ws=0 (ahead / behind)", "total log-prob", "tokens",
+                  "tokens × ws=0", "forwards", "changed", "whitespace tokens", "longest whitespace run",
+                  "used the budget", "loops"], body)
+    out += ["The tasks' grammars, summed: " + "; ".join(
+        f"`{k}` {n(g['states'], 0)} states, compiled in {n(1000 * g['compile_s'], 0)} ms"
+        for k, g in d["grammars"].items()) + ".", ""]
+    sample = d.get("schema_sample")
+    if sample:
+        out += [f"The first {sample['per_set']} schemas of each JSONSchemaBench set, compiled by the grammar core:", ""]
+        out += table(["setting", "compiled", "restricted", "states", "compile time"],
+                     [[f"`{k}`", f"{c['compiled']} of {c['schemas']}", n(c["restricted"], 0), n(c["states"], 0),
+                       f"{n(c['compile_s'])} s"] for k, c in sample["settings"].items()])
+    r = d["recommended"]
+    out += [f"Recommended default: **`max_whitespace={r['max_whitespace']}`**, {r['rule']} (eligible: "
+            f"{', '.join(f'`{e}`' for e in r['eligible']) or 'none'}).", ""]
+    first = meta["tasks"][0]
+    examples = [[f"`{name}`" if name != "free" else "unconstrained",
+                 "`" + next(o["text"] for o in outs if o["task"] == first).replace("\n", "\\n")[:120] + "`"]
+                for name, outs in d["outputs"].items()]
+    out += [f"Greedy outputs for `{first}` (newlines as `\\n`, cut at 120 characters):", ""]
+    return out + table(["setting", "output"], examples)
+
+
 # -- the mapping: one entry per results file ---------------------------------------------------
