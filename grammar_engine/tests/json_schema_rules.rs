@@ -108,3 +108,61 @@ fn an_unconstrained_value_nests_without_a_depth_limit() {
     let unbalanced = format!(r#"{{"data":{}1{}}}"#, "[".repeat(20), "]".repeat(19));
     assert!(g.check_text(unbalanced.as_bytes()).is_err());
 }
+
+/// A string of `n` characters mixing plain and escaped ones (the test vocabulary is ASCII), as
+/// compact JSON.
+fn string_of(n: usize) -> String {
+    let chars = ['a', '\\', '\n', '"', 'z'];
+    let s: String = (0..n).map(|i| chars[i % chars.len()]).collect();
+    serde_json::to_string(&s).unwrap()
+}
+
+#[test]
+fn a_long_max_length_is_exact_at_its_bounds() {
+    for (min, max) in [(0usize, 65_535usize), (200, 1_000), (130, 130)] {
+        let schema = json!({"type": "string", "minLength": min, "maxLength": max});
+        let g = grammar(&schema);
+        assert!(g.restriction().is_none(), "{schema}: restricted: {:?}", g.restriction());
+        for n in [0, 1, 63, 64, 65, 127, 128, 129, 130, 199, 200, 201, 999, 1_000, 1_001, 65_535, 65_536] {
+            let ok = (min..=max).contains(&n);
+            assert_eq!(g.check_text(string_of(n).as_bytes()).is_ok(), ok, "{schema}: {n} characters");
+        }
+    }
+}
+
+#[test]
+fn a_long_max_items_is_exact_at_its_bounds() {
+    let schema = json!({"type": "array", "items": {"type": "integer"}, "minItems": 100, "maxItems": 30_000});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    for n in [0usize, 99, 100, 101, 164, 1_000, 29_999, 30_000, 30_001] {
+        let text = serde_json::to_string(&(0..n as i64).collect::<Vec<_>>()).unwrap();
+        assert_eq!(g.check_text(text.as_bytes()).is_ok(), (100..=30_000).contains(&n), "{n} items");
+    }
+    // Elements keep their own schema inside every chunk.
+    let mut items: Vec<Value> = (0..500).map(|i| json!(i)).collect();
+    items[321] = json!("x");
+    assert!(g.check_text(serde_json::to_string(&items).unwrap().as_bytes()).is_err());
+}
+
+#[test]
+fn long_strings_inside_objects_share_their_chunks_and_close_in_time() {
+    let schema = json!({"type": "object", "properties": {
+        "a": {"type": "string", "maxLength": 2_000},
+        "b": {"type": "string", "maxLength": 5_000}
+    }, "required": ["a", "b"], "additionalProperties": false});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none() && g.is_pushdown());
+    let text = format!(r#"{{"a":{},"b":{}}}"#, string_of(2_000), string_of(5_000));
+    assert_eq!(g.check_text(text.as_bytes()), Ok(()));
+    let over = format!(r#"{{"a":{},"b":{}}}"#, string_of(2_001), string_of(10));
+    assert!(g.check_text(over.as_bytes()).is_err());
+    // Halfway through a long string, the nearest end is a closing quote and brace away.
+    let mut s = g.initial_state();
+    for &b in br#"{"a":"xyz"#.iter() {
+        let tok = TokenId::new(u32::from(b) - 32);
+        s = g.advance(s, tok).unwrap();
+    }
+    let close = g.min_tokens_to_accept(s).unwrap();
+    assert!(close <= 10, "{close} tokens to close");
+}

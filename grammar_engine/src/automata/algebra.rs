@@ -248,6 +248,20 @@ impl Expr {
         }
     }
 
+    /// Identifies this expression while it is alive: equal for clones (they share their
+    /// node), different for expressions built separately. For keying caches by language.
+    pub(crate) fn identity(&self) -> (u8, usize) {
+        match self {
+            Expr::Regex(r) => (0, r.as_ptr() as usize),
+            Expr::Dfa(d) => (1, Rc::as_ptr(d) as usize),
+            Expr::Concat(p) => (2, p.as_ptr() as usize),
+            Expr::Union(p) => (3, p.as_ptr() as usize),
+            Expr::Repeat(inner, _, _) => (4, Rc::as_ptr(inner) as usize),
+            Expr::Call(r) => (5, r.as_usize()),
+            Expr::Empty => (6, 0),
+        }
+    }
+
     /// About how many states the Thompson NFA of this expression has (shared nodes counted
     /// at each use, as the NFA copies them), without building it. `memo` holds the estimates
     /// of shared nodes by address.

@@ -167,7 +167,24 @@ pub(crate) fn array<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
     if unique && hi.is_none_or(|h| h > 1) {
         return unique_array(c, at, rest, lo, hi, &ctx);
     }
-    Ok(wrap(elements(at, rest, lo, hi, &ws), &ws))
+    // A long run of elements is counted in chunk rules, keyed by the element language.
+    let key = format!("an element {:?}", rest.identity());
+    let mut repeat = |unit: Expr, min: u64, max: Option<u64>| -> Expr {
+        if let Some(e) = max.and_then(|max| c.chunked(&key, &unit, min, max)) {
+            return e;
+        }
+        plain(unit, min, max)
+    };
+    Ok(wrap(elements(at, rest, lo, hi, &ws, &mut repeat), &ws))
+}
+
+/// `unit{min,max}` as one repetition.
+fn plain(unit: Expr, min: u64, max: Option<u64>) -> Expr {
+    Expr::repeat(unit, clamp(min), max.map(clamp))
+}
+
+fn clamp(n: u64) -> u32 {
+    n.min(u64::from(u32::MAX)) as u32
 }
 
 /// Every member's schema for position `p` (None: a position past every prefix).
@@ -203,15 +220,16 @@ fn wrap(inner: Expr, ws: &str) -> Expr {
 }
 
 /// The elements between the brackets: position languages `at`, then `rest`, `lo..=hi` of them.
-fn elements(at: Vec<Expr>, rest: Expr, lo: u64, hi: Option<u64>, ws: &str) -> Expr {
+/// `repeat(unit, min, max)` is `unit{min,max}`.
+fn elements(at: Vec<Expr>, rest: Expr, lo: u64, hi: Option<u64>, ws: &str, repeat: &mut dyn FnMut(Expr, u64, Option<u64>) -> Expr) -> Expr {
     let sep = || Expr::regex(format!("{ws},{ws}"));
     let total_hi = hi;
     // Optional tail after position i (the array may stop before any position >= lo).
-    let rest_after = |count: u64| -> Expr {
+    let mut rest_after = |count: u64| -> Expr {
         // Elements from the rest language, after `count` elements are there.
         let min = lo.saturating_sub(count);
         let max = total_hi.map(|h| h.saturating_sub(count));
-        Expr::repeat(Expr::concat(vec![sep(), rest.clone()]), min.min(u32::MAX as u64) as u32, max.map(|m| m.min(u32::MAX as u64) as u32))
+        repeat(Expr::concat(vec![sep(), rest.clone()]), min, max)
     };
     let n = at.len();
     // Build from the innermost position outwards: tail(i) = what may follow element i-1.
@@ -238,7 +256,7 @@ fn unique_array<'a>(c: &mut Compiler<'a>, at: Vec<Expr>, rest: Expr, lo: u64, hi
         if lo <= 1 {
             // At most one element in all (the first position's): two tuple positions could
             // hold equal values.
-            let one = elements(at.into_iter().take(1).collect(), rest, lo, Some(0), &ws);
+            let one = elements(at.into_iter().take(1).collect(), rest, lo, Some(0), &ws, &mut plain);
             return Ok(wrap(one, &ws));
         }
         return Err(ctx.unsupported("uniqueItems", "uniqueItems together with a tuple (prefixItems) is not supported"));
@@ -246,7 +264,7 @@ fn unique_array<'a>(c: &mut Compiler<'a>, at: Vec<Expr>, rest: Expr, lo: u64, hi
     let values = listable(c, &rest, "an element language")?.flatten().and_then(|d| finite_values(&d));
     let Some(values) = values else {
         if lo <= 1 {
-            return Ok(wrap(elements(Vec::new(), rest, lo, Some(1), &ws), &ws));
+            return Ok(wrap(elements(Vec::new(), rest, lo, Some(1), &ws, &mut plain), &ws));
         }
         return Err(ctx.unsupported(
             "uniqueItems",

@@ -59,9 +59,17 @@ pub(super) struct Restriction {
 
 impl Restriction {
     /// What the restriction leaves out, in words (`capped`: its walk met a bound the cap
-    /// lowers); `None` for the exact attempt.
-    fn describe(&self, capped: bool) -> Option<String> {
+    /// lowers; `lowered`: a `maxLength` counted only this far, see `strings`); `None` for the
+    /// exact attempt when nothing was lowered.
+    fn describe(&self, capped: bool, lowered: Option<u64>) -> Option<String> {
         let cap = self.count_cap.filter(|_| capped).map(|c| format!("maxItems and maxLength above {c} lowered to {c}"));
+        let lowered = lowered
+            .filter(|&l| self.count_cap.is_none_or(|c| l < c))
+            .map(|l| format!("maxLength too long to count lowered to {l}"));
+        let cap = match (cap, lowered) {
+            (Some(c), Some(l)) => Some(format!("{c}; {l}")),
+            (c, l) => c.or(l),
+        };
         let prune = self.prune_depth.map(|d| {
             format!("objects {d} or more levels deep keep only required members, arrays that deep only minItems elements")
         });
@@ -142,7 +150,7 @@ enum Outcome {
     TooLarge(GrammarError),
     /// The automaton fits: the answer once every less restricted attempt has failed. With
     /// whether its walk met a bound the count cap lowers (for the description).
-    Fit(Box<Compiled>, bool),
+    Fit(Box<Compiled>, bool, Option<u64>),
     /// No string at all, or an error no restriction mends: final in the same way.
     Failed(GrammarError),
 }
@@ -277,7 +285,7 @@ impl Ladder<'_> {
         board.decided = true;
         if let Some(i) = answer {
             return match board.outcomes[i].take() {
-                Some(Outcome::Fit(compiled, capped)) => Ok((*compiled, RESTRICTIONS[i].describe(capped))),
+                Some(Outcome::Fit(compiled, capped, lowered)) => Ok((*compiled, RESTRICTIONS[i].describe(capped, lowered))),
                 Some(Outcome::Failed(e)) => Err(e),
                 _ => unreachable!("the answer is an attempt that fitted or failed for good"),
             };
@@ -342,12 +350,13 @@ impl Ladder<'_> {
         let mut memo = HashMap::new();
         let rules = match rules {
             Ok(r) => r,
+            Err(e @ GrammarError::TooLarge { .. }) => return Outcome::TooLarge(e),
             Err(e) => return Outcome::Failed(e),
         };
         if let Some((builder, start)) = rules {
             // A pushdown grammar: each rule is determinized on its own.
             return match builder.build(start, "JSON Schema", &config) {
-                Ok(compiled) => Outcome::Fit(Box::new(compiled), has_large_bounds),
+                Ok(compiled) => Outcome::Fit(Box::new(compiled), has_large_bounds, compiler.lowered()),
                 Err(e @ GrammarError::TooLarge { .. }) => Outcome::TooLarge(e),
                 Err(e) => Outcome::Failed(e),
             };
@@ -368,7 +377,7 @@ impl Ladder<'_> {
             })
         });
         match built {
-            Ok(Some(dfa)) => Outcome::Fit(Box::new(Compiled::Regular(dfa)), has_large_bounds),
+            Ok(Some(dfa)) => Outcome::Fit(Box::new(Compiled::Regular(dfa)), has_large_bounds, compiler.lowered()),
             Ok(None) => Outcome::Failed(GrammarError::EmptyLanguage {
                 detail: "no JSON value satisfies the schema (or none that this compiler can write: see the JSON Schema notes in the README)".into(),
             }),

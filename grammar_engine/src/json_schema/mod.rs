@@ -45,6 +45,7 @@ use crate::pushdown::Compiled;
 mod arrays;
 mod canonical;
 mod context;
+mod counted;
 mod disjoint;
 mod formats;
 mod ladder;

@@ -9,11 +9,12 @@
 //! one (not a UTF-8 continuation byte, not inside an escape). The product only creates the
 //! (state, count) pairs that occur, so a bound the language already implies costs little.
 //!
-//! Counting costs states: up to one copy of the language's DFA per count. When counting up to
-//! `maxLength` would exceed about `max_states` states, the upper bound is lowered to the largest
-//! that fits (a sound restriction: only shorter strings are generated, e.g. 7,141 characters
-//! for a bare `maxLength: 10000` at the default limit); a `minLength` that does not fit is an
-//! error.
+//! Counting costs states: up to one copy of the language's DFA per count. A bare long bound is
+//! counted in chunk rules when the schema is compiled as rules (see `super::counted`). Otherwise,
+//! when counting up to `maxLength` would exceed about `max_states` states, the upper bound is
+//! lowered to the largest that fits (a sound restriction: only shorter strings are generated),
+//! and [`string_expr_noting`] says to what, so the grammar's `restriction` can tell; a
+//! `minLength` that does not fit is a typed `TooLarge` error.
 
 use serde_json::{Map, Value};
 
@@ -122,9 +123,15 @@ fn length_bounded(min: u64, max: Option<u64>, config: &DfaConfig) -> Expr {
 /// The canonical JSON texts (quotes included) of the strings satisfying every fact.
 /// An unsatisfiable combination is [`Expr::Empty`], not an error.
 pub(crate) fn string_expr(facts: &StringFacts, config: &DfaConfig) -> Result<Expr> {
+    string_expr_noting(facts, config).map(|(e, _)| e)
+}
+
+/// [`string_expr`], and the bound `maxLength` was lowered to when counting it did not fit
+/// (`None`: the exact language).
+pub(crate) fn string_expr_noting(facts: &StringFacts, config: &DfaConfig) -> Result<(Expr, Option<u64>)> {
     let (min, max) = (facts.min_length, facts.max_length);
     if max.is_some_and(|max| max < min) {
-        return Ok(Expr::Empty);
+        return Ok((Expr::Empty, None));
     }
     let mut parts = Vec::new();
     for (p, ctx) in &facts.patterns {
@@ -137,11 +144,12 @@ pub(crate) fn string_expr(facts: &StringFacts, config: &DfaConfig) -> Result<Exp
         }
     }
     let bounded = min > 0 || max.is_some();
+    let mut low = None;
     let body = match parts.len() {
         0 if !bounded => Expr::regex(format!("{CANONICAL_CHAR}*")),
         0 => {
-            let max = fitting_max(min, max, STATES_PER_CHAR, config)?;
-            return Ok(length_bounded(min, max, config));
+            let used = fitting_max(min, max, STATES_PER_CHAR, config)?;
+            return Ok((length_bounded(min, used, config), lowered(max, used)));
         }
         _ => {
             let mut parts = parts.into_iter();
@@ -150,15 +158,22 @@ pub(crate) fn string_expr(facts: &StringFacts, config: &DfaConfig) -> Result<Exp
                 body = body.and(&p, config)?;
             }
             if bounded && !body.is_empty() {
-                body = bound_length(&body, min, max, config)?;
+                let (bounded, used) = bound_length(&body, min, max, config)?;
+                body = bounded;
+                low = lowered(max, used);
             }
             body
         }
     };
     if body.is_empty() {
-        return Ok(Expr::Empty);
+        return Ok((Expr::Empty, None));
     }
-    Ok(Expr::concat(vec![Expr::literal("\""), body, Expr::literal("\"")]))
+    Ok((Expr::concat(vec![Expr::literal("\""), body, Expr::literal("\"")]), low))
+}
+
+/// The bound used, when it is lower than the one asked for.
+fn lowered(asked: Option<u64>, used: Option<u64>) -> Option<u64> {
+    (used != asked).then_some(used).flatten()
 }
 
 fn pattern_error(pattern: &str, e: &PatternError, ctx: &Ctx) -> GrammarError {
@@ -283,11 +298,11 @@ fn length_range(dfa: &Dfa) -> (u64, Option<u64>) {
 }
 
 /// The texts of `body` (canonical string bodies) with `min` to `max` characters.
-fn bound_length(body: &Expr, min: u64, max: Option<u64>, config: &DfaConfig) -> Result<Expr> {
-    let Some(dfa) = body.to_dfa(config)? else { return Ok(Expr::Empty) };
+fn bound_length(body: &Expr, min: u64, max: Option<u64>, config: &DfaConfig) -> Result<(Expr, Option<u64>)> {
+    let Some(dfa) = body.to_dfa(config)? else { return Ok((Expr::Empty, max)) };
     let (shortest, longest) = length_range(&dfa);
     if shortest >= min && longest.is_some_and(|l| max.is_none_or(|m| l <= m)) {
-        return Ok(body.clone());
+        return Ok((body.clone(), max));
     }
     let max = fitting_max(min, max, dfa.num_states() as u64, config)?;
     // Product byte classes: pairs of (DFA class, counter class), with a representative byte.
@@ -343,13 +358,13 @@ fn bound_length(body: &Expr, min: u64, max: Option<u64>, config: &DfaConfig) -> 
     let accepting: Vec<bool> =
         order.iter().map(|&(s, n, phase)| phase == Phase::Between && n >= min && dfa.is_accepting(s)).collect();
     match Dfa::from_table(classes, reps.len(), &trans, &accepting) {
-        None => Ok(Expr::Empty),
+        None => Ok((Expr::Empty, max)),
         Some(d) if d.num_states() > config.max_states => Err(GrammarError::TooLarge {
             what: "string length bound",
             limit: config.max_states,
             detail: format!("{} states", d.num_states()),
         }),
-        Some(d) => Ok(Expr::Dfa(std::rc::Rc::new(d))),
+        Some(d) => Ok((Expr::Dfa(std::rc::Rc::new(d)), max)),
     }
 }
 

@@ -45,7 +45,8 @@ use super::objects;
 use super::policy::{keyword_type, Reading};
 use super::refs::Resolver;
 use super::split::with_done;
-use super::strings::{string_expr, StringFacts};
+use super::counted::{self, Chunks};
+use super::strings::{string_expr_noting, StringFacts, CANONICAL_CHAR};
 use super::values::{any_value_expr, any_value_over, json_equal, kind_superset, literal, one_order, type_kinds, value_kind, value_kind_name, JsonType, K_ALL,
                     K_ARRAY, K_BOOL, K_FRACTION, K_INTEGER, K_NULL, K_OBJECT, K_STRING};
 use super::JsonSchemaOptions;
@@ -170,6 +171,13 @@ pub(crate) struct Compiler<'a> {
     pending: Vec<(RuleId, Item<'a>)>,
     /// The rule of any JSON value, once declared.
     any_rule: Option<RuleId>,
+    /// The chunk rules of each unit a long repetition was split on (see `counted`), by the
+    /// unit's key.
+    chunks: HashMap<String, Chunks>,
+    /// The lowest bound a `maxLength` was lowered to (see `lowered`), and the string
+    /// languages built with a lowered bound, by leaf key.
+    lowered: Option<u64>,
+    lowered_leaves: HashMap<String, u64>,
 }
 
 impl<'a> Compiler<'a> {
@@ -200,6 +208,9 @@ impl<'a> Compiler<'a> {
             rule_of: HashMap::new(),
             pending: Vec::new(),
             any_rule: None,
+            chunks: HashMap::new(),
+            lowered: None,
+            lowered_leaves: HashMap::new(),
         }
     }
 
@@ -245,6 +256,32 @@ impl<'a> Compiler<'a> {
         let r = builder.declare(path);
         builder.define(r, lang);
         Expr::Call(r)
+    }
+
+    /// `unit{min,max}` as calls of chunk rules (see `counted`) when rules are on and the
+    /// repetition is long; `None` otherwise. `key` names the unit's language: units of equal
+    /// keys share their chunk rules.
+    pub(super) fn chunked(&mut self, key: &str, unit: &Expr, min: u64, max: u64) -> Option<Expr> {
+        if !counted::is_long(unit, min, max) {
+            return None;
+        }
+        let builder = self.rules.as_mut()?;
+        let chunks = match self.chunks.get(key) {
+            Some(c) => c.clone(),
+            None => {
+                let (exactly, fewer) = counted::chunk_bodies(unit);
+                let e = builder.declare(&format!("{key}, a chunk"));
+                builder.define(e, exactly);
+                builder.always_call(e);
+                let f = builder.declare(&format!("{key}, less than a chunk"));
+                builder.define(f, fewer);
+                builder.always_call(f);
+                let c = Chunks { exactly: Expr::Call(e), fewer: Expr::Call(f) };
+                self.chunks.insert(key.to_string(), c.clone());
+                c
+            }
+        };
+        Some(counted::counted(unit, &chunks, min, max))
     }
 
     /// The rule that stands for `target`'s language, declared (and its body queued) on first use.
@@ -639,17 +676,63 @@ impl<'a> Compiler<'a> {
             return Ok(Expr::Empty);
         }
         facts.max_length = self.cap(facts.max_length, facts.min_length);
+        if !lenient && facts.patterns.is_empty() && facts.formats.is_empty() {
+            if let Some(max) = facts.max_length {
+                let key = format!("long string {} {max}", facts.min_length);
+                if let Some(e) = self.leaves.get(&key) {
+                    return Ok(e.clone());
+                }
+                let unit = Expr::regex(CANONICAL_CHAR);
+                if let Some(body) = self.chunked("a string's character", &unit, facts.min_length, max) {
+                    let e = Expr::concat(vec![Expr::literal("\""), body, Expr::literal("\"")]);
+                    self.leaves.insert(key, e.clone());
+                    return Ok(e);
+                }
+            }
+        }
         if lenient {
             facts.formats.clear();
+            // A superset: a bound too long to count is dropped.
+            if facts.max_length.is_some_and(|m| m > LENIENT_MAX_LENGTH) {
+                facts.max_length = None;
+            }
         }
         let key = format!("string {lenient} {}", facts.key());
-        self.leaf(key, |config| match string_expr(&facts, config) {
+        if let Some(e) = self.leaves.get(&key).cloned() {
+            if let Some(&to) = self.lowered_leaves.get(&key) {
+                self.note_lowered(to);
+            }
+            return Ok(e);
+        }
+        let (e, low) = match string_expr_noting(&facts, self.config) {
+            // An over-approximation may not lower a bound (that is a subset): it drops it.
+            Ok((_, Some(_))) if lenient => {
+                facts.max_length = None;
+                string_expr_noting(&facts, self.config)?
+            }
             Err(_) if lenient => {
                 facts.patterns.clear();
-                string_expr(&facts, config)
+                string_expr_noting(&facts, self.config)?
             }
-            other => other,
-        })
+            other => other?,
+        };
+        if let Some(to) = low {
+            self.note_lowered(to);
+            self.lowered_leaves.insert(key.clone(), to);
+        }
+        self.leaves.insert(key, e.clone());
+        Ok(e)
+    }
+
+    /// Notes that a `maxLength` was lowered to `to` because counting it did not fit.
+    fn note_lowered(&mut self, to: u64) {
+        self.lowered = Some(self.lowered.map_or(to, |l| l.min(to)));
+    }
+
+    /// The lowest `maxLength` a bound was lowered to because counting it did not fit (see
+    /// `strings`); `None` when none was.
+    pub(crate) fn lowered(&self) -> Option<u64> {
+        self.lowered
     }
 
     /// The kinds of value the conjunction admits: its `type`s intersected, else (with `infer`,
@@ -825,6 +908,9 @@ pub(crate) fn nonempty_list<'v>(v: &'v Value, keyword: &str, ctx: &Ctx) -> Resul
 
 /// Largest count (`minItems`, `maxLength`, ...) expanded into an automaton.
 pub(crate) const MAX_COUNT: u64 = 100_000;
+
+/// The longest `maxLength` an over-approximation counts; past it, any length.
+const LENIENT_MAX_LENGTH: u64 = 256;
 
 /// A non-negative integer keyword such as `minItems` (`2.0` is accepted as 2), if present.
 pub(crate) fn count_keyword(map: &Map<String, Value>, keyword: &str, ctx: &Ctx) -> Result<Option<u64>> {

@@ -36,6 +36,8 @@ pub const KEEP_ALONE: u64 = 20_000;
 pub struct RtnBuilder {
     names: Vec<String>,
     bodies: Vec<Option<Expr>>,
+    /// Rules that stay calls wherever they are used, whatever their size.
+    always_called: Vec<bool>,
 }
 
 impl RtnBuilder {
@@ -47,12 +49,19 @@ impl RtnBuilder {
     pub fn declare(&mut self, name: &str) -> RuleId {
         self.names.push(name.to_string());
         self.bodies.push(None);
+        self.always_called.push(false);
         RuleId::new((self.names.len() - 1) as u32)
     }
 
     /// Sets the body of `rule`.
     pub fn define(&mut self, rule: RuleId, body: Expr) {
         self.bodies[rule.as_usize()] = Some(body);
+    }
+
+    /// Keeps `rule` a call wherever it is used, however small: for a rule called from many
+    /// copies of the same place (a chunk of a long count), which inlining would copy as often.
+    pub fn always_call(&mut self, rule: RuleId) {
+        self.always_called[rule.as_usize()] = true;
     }
 
     /// The body of `rule`, when it has one.
@@ -77,9 +86,10 @@ impl RtnBuilder {
     pub fn absorb(&mut self, other: RtnBuilder, start: RuleId) -> RuleId {
         let offset = self.names.len() as u32;
         let shift = |r: RuleId| Some(RuleId::new(r.as_u32() + offset));
-        for (name, body) in other.names.into_iter().zip(other.bodies) {
+        for ((name, body), always) in other.names.into_iter().zip(other.bodies).zip(other.always_called) {
             self.names.push(name);
             self.bodies.push(body.map(|b| b.renumber(&shift)));
+            self.always_called.push(always);
         }
         RuleId::new(start.as_u32() + offset)
     }
@@ -98,7 +108,7 @@ impl RtnBuilder {
         // so every callee not on a cycle comes before its callers), but for the ones kept.
         let mut inlined: HashMap<RuleId, Expr> = HashMap::new();
         let mut kept: Vec<RuleId> = Vec::new();
-        let mut call: Vec<bool> = recursive.clone();
+        let mut call: Vec<bool> = recursive.iter().zip(&self.always_called).map(|(&r, &a)| r || a).collect();
         for &r in &order {
             let body = self.body(r).substitute(&|c| if call[c.as_usize()] { None } else { inlined.get(&c).cloned() });
             if !call[r.as_usize()] && r != start {

@@ -415,18 +415,3 @@ impl Pda {
         self.rtn.memory_bytes() + rows + masks + readings + t.stacks.memory_bytes() + t.next.len() * 16
     }
 }
-
-/// The token ids whose bits are set in `mask`.
-fn allowed(mask: &[u32]) -> impl Iterator<Item = TokenId> + '_ {
-    mask.iter().enumerate().flat_map(|(w, &word)| {
-        let mut bits = word;
-        std::iter::from_fn(move || {
-            if bits == 0 {
-                return None;
-            }
-            let b = bits.trailing_zeros();
-            bits &= bits - 1;
-            Some(TokenId::new((w as u32) << 5 | b))
-        })
-    })
-}
