@@ -213,14 +213,55 @@ pub fn step_byte<'a>(
     out: &mut Vec<Head>,
 ) -> bool {
     out.clear();
-    let mut seen: Vec<Head> = Vec::new();
     let mut bottom = false;
-    for &h in heads {
-        expand(rtn, first, stacks, h, byte, dfa_of, out, &mut seen, &mut bottom);
-    }
+    SEEN.with(|cell| {
+        let mut seen = cell.borrow_mut();
+        seen.clear();
+        for &h in heads {
+            expand(rtn, first, stacks, h, byte, dfa_of, out, &mut seen, &mut bottom);
+        }
+    });
     out.sort_unstable();
     out.dedup();
     bottom
+}
+
+thread_local! {
+    /// The heads one byte's step has expanded, reused from step to step (a mask reads every
+    /// byte of the vocabulary's trie).
+    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::new(Seen::default());
+}
+
+/// A set of heads: a short list while it is short (most steps expand one or two heads), a hash
+/// set once a head returns through many frames.
+#[derive(Default)]
+struct Seen {
+    few: Vec<Head>,
+    many: std::collections::HashSet<Head>,
+}
+
+impl Seen {
+    const FEW: usize = 16;
+
+    fn clear(&mut self) {
+        self.few.clear();
+        self.many.clear();
+    }
+
+    /// Adds `h`; false when it was there already.
+    fn insert(&mut self, h: Head) -> bool {
+        if self.few.len() < Self::FEW {
+            if self.few.contains(&h) {
+                return false;
+            }
+            self.few.push(h);
+            return true;
+        }
+        if self.few.contains(&h) {
+            return false;
+        }
+        self.many.insert(h)
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -232,13 +273,12 @@ fn expand<'a>(
     byte: u8,
     dfa_of: &dyn Fn(RuleId) -> &'a crate::automata::Dfa,
     out: &mut Vec<Head>,
-    seen: &mut Vec<Head>,
+    seen: &mut Seen,
     bottom: &mut bool,
 ) {
-    if seen.contains(&h) {
+    if !seen.insert(h) {
         return;
     }
-    seen.push(h);
     let rule = rtn.rule(h.rule);
     let t = dfa_of(h.rule).next(h.state, byte);
     if !t.is_dead() && rule.live[t.as_usize()] {
