@@ -106,7 +106,7 @@ def test_quick_pushdown_section_times_every_state_of_its_walks(tmp_path, vocabs)
         assert r["warm"]["mask"]["n"] == r["steps"] * r["warm_passes"]
     assert "Pushdown walks" in proc.stdout and "Targets (Onyx, pushdown)" in proc.stdout
     # The random walk is drawn from Onyx's masks with the recorded seed: the same walk again
-    import bench.grammar_bench as gb
+    import bench.grammar_pushdown as gb
 
     vd = peers.VocabData("qwen2")
     for pi, (name, kind, spec, sample) in enumerate(p for p in GRAMMAR_PATTERNS if p[0] in ("tree", "gbnf_json")):

@@ -39,14 +39,12 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 
 use super::arrays;
-use super::context::{Ctx, Dialect};
-use super::numbers::{number_expr, number_superset, NumberFacts};
+use super::context::Ctx;
 use super::objects;
 use super::policy::{keyword_type, Reading};
 use super::refs::Resolver;
 use super::split::with_done;
-use super::counted::{self, Chunks};
-use super::strings::{string_expr_noting, StringFacts, CANONICAL_CHAR};
+use super::counted::Chunks;
 use super::values::{any_value_expr, any_value_over, json_equal, kind_superset, literal, one_order, type_kinds, value_kind, value_kind_name, JsonType, K_ALL,
                     K_ARRAY, K_BOOL, K_FRACTION, K_INTEGER, K_NULL, K_OBJECT, K_STRING};
 use super::JsonSchemaOptions;
@@ -55,6 +53,8 @@ use crate::automata::DfaConfig;
 use crate::error::{GrammarError, Result};
 use crate::pushdown::RtnBuilder;
 use crate::util::RuleId;
+
+mod leaves;
 
 /// Keywords of a member already applied by an enclosing split (so they are not applied again).
 pub(crate) const DONE_REF: u16 = 1;
@@ -256,32 +256,6 @@ impl<'a> Compiler<'a> {
         let r = builder.declare(path);
         builder.define(r, lang);
         Expr::Call(r)
-    }
-
-    /// `unit{min,max}` as calls of chunk rules (see `counted`) when rules are on and the
-    /// repetition is long; `None` otherwise. `key` names the unit's language: units of equal
-    /// keys share their chunk rules.
-    pub(super) fn chunked(&mut self, key: &str, unit: &Expr, min: u64, max: u64) -> Option<Expr> {
-        if !counted::is_long(unit, min, max) {
-            return None;
-        }
-        let builder = self.rules.as_mut()?;
-        let chunks = match self.chunks.get(key) {
-            Some(c) => c.clone(),
-            None => {
-                let (exactly, fewer) = counted::chunk_bodies(unit);
-                let e = builder.declare(&format!("{key}, a chunk"));
-                builder.define(e, exactly);
-                builder.always_call(e);
-                let f = builder.declare(&format!("{key}, less than a chunk"));
-                builder.define(f, fewer);
-                builder.always_call(f);
-                let c = Chunks { exactly: Expr::Call(e), fewer: Expr::Call(f) };
-                self.chunks.insert(key.to_string(), c.clone());
-                c
-            }
-        };
-        Some(counted::counted(unit, &chunks, min, max))
     }
 
     /// The rule that stands for `target`'s language, declared (and its body queued) on first use.
@@ -627,112 +601,6 @@ impl<'a> Compiler<'a> {
             parts.push(arrays::array(self, conj)?);
         }
         Ok(Expr::union(parts))
-    }
-
-    /// The numbers of a conjunction. Where drafts disagree (is `1.0` an integer?) under reads
-    /// as the strictest draft and over as the loosest, so both hold under every reading; over
-    /// drops what the numbers module can only approximate from below (float `multipleOf`).
-    fn number(&mut self, conj: &Conj<'a>, integer: bool, over: bool) -> Result<Expr> {
-        let dialect = if over { self.reading.loosest() } else { self.reading.strictest() };
-        let mut facts = NumberFacts { integer, ..NumberFacts::default() };
-        for (m, item) in conj.maps() {
-            facts.merge(NumberFacts::from_keywords(m, self.keyword_dialect(m), &item.ctx)?);
-        }
-        let key = format!("number {over} {dialect:?} {}", facts.key());
-        self.leaf(key, |config| if over { number_superset(&facts, dialect, config) } else { number_expr(&facts, dialect, config) })
-    }
-
-    /// The language `build` makes, or the one it made before under the same key.
-    fn leaf(&mut self, key: String, build: impl FnOnce(&DfaConfig) -> Result<Expr>) -> Result<Expr> {
-        if let Some(e) = self.leaves.get(&key) {
-            return Ok(e.clone());
-        }
-        let e = build(self.config)?;
-        self.leaves.insert(key, e.clone());
-        Ok(e)
-    }
-
-    /// The dialect whose form of the numeric keywords a schema object uses: its declared one,
-    /// else draft 4 when `exclusiveMinimum`/`exclusiveMaximum` is a boolean (the only draft
-    /// where it is), else 2020-12.
-    fn keyword_dialect(&self, m: &Map<String, Value>) -> Dialect {
-        match self.reading {
-            Reading::Draft(d) => d,
-            Reading::Since(_) if ["exclusiveMinimum", "exclusiveMaximum"].iter().any(|k| m.get(*k).is_some_and(Value::is_boolean)) => {
-                Dialect::Draft4
-            }
-            Reading::Since(_) => Dialect::Draft2020,
-        }
-    }
-
-    /// The strings of a conjunction; `lenient` (for over) drops formats and, if they cannot
-    /// be compiled, patterns: a superset either way.
-    fn string(&mut self, conj: &Conj<'a>, lenient: bool) -> Result<Expr> {
-        let mut facts = StringFacts::default();
-        for (m, item) in conj.maps() {
-            facts.merge(StringFacts::from_keywords(m, &item.ctx)?);
-        }
-        if facts.max_length.is_some_and(|max| max < facts.min_length) {
-            return Ok(Expr::Empty);
-        }
-        facts.max_length = self.cap(facts.max_length, facts.min_length);
-        if !lenient && facts.patterns.is_empty() && facts.formats.is_empty() {
-            if let Some(max) = facts.max_length {
-                let key = format!("long string {} {max}", facts.min_length);
-                if let Some(e) = self.leaves.get(&key) {
-                    return Ok(e.clone());
-                }
-                let unit = Expr::regex(CANONICAL_CHAR);
-                if let Some(body) = self.chunked("a string's character", &unit, facts.min_length, max) {
-                    let e = Expr::concat(vec![Expr::literal("\""), body, Expr::literal("\"")]);
-                    self.leaves.insert(key, e.clone());
-                    return Ok(e);
-                }
-            }
-        }
-        if lenient {
-            facts.formats.clear();
-            // A superset: a bound too long to count is dropped.
-            if facts.max_length.is_some_and(|m| m > LENIENT_MAX_LENGTH) {
-                facts.max_length = None;
-            }
-        }
-        let key = format!("string {lenient} {}", facts.key());
-        if let Some(e) = self.leaves.get(&key).cloned() {
-            if let Some(&to) = self.lowered_leaves.get(&key) {
-                self.note_lowered(to);
-            }
-            return Ok(e);
-        }
-        let (e, low) = match string_expr_noting(&facts, self.config) {
-            // An over-approximation may not lower a bound (that is a subset): it drops it.
-            Ok((_, Some(_))) if lenient => {
-                facts.max_length = None;
-                string_expr_noting(&facts, self.config)?
-            }
-            Err(_) if lenient => {
-                facts.patterns.clear();
-                string_expr_noting(&facts, self.config)?
-            }
-            other => other?,
-        };
-        if let Some(to) = low {
-            self.note_lowered(to);
-            self.lowered_leaves.insert(key.clone(), to);
-        }
-        self.leaves.insert(key, e.clone());
-        Ok(e)
-    }
-
-    /// Notes that a `maxLength` was lowered to `to` because counting it did not fit.
-    fn note_lowered(&mut self, to: u64) {
-        self.lowered = Some(self.lowered.map_or(to, |l| l.min(to)));
-    }
-
-    /// The lowest `maxLength` a bound was lowered to because counting it did not fit (see
-    /// `strings`); `None` when none was.
-    pub(crate) fn lowered(&self) -> Option<u64> {
-        self.lowered
     }
 
     /// The kinds of value the conjunction admits: its `type`s intersected, else (with `infer`,
