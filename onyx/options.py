@@ -123,8 +123,8 @@ class ConstraintSpec:
         given = [name for name, x in (("regex", regex), ("json_schema", json_schema), ("grammar", grammar),
                                       ("lark", lark), ("structure", structure)) if x is not None]
         if len(given) > 1:
-            raise RequestError(f"give one of regex, json_schema, grammar and lark (or a structure), not {' and '.join(given)}",
-                               param=given[1])
+            raise RequestError(f"give either regex or json_schema (or grammar, lark or a structure), not several: "
+                               f"got {' and '.join(given)}", param=given[0])
         if structure is not None:
             return cls.of_structure(structure)
         for name, text, spec in (("grammar", grammar, "gbnf"), ("lark", lark, "lark")):
