@@ -125,6 +125,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request):
     def prepare(job: Job):
         ids, setup = engine.prepare_chat(messages, options)
         translate.check_context(state, len(ids), options.max_tokens)
+        translate.check_fits(state, setup.options, translate.max_tokens_param(body, chat=True))
         return engine.submit(ids, setup.options, on_event=job.on_event, on_end=job.on_end, cancel=job.cancel,
                              setup=setup)
 
@@ -140,6 +141,7 @@ async def completions(body: CompletionRequest, request: Request):
     def prepare(job: Job):
         ids = engine.prompt_ids(prompt)
         translate.check_context(state, len(ids), options.max_tokens)
+        translate.check_fits(state, options, translate.max_tokens_param(body, chat=False))
         return engine.submit(ids, options, on_event=job.on_event, on_end=job.on_end, cancel=job.cancel)
 
     return await _generate(state, request, body, prepare, constraint, chat=False)
@@ -225,7 +227,7 @@ async def _generate(state: ServerState, request: Request, body, prepare, constra
         raise
 
     meta = dict(id=("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:24], created=int(time.time()),
-                model=state.model_name)
+                model=translate.model_echo(state, body.model))
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         closed = []

@@ -170,6 +170,29 @@ def _max_tokens(state: ServerState, body, chat: bool) -> int:
     return value
 
 
+def max_tokens_param(body, chat: bool) -> str:
+    """The field that set the request's max_tokens (for errors)."""
+    return "max_completion_tokens" if chat and getattr(body, "max_completion_tokens", None) is not None \
+        else "max_tokens"
+
+
+def check_fits(state: ServerState, options: GenerateOptions, param: str) -> None:
+    """Refuses (400) a request whose shortest valid answer (one call under `required`, the
+    smallest JSON value, ...) needs more tokens than it may generate: it would end cut and
+    invalid, so it is refused before anything runs, naming the smallest budget that fits."""
+    shortest = state.engine.shortest_answer(options)
+    if shortest is not None and shortest > options.max_tokens:
+        raise APIError(400, f"{param}={options.max_tokens} is too small: the shortest answer valid under this "
+                            f"request's constraint takes {shortest} tokens; ask for {param} >= {shortest}",
+                       param=param, code="max_tokens_too_small", min_tokens=shortest)
+
+
+def model_echo(state: ServerState, name: str | None) -> str:
+    """The model name an answer carries: the one the request used (the model's own name or an
+    alias), else the model's own."""
+    return name if name is not None and name in state.model_names() else state.model_name
+
+
 def check_context(state: ServerState, prompt_tokens: int, max_tokens: int) -> None:
     n = state.context_length
     if n is not None and prompt_tokens + max_tokens > n:
