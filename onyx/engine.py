@@ -313,6 +313,8 @@ def _plain(options: GenerateOptions) -> GenerateOptions:
         raise RequestError("tools need a conversation (chat)", param="tools")
     if options.max_reasoning_tokens is not None:
         raise RequestError("max_reasoning_tokens needs a conversation (chat)", param="max_reasoning_tokens")
+    if options.reasoning_effort is not None:
+        raise RequestError("reasoning_effort needs a conversation (chat)", param="reasoning_effort")
     return options
 
 

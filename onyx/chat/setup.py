@@ -116,11 +116,11 @@ class ChatFormat:
         prompt = self._render(msgs, plan)
         thinking = self.thinking
         budget = None
-        if options.max_reasoning_tokens is not None:
-            if thinking is None:
-                raise RequestError("max_reasoning_tokens needs a model whose chat template has a thinking block",
-                                   param="max_reasoning_tokens")
-            budget = self._budget(thinking, options.max_reasoning_tokens)
+        if options.max_reasoning_tokens is not None and thinking is None:
+            raise RequestError("max_reasoning_tokens needs a model whose chat template has a thinking block",
+                               param="max_reasoning_tokens")
+        if thinking is not None and options.reasoning_budget is not None:  # reasoning_effort alone: ignored without
+            budget = self._budget(thinking, options.reasoning_budget)
         answer, source = self._answer(options, plan)
         spec = options.constraint
         if thinking is not None and (answer is not None or budget is not None):

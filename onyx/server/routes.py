@@ -228,6 +228,8 @@ async def _generate(state: ServerState, request: Request, body, prepare, constra
 
     meta = dict(id=("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:24], created=int(time.time()),
                 model=translate.model_echo(state, body.model))
+    if chat and translate.legacy_functions(body):
+        meta["legacy"] = True
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         closed = []

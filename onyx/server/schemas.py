@@ -11,8 +11,9 @@ Fields a client may send are of three kinds:
   top_p, seed, stop, stream, stream_options, response_format, n, tools, tool_choice,
   parallel_tool_calls, logprobs, top_logprobs, logit_bias, presence_penalty, frequency_penalty);
 * OpenAI fields accepted for compatibility when they ask for nothing Onyx lacks (`echo` false,
-  `best_of` 1, ...) and otherwise refused with a 400 naming them; `user`, `metadata`, `store`,
-  ... are ignored;
+  `best_of` 1, `modalities` ["text"], ...) and otherwise refused with a 400 naming them; `user`,
+  `metadata`, `store`, `verbosity`, `prompt_cache_key`, `safety_identifier`,
+  `web_search_options`, ... are ignored; legacy `functions` / `function_call` are read as tools;
 * Onyx extensions, declared here: `regex`, `max_reasoning_tokens`, and the engine options
   `speculative`, `num_draft_tokens`, `jump_forward`, `phi`, `top_k`, `min_p` and
   `max_whitespace`, whose values `onyx.options.GenerateOptions` checks. Any other unknown field is a 400 (a typo like
@@ -43,6 +44,7 @@ class ChatMessage(_Open):
     name: Optional[str] = None
     tool_calls: Optional[list[Any]] = None  # assistant turns that called tools
     tool_call_id: Optional[str] = None  # role "tool": the call this result answers
+    function_call: Optional[dict[str, Any]] = None  # the legacy form of one tool call
 
 
 class JSONSchemaFormat(_Open):
@@ -106,8 +108,19 @@ class ChatCompletionRequest(_Common):
     tool_choice: Union[str, dict[str, Any], None] = None
     parallel_tool_calls: Optional[StrictBool] = None
     max_reasoning_tokens: Optional[int] = None  # Onyx: at most this many tokens of thinking
+    reasoning_effort: Optional[str] = None  # a bound on thinking where the template thinks
+    prediction: Optional[dict[str, Any]] = None  # predicted output: a source of drafts
+    # Legacy function calling, read as tools and tool_choice.
     functions: Optional[list[Any]] = None
     function_call: Union[str, dict[str, Any], None] = None
+    # OpenAI fields with no effect here (text only: modalities other than "text" and audio
+    # output are refused).
+    verbosity: Optional[str] = None
+    prompt_cache_key: Optional[str] = None
+    safety_identifier: Optional[str] = None
+    modalities: Optional[list[str]] = None
+    web_search_options: Optional[dict[str, Any]] = None
+    audio: Optional[dict[str, Any]] = None
 
 
 class CompletionRequest(_Common):

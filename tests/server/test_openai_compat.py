@@ -134,3 +134,78 @@ def test_the_answer_names_the_model_the_request_used(client, http):
     r = http.post("/v1/chat/completions", json={"model": "gpt-4o", "messages": ASK, "max_tokens": 2})
     assert r.status_code == 404 and r.json()["error"]["param"] == "model"
 
+
+def test_legacy_functions_come_back_as_function_call(client, http):
+    fn = WEATHER["function"]
+    r = client.chat.completions.create(model="onyx", messages=ASK, functions=[fn], function_call={"name": fn["name"]},
+                                       max_tokens=64, temperature=0)
+    choice = r.choices[0]
+    assert choice.finish_reason == "function_call" and not choice.message.tool_calls
+    call = choice.message.function_call
+    assert call.name == "get_weather"
+    jsonschema.validate(json.loads(call.arguments), PARAMS["get_weather"])
+    # streamed: function_call fragments that add up to the same call
+    name, args, finish = None, "", None
+    for chunk in client.chat.completions.create(model="onyx", messages=ASK, functions=[fn], max_tokens=64,
+                                                function_call={"name": fn["name"]}, temperature=0, stream=True):
+        delta = chunk.choices[0].delta
+        finish = chunk.choices[0].finish_reason or finish
+        if delta.function_call is not None:
+            name = delta.function_call.name or name
+            args += delta.function_call.arguments or ""
+        assert not delta.tool_calls
+    assert (name, args, finish) == ("get_weather", call.arguments, "function_call")
+    # the call and its result go back in the legacy shapes
+    messages = ASK + [{"role": "assistant", "content": None, "function_call": {"name": call.name, "arguments": call.arguments}},
+                      {"role": "function", "name": "get_weather", "content": '{"temperature_c": 18}'}]
+    answer = client.chat.completions.create(model="onyx", messages=messages, functions=[fn], function_call="none",
+                                            max_tokens=8)
+    assert answer.choices[0].message.function_call is None and answer.choices[0].message.content
+    r = http.post("/v1/chat/completions", json={"model": "onyx", "messages": ASK, "functions": [fn], "tools": [WEATHER]})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "functions"
+
+
+def test_opt_in_fields_are_accepted(client):
+    r = client.chat.completions.create(
+        model="onyx", messages=ASK, max_tokens=4, reasoning_effort="low", verbosity="low", prompt_cache_key="k",
+        safety_identifier="s", store=True, metadata={"a": "b"}, user="u", modalities=["text"],
+        web_search_options={}, service_tier="auto")
+    assert r.choices[0].message.content is not None
+    # allowed_tools restricts the calls to the tools it lists
+    r = client.chat.completions.create(model="onyx", messages=ASK, tools=[WEATHER, TIME], max_tokens=48,
+                                       tool_choice={"type": "allowed_tools", "allowed_tools": {
+                                           "mode": "required", "tools": [{"type": "function", "function": {"name": "get_time"}}]}})
+    assert {c.function.name for c in r.choices[0].message.tool_calls} == {"get_time"}
+
+
+def test_a_prediction_is_a_source_of_drafts(client):
+    """A predicted output is drafted from and verified exactly: the answer is the model's own
+    (the same as without it, greedily), and its tokens were proposed."""
+    text = "The quick brown fox jumps over the lazy dog. " * 3
+    ask = [{"role": "user", "content": "Write a sentence."}]
+    plain = client.chat.completions.create(model="onyx", messages=ask, max_tokens=24, temperature=0,
+                                           extra_body={"speculative": "aware"})
+    own = plain.choices[0].message.content
+    predicted = client.chat.completions.create(model="onyx", messages=ask, max_tokens=24, temperature=0,
+                                               prediction={"type": "content", "content": own + " " + text})
+    assert predicted.choices[0].message.content == own
+    stats = predicted.model_extra["onyx"]
+    assert stats["accepted"] > plain.model_extra["onyx"]["accepted"], stats
+
+
+@pytest.mark.parametrize("body, param", [
+    ({"messages": [{"role": "user", "content": [{"type": "text", "text": "What is this?"},
+                                                {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}]},
+     "messages.0.content.1.image_url"),
+    ({"messages": [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}]}]},
+     "messages.0.content.0.input_audio"),
+    ({"messages": ASK, "modalities": ["text", "audio"]}, "modalities"),
+    ({"messages": ASK, "audio": {"voice": "alloy", "format": "wav"}}, "audio"),
+    ({"messages": ASK, "reasoning_effort": "extreme"}, "reasoning_effort"),
+    ({"messages": ASK, "prediction": {"type": "content", "content": 5}}, "prediction"),
+    ({"messages": ASK, "frobnicate": True}, "frobnicate"),
+])
+def test_what_cannot_be_served_is_a_400_naming_the_field(http, body, param):
+    r = http.post("/v1/chat/completions", json={"model": "onyx", "max_tokens": 4, **body})
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == param
