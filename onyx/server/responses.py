@@ -55,6 +55,15 @@ def final_body(job: Job, results: list, meta: dict, chat: bool) -> dict:
 async def collect(request: Request, job: Job, meta: dict, chat: bool, constraint: str | None, n: int = 1) -> JSONResponse:
     """Waits for the whole answer (every sample), or for the client to go away (which cancels
     the job)."""
+    results = await collect_results(request, job, constraint, n)
+    if isinstance(results, JSONResponse):
+        return results
+    return JSONResponse(final_body(job, results, meta, chat))
+
+
+async def collect_results(request: Request, job: Job, constraint: str | None, n: int = 1) -> list | JSONResponse:
+    """Every sample's `Result`, or the 499 answer when the client went away (which cancels the
+    job). Raises the `APIError` of a failed generation."""
     async def run():
         results, error = [None] * n, None
         async for kind, index, value in job.events_until_end():
@@ -84,7 +93,7 @@ async def collect(request: Request, job: Job, meta: dict, chat: bool, constraint
         raise errors.from_engine(error, constraint)
     if any(r is None or r.finish_reason == "cancelled" for r in results):
         raise errors.cancelled_before_running() if job.queue_s is None else errors.cancelled()
-    return JSONResponse(final_body(job, results, meta, chat))
+    return results
 
 
 async def _wait_disconnect(request: Request) -> None:

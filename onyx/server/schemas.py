@@ -147,3 +147,51 @@ class RepairRequest(BaseModel):
     delete_cost: Optional[int] = None
     substitute_cost: Optional[int] = None
     pre_parse: bool = True
+
+
+class ResponsesRequest(_Open):
+    """`POST /v1/responses` (OpenAI's Responses API). Read into a chat request
+    (`onyx.server.openai_responses`), so its values are checked where chat's are."""
+
+    model: Optional[str] = None
+    input: Union[str, list[Any], None] = None
+    instructions: Optional[str] = None
+    text: Optional[dict[str, Any]] = None  # {format: {type: text | json_object | json_schema, ...}, verbosity}
+    tools: Optional[list[Any]] = None
+    tool_choice: Union[str, dict[str, Any], None] = None
+    parallel_tool_calls: Optional[StrictBool] = None
+    max_output_tokens: Optional[int] = None
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    stream: Optional[bool] = False
+    previous_response_id: Optional[str] = None
+    store: Optional[bool] = None  # false: this response is not kept for previous_response_id
+    reasoning: Optional[dict[str, Any]] = None  # {effort, summary}: effort bounds the thinking block
+    background: Optional[bool] = None  # only false: answers are synchronous
+    # OpenAI fields with no effect here.
+    metadata: Optional[dict[str, Any]] = None
+    user: Optional[str] = None
+    prompt_cache_key: Optional[str] = None
+    prompt_cache_retention: Optional[str] = None
+    safety_identifier: Optional[str] = None
+    service_tier: Optional[str] = None
+    truncation: Optional[str] = None
+    include: Optional[list[str]] = None
+    stream_options: Optional[dict[str, Any]] = None
+    # Onyx extensions, as on chat.
+    seed: Optional[int] = None
+    stop: Union[str, list[str], None] = None
+    regex: Optional[str] = None
+    grammar: Optional[str] = None
+    lark: Optional[str] = None
+    max_reasoning_tokens: Optional[int] = None
+    speculative: Optional[str] = None
+    num_draft_tokens: Union[int, str, None] = None
+    jump_forward: Optional[StrictBool] = None
+    phi: Optional[str] = None
+    top_k: Optional[int] = None
+    min_p: Optional[float] = None
+    max_whitespace: Optional[int] = None
+    presence_penalty: Optional[float] = None
+    frequency_penalty: Optional[float] = None
+    logit_bias: Optional[dict[str, Any]] = None
