@@ -73,7 +73,7 @@ class SampleOutput:
             # budget-aware mask closes a call or a value in time): nothing was cut.
             reason = "stop"
         result = Result(self.text.text, self.tokens, reason, valid, stats, content=self.text.text,
-                        logprobs=self.logprobs)
+                        logprobs=self.logprobs, stop_string=self.text.stopped_by)
         if self.parser is not None:
             parsed = self.parser.result
             result.content, result.tool_calls = parsed.content, parsed.tool_calls

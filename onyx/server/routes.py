@@ -1,9 +1,10 @@
 """The endpoints.
 
-    POST /v1/chat/completions   POST /v1/completions   POST /v1/responses
+    POST /v1/chat/completions   POST /v1/completions   POST /v1/responses   POST /v1/messages
     POST /v1/repair             GET /v1/models         GET /v1/models/{id}    GET /health
 
-`/v1/responses` (OpenAI's Responses API) is a chat request underneath (`openai_responses`).
+`/v1/responses` (OpenAI's Responses API) and `/v1/messages` (Anthropic's Messages API) are chat
+requests underneath (`openai_responses`, `anthropic_messages`).
 
 How a generation request flows:
 1. The middleware has checked the API key and the body size; pydantic has checked the body's
@@ -37,11 +38,12 @@ from fastapi import APIRouter, Request
 
 from onyx import errors as E
 from onyx.grammar.repair import repair_for_schema
-from onyx.server import errors, openai_responses, responses, translate
+from onyx.server import anthropic_messages, errors, openai_responses, responses, translate
 from onyx.server.config import REPAIR_DEADLINE_MS, REPAIR_MAX_DEADLINE_MS
 from onyx.server.errors import APIError
 from onyx.server.jobs import Job
-from onyx.server.schemas import ChatCompletionRequest, CompletionRequest, RepairRequest, ResponsesRequest
+from onyx.server.schemas import (ChatCompletionRequest, CompletionRequest, MessagesRequest, RepairRequest,
+                                 ResponsesRequest)
 from onyx.server.state import ServerState
 
 log = logging.getLogger("onyx.server")
@@ -178,6 +180,30 @@ async def completions(body: CompletionRequest, request: Request):
         return engine.submit(ids, options, on_event=job.on_event, on_end=job.on_end, cancel=job.cancel)
 
     return await _generate(state, request, body, prepare, constraint, chat=False)
+
+
+@router.post("/v1/messages")
+async def create_message(body: MessagesRequest, request: Request):
+    """Anthropic's Messages API, read as a chat request (`anthropic_messages`)."""
+    state = _state(request)
+    chat = anthropic_messages.chat_request(body)  # its errors name the Messages fields already
+    try:
+        messages, options, constraint = translate.chat_request(state, chat)
+        job = await start_job(state, _chat_prepare(state, chat, messages, options), constraint)
+    except APIError as e:
+        raise anthropic_messages.renamed(e) from None
+    meta = anthropic_messages.meta(translate.model_echo(state, body.model))
+    if body.stream:
+        return stream_job(state, job, anthropic_messages.sse(state, job, meta))
+    try:
+        results = await responses.collect_results(request, job, constraint)
+        if not isinstance(results, list):
+            return results  # the client went away
+        return anthropic_messages.whole(job, meta, results[0])
+    except APIError as e:
+        raise anthropic_messages.renamed(e) from None
+    finally:
+        finish_job(state, job)
 
 
 @router.post("/v1/repair")

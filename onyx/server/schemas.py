@@ -195,3 +195,38 @@ class ResponsesRequest(_Open):
     presence_penalty: Optional[float] = None
     frequency_penalty: Optional[float] = None
     logit_bias: Optional[dict[str, Any]] = None
+
+
+class MessagesRequest(_Open):
+    """`POST /v1/messages` (Anthropic's Messages API). Read into a chat request
+    (`onyx.server.anthropic_messages`), so its values are checked where chat's are."""
+
+    model: Optional[str] = None
+    max_tokens: int
+    messages: list[Any]
+    system: Union[str, list[Any], None] = None
+    tools: Optional[list[Any]] = None
+    tool_choice: Optional[dict[str, Any]] = None
+    stop_sequences: Optional[list[str]] = None
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    top_k: Optional[int] = None
+    stream: Optional[bool] = False
+    thinking: Optional[dict[str, Any]] = None  # {type: enabled, budget_tokens}: bounds the thinking block
+    output_config: Optional[dict[str, Any]] = None  # {format: {type: json_schema, schema}, effort}
+    # Anthropic fields with no effect here.
+    metadata: Optional[dict[str, Any]] = None
+    service_tier: Optional[str] = None
+    cache_control: Optional[dict[str, Any]] = None
+    inference_geo: Optional[str] = None
+    # Onyx extensions, as on chat.
+    seed: Optional[int] = None
+    regex: Optional[str] = None
+    grammar: Optional[str] = None
+    lark: Optional[str] = None
+    speculative: Optional[str] = None
+    num_draft_tokens: Union[int, str, None] = None
+    jump_forward: Optional[StrictBool] = None
+    phi: Optional[str] = None
+    min_p: Optional[float] = None
+    max_whitespace: Optional[int] = None

@@ -232,3 +232,19 @@ def test_bad_requests_name_the_responses_field(http, body, status, param):
     assert r.status_code == status, r.text
     err = r.json()["error"]
     assert err["param"] == param and err["message"] and err["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize("body", [
+    {}, {"input": 5}, {"input": [5]}, {"input": [{"type": "message", "role": "user", "content": [5]}]},
+    {"input": [{"type": "function_call", "call_id": "c", "name": None}]},
+    {"input": [{"type": "function_call_output", "output": "x"}]},
+    {"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "not json"}]},
+    {"input": "Hi", "tools": [{"type": "function"}]}, {"input": "Hi", "tools": "x"},
+    {"input": "Hi", "tool_choice": {"type": "allowed_tools", "mode": "auto", "tools": 5}},
+    {"input": "Hi", "text": {"format": "json"}}, {"input": "Hi", "reasoning": "high"},
+    {"input": "Hi", "max_output_tokens": -1}, {"input": "Hi", "previous_response_id": 5},
+])
+def test_malformed_bodies_are_client_errors(http, body):
+    r = http.post("/v1/responses", json={"model": "onyx", **body})
+    assert r.status_code in (400, 422), r.text
+    assert r.json()["error"]["message"]
