@@ -23,7 +23,7 @@ import re
 import secrets
 from typing import Any, AsyncIterator
 
-from onyx.server import errors, responses
+from onyx.server import choices, errors, responses
 from onyx.server.errors import APIError
 from onyx.server.jobs import Job
 from onyx.server.schemas import ChatCompletionRequest, MessagesRequest
@@ -280,10 +280,8 @@ def meta(model: str) -> dict:
 
 
 def whole(job: Job, meta: dict, result) -> dict:
-    from onyx.server.openai_responses import result_deltas
-
     blocks = Blocks()
-    for d in result_deltas(result):
+    for d in choices.result_deltas(result):
         blocks.feed(d)
     blocks.close()
     reason, sequence = stop_reason(result)

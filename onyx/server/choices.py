@@ -97,3 +97,17 @@ def chat_deltas(chunk) -> list[tuple[dict, dict | None]]:
     if not out and logprobs is not None:
         out.append(({}, logprobs))
     return out
+
+
+def result_deltas(result) -> list[dict]:
+    """A whole chat `Result` as the deltas its stream would have had, in output order."""
+    out: list[dict] = []
+    if result.reasoning_content:
+        out.append({"reasoning_content": result.reasoning_content})
+    if result.content:
+        out.append({"content": result.content})
+    for index, call in enumerate(result.tool_calls):
+        kind = call.get("type", "function")
+        body = dict(call[kind])
+        out.append({"tool_calls": [{"index": index, "id": call["id"], "type": kind, kind: body}]})
+    return out

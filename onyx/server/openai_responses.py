@@ -25,7 +25,7 @@ import secrets
 import time
 from typing import Any, AsyncIterator
 
-from onyx.server import errors, responses
+from onyx.server import choices, errors, responses, translate
 from onyx.server.errors import APIError
 from onyx.server.jobs import Job
 from onyx.server.schemas import ChatCompletionRequest, ResponsesRequest
@@ -357,24 +357,8 @@ class Output:
         return out
 
 
-def result_deltas(result) -> list[dict]:
-    """A whole chat `Result` as the deltas its stream would have had, in output order."""
-    out: list[dict] = []
-    if result.reasoning_content:
-        out.append({"reasoning_content": result.reasoning_content})
-    if result.content:
-        out.append({"content": result.content})
-    for index, call in enumerate(result.tool_calls):
-        kind = call.get("type", "function")
-        body = dict(call[kind])
-        out.append({"tool_calls": [{"index": index, "id": call["id"], "type": kind, kind: body}]})
-    return out
-
-
 def meta(state: ServerState, body: ResponsesRequest, conversation: list[dict]) -> dict:
     """What a response says of its request, and what to keep for a follow-up."""
-    from onyx.server import translate
-
     return {"id": new_id("resp"), "created_at": int(time.time()), "model": translate.model_echo(state, body.model),
             "body": body, "conversation": conversation}
 
@@ -425,7 +409,7 @@ def keep(store: ResponseStore, meta: dict, result) -> None:
 
 def whole(store: ResponseStore, job: Job, meta: dict, result) -> dict:
     output = Output()
-    for d in result_deltas(result):
+    for d in choices.result_deltas(result):
         output.feed(d)
     status = status_of(result)
     output.close(status)
