@@ -105,6 +105,17 @@ class Engine:
         compiled = self.grammars.get(spec)
         return Constraint(compiled, compiled.table("mlx", self.loaded.vocab_size, mask_to_mlx))
 
+    def shortest_answer(self, options: GenerateOptions) -> int | None:
+        """The fewest tokens of any output valid under `options`' constraint (for a chat request,
+        the options of its setup, where tools and the thinking block are composed in); None when
+        unconstrained, or when only a bound is known (a pushdown grammar counts bytes)."""
+        if options.constraint is None:
+            return None
+        grammar = self.grammars.get(options.constraint).grammar
+        if getattr(grammar, "is_pushdown", False):
+            return None
+        return int(grammar.min_tokens_to_accept(grammar.initial_state))
+
     # -- prompts -----------------------------------------------------------------------------
 
     def prompt_ids(self, prompt: str | list[int]) -> list[int]:
@@ -302,6 +313,8 @@ def _plain(options: GenerateOptions) -> GenerateOptions:
         raise RequestError("tools need a conversation (chat)", param="tools")
     if options.max_reasoning_tokens is not None:
         raise RequestError("max_reasoning_tokens needs a conversation (chat)", param="max_reasoning_tokens")
+    if options.reasoning_effort is not None:
+        raise RequestError("reasoning_effort needs a conversation (chat)", param="reasoning_effort")
     return options
 
 

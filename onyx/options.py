@@ -15,7 +15,8 @@ Schema or a structure spec, whitespace), `Speculation` (draft mode, draft count,
 `ToolOptions` (tools, tool_choice, parallel_tool_calls: chat only), and on the top level
 `max_tokens`, `stop`, `phi`, `n` (samples of the same prompt, decoded side by side in the batch
 from one prefill; with a seed, sample i uses seed + i), `logprobs` (None, or how many
-alternatives each token's entry lists) and `max_reasoning_tokens`.
+alternatives each token's entry lists), `max_reasoning_tokens` or `reasoning_effort` (a bound on the
+thinking block) and `prediction` (text the output likely repeats, a source of drafts).
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ MAX_SAMPLES = 16  # n: samples of one prompt
 MAX_DRAFT_TOKENS = 32
 MAX_TOP_LOGPROBS = 20
 SPECULATIVE_MODES = ("baseline", "blind", "aware")
+# OpenAI's reasoning_effort as a bound on the thinking block, in tokens (None: unbounded); used
+# where the chat template has a thinking block, ignored where it has none.
+REASONING_EFFORT = {"none": 1, "minimal": 64, "low": 256, "medium": 1024, "high": 4096, "xhigh": None}
 PHI_KINDS = ("none", "onestep", "exact")
 
 
@@ -455,12 +459,15 @@ class GenerateOptions:
     tools: ToolOptions | None = None
     logprobs: int | None = None  # None: no logprobs; k: each token's entry lists k alternatives
     max_reasoning_tokens: int | None = None
+    reasoning_effort: str | None = None  # OpenAI's, read as a bound on thinking (REASONING_EFFORT)
+    prediction: str | None = None  # text the output is expected to repeat: a source of drafts
 
     # The keyword arguments `parse` takes (the Python API's and the server's names).
     FIELDS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "regex", "json_schema",
               "grammar", "lark", "structure", "max_whitespace", "stop", "speculative", "num_draft_tokens", "jump_forward", "phi",
               "n", "logit_bias", "presence_penalty", "frequency_penalty", "tools", "tool_choice",
-              "parallel_tool_calls", "logprobs", "top_logprobs", "max_reasoning_tokens")
+              "parallel_tool_calls", "logprobs", "top_logprobs", "max_reasoning_tokens", "reasoning_effort",
+              "prediction")
 
     def __post_init__(self) -> None:
         if _integer("max_tokens", self.max_tokens) < 1:
@@ -478,6 +485,18 @@ class GenerateOptions:
         if self.max_reasoning_tokens is not None and _integer("max_reasoning_tokens", self.max_reasoning_tokens) < 1:
             raise RequestError(f"max_reasoning_tokens must be a positive integer, got {self.max_reasoning_tokens!r}",
                                param="max_reasoning_tokens")
+        if self.reasoning_effort is not None:
+            _choice("reasoning_effort", self.reasoning_effort, tuple(REASONING_EFFORT))
+        if self.prediction is not None and not isinstance(self.prediction, str):
+            raise RequestError("prediction must be text", param="prediction")
+
+    @property
+    def reasoning_budget(self) -> int | None:
+        """The thinking block's bound in tokens: `max_reasoning_tokens`, else what
+        `reasoning_effort` maps to (None: unbounded)."""
+        if self.max_reasoning_tokens is not None:
+            return self.max_reasoning_tokens
+        return REASONING_EFFORT.get(self.reasoning_effort) if self.reasoning_effort is not None else None
 
     @classmethod
     def parse(cls, **kwargs: Any) -> "GenerateOptions":
@@ -503,7 +522,8 @@ class GenerateOptions:
                    tools=ToolOptions.parse(given.get("tools"), given.get("tool_choice"),
                                            given.get("parallel_tool_calls")),
                    logprobs=_logprobs(given.get("logprobs"), given.get("top_logprobs")),
-                   max_reasoning_tokens=given.get("max_reasoning_tokens"))
+                   max_reasoning_tokens=given.get("max_reasoning_tokens"),
+                   reasoning_effort=given.get("reasoning_effort"), prediction=_prediction(given.get("prediction")))
 
     def updated(self, **kwargs: Any) -> "GenerateOptions":
         """A copy with some top-level fields replaced (validated again)."""
@@ -520,6 +540,20 @@ def _logprobs(logprobs: Any, top_logprobs: Any) -> int | None:
             raise RequestError("top_logprobs needs logprobs=true", param="top_logprobs")
         return k
     return 0 if on else None
+
+
+def _prediction(prediction: Any) -> str | None:
+    """OpenAI's predicted output: text, or `{"type": "content", "content": text or text parts}`."""
+    if prediction is None or isinstance(prediction, str):
+        return prediction
+    content = prediction.get("content") if isinstance(prediction, dict) and prediction.get("type") == "content" else None
+    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text"
+                                         and isinstance(p.get("text"), str) for p in content):
+        content = "".join(p["text"] for p in content)
+    if not isinstance(content, str):
+        raise RequestError("prediction must be {type: 'content', content: text or a list of text parts}",
+                           param="prediction")
+    return content
 
 
 def _stop_strings(stop: Any) -> tuple[str, ...]:

@@ -25,7 +25,9 @@ from onyx.chat.tool_parser import ParsedMessage, ToolCallParser, new_call_id
 
 class OutputParser:
     def __init__(self, thinking: ThinkingFormat | None = None, tools: ToolFormat | None = None, *,
-                 new_id: Callable[[], str] = new_call_id, custom: frozenset[str] = frozenset()) -> None:
+                 new_id: Callable[[], str] = new_call_id, custom: frozenset[str] = frozenset(),
+                 answer_closes: bool = False) -> None:
+        self.answer_closes = answer_closes  # the answer is a constrained value (not free text)
         self._reasoning = ReasoningParser(thinking)
         self._tools = ToolCallParser(tools, new_id=new_id, custom=custom) if tools is not None else None
         self._plain = ParsedMessage()
@@ -41,6 +43,13 @@ class OutputParser:
         r = self._tools.result if self._tools is not None else self._plain
         r.reasoning_content = self._reasoning.reasoning if self._reasoning.thinking else None
         return r
+
+    @property
+    def closed(self) -> bool:
+        """Read at an accepting state of the constraint: the answer is closed (complete calls, or
+        a constrained value such as JSON), not free text that was still running."""
+        r = self.result
+        return self.answer_closes or (bool(r.tool_calls) and not r.incomplete)
 
     def _route(self, deltas: list[dict], final: bool) -> list[dict]:
         out: list[dict] = []

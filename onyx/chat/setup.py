@@ -48,6 +48,7 @@ class ChatSetup:
     thinking: rs.ThinkingFormat | None = None
     plan: T.Plan | None = None
     budget: rs.ReasoningBudget | None = None
+    answer_closes: bool = False  # the answer is a constrained value or calls, never free text
 
     @property
     def parses_output(self) -> bool:
@@ -63,7 +64,7 @@ class ChatSetup:
         if not self.parses_output:
             return None
         custom = self.plan.custom_names if self.plan is not None else frozenset()
-        return OutputParser(self.thinking, self.tool_format, custom=custom)
+        return OutputParser(self.thinking, self.tool_format, custom=custom, answer_closes=self.answer_closes)
 
 
 class ChatFormat:
@@ -115,11 +116,11 @@ class ChatFormat:
         prompt = self._render(msgs, plan)
         thinking = self.thinking
         budget = None
-        if options.max_reasoning_tokens is not None:
-            if thinking is None:
-                raise RequestError("max_reasoning_tokens needs a model whose chat template has a thinking block",
-                                   param="max_reasoning_tokens")
-            budget = self._budget(thinking, options.max_reasoning_tokens)
+        if options.max_reasoning_tokens is not None and thinking is None:
+            raise RequestError("max_reasoning_tokens needs a model whose chat template has a thinking block",
+                               param="max_reasoning_tokens")
+        if thinking is not None and options.reasoning_budget is not None:  # reasoning_effort alone: ignored without
+            budget = self._budget(thinking, options.reasoning_budget)
         answer, source = self._answer(options, plan)
         spec = options.constraint
         if thinking is not None and (answer is not None or budget is not None):
@@ -130,7 +131,9 @@ class ChatFormat:
             spec = ConstraintSpec.of_structure(answer, "tools")
         if spec is not None and options.phi != "none" and spec is not options.constraint:
             raise RequestError("phi reweighting is not available with tools or a thinking block", param="phi")
-        return ChatSetup(prompt, replace(options, constraint=spec), thinking, plan, budget)
+        closes = options.constraint is not None or (
+            tools is not None and tools.calling and tools.choice.mode in ("required", "function"))
+        return ChatSetup(prompt, replace(options, constraint=spec), thinking, plan, budget, closes)
 
     def _render(self, msgs: list[dict], plan: T.Plan | None) -> str:
         msgs = [{**m, "role": "system"} if m["role"] == "developer" else m for m in msgs]

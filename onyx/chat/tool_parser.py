@@ -223,6 +223,13 @@ class ToolCallParser:
         if self._state == "next" and any(lit and lit.startswith(self._buf) for lit in
                                          (fmt.separator + fmt.call_open, fmt.section_close)):
             self._buf = ""
+        if self._cut_in_header():
+            # A call cut off before its name was out (a length-cut output): its markup is not
+            # the answer's text, and there is no call to report.
+            self._buf = self._raw = ""
+            self.result.incomplete = True
+            self._state = "done"
+            return self._take()
         self._run(final=True)
         if self._state in ("open", "name", "name_close"):
             self._content(self._raw + self._buf)
@@ -241,6 +248,21 @@ class ToolCallParser:
         return self.result
 
     # -- machinery -------------------------------------------------------------------------
+
+    def _cut_in_header(self) -> bool:
+        """The text ends inside a call's opening (before its name is complete), everything since
+        the section opened still on the way to a call header."""
+        fmt, buf = self.fmt, self._buf
+        if self._state == "open":
+            return fmt.opener.startswith(buf)
+        if self._state == "name":
+            return all(_NAME_CHAR.match(c) for c in buf)
+        if self._state == "name_close":
+            return fmt.name_close.startswith(buf)
+        if self._state == "start":
+            body = buf.lstrip()
+            return bool(body) and fmt.opener.startswith(body) and body != fmt.opener
+        return False
 
     def _take(self) -> list[dict]:
         out, self._out = self._out, []

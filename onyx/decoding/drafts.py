@@ -9,7 +9,8 @@ Three sources, tried in this order each round:
 - **model**: a small draft model sharing the target's tokenizer, sampling with the same
   settings (masked by the grammar in `aware` mode, unmasked in `blind` mode).
 - **lookup**: prompt lookup, the continuation of the latest n-gram's previous occurrence in the
-  prompt or the output so far (filtered through the grammar in `aware` mode).
+  prompt or the output so far, or in a predicted output the request gave (OpenAI's
+  `prediction`) (filtered through the grammar in `aware` mode).
 
 A proposal carries, per token, the draft's probability vector `q` (model drafts) or None for a
 deterministic proposal (a point mass), which is what exact verification needs.
@@ -214,8 +215,12 @@ class Drafter:
     time spent in the draft model is added to `timings["draft_s"]`."""
 
     def __init__(self, gamma: GammaController, *, aware: bool, forced: ForcedTokens | None = None,
-                 draft: DraftModel | None = None, eos: set[int] = frozenset(), timings: dict | None = None) -> None:
+                 draft: DraftModel | None = None, eos: set[int] = frozenset(), timings: dict | None = None,
+                 reference: list[int] | None = None) -> None:
         self.gamma = gamma
+        # Tokens the output is expected to repeat (a predicted output): searched by the lookup
+        # before the context, so the context's own occurrences, being later, come first.
+        self.reference = list(reference or [])
         self.aware = aware
         self.forced = forced
         self.draft = draft
@@ -254,7 +259,7 @@ class Drafter:
                                budget=remaining - len(out.tokens), eos=self.eos)
             self.timings["draft_s"] = self.timings.get("draft_s", 0.0) + time.perf_counter() - t0
             return
-        match, follow = lookup(context + out.tokens, room - len(out.tokens))
+        match, follow = lookup(self.reference + context + out.tokens, room - len(out.tokens))
         k = after_forced(gamma.next(match)) if follow else 0
         for t in follow[:max(k, 0)]:
             if t in self.eos:

@@ -66,8 +66,10 @@ class Generation:
         self.gamma = GammaController(spec.num_draft_tokens if self.drafting else 0, device=loaded.device,
                                      draft_cost=draft_runner.weight_bytes / runner.weight_bytes
                                      if draft is not None else 0.0)
+        reference = loaded.tokenizer.encode(options.prediction, add_special_tokens=False) if (
+            options.prediction and self.drafting) else None
         self.drafter = Drafter(self.gamma, aware=spec.mode == "aware", forced=forced, draft=draft, eos=self.eos,
-                               timings=self.stats.extra)
+                               timings=self.stats.extra, reference=reference)
         self.seq: PagedSequence | None = None
         self.fed = 0  # prompt tokens (of all but the last) in the KV
         self.context = list(prompt_ids)  # committed tokens; the last one is not yet in the KV

@@ -67,13 +67,18 @@ class SampleOutput:
         if gen.t_first is not None:
             stats["ttft_s"] = round(gen.t_first - submitted, 6)
         stats["batch_steps"] = gen.steps
-        result = Result(self.text.text, self.tokens, gen.finish, valid, stats, content=self.text.text,
-                        logprobs=self.logprobs)
+        reason = gen.finish
+        if reason == "length" and valid and not self.text.stopped and (self.parser is None or self.parser.closed):
+            # Cut at max_tokens exactly where the output is complete under its constraint (a
+            # budget-aware mask closes a call or a value in time): nothing was cut.
+            reason = "stop"
+        result = Result(self.text.text, self.tokens, reason, valid, stats, content=self.text.text,
+                        logprobs=self.logprobs, stop_string=self.text.stopped_by)
         if self.parser is not None:
             parsed = self.parser.result
             result.content, result.tool_calls = parsed.content, parsed.tool_calls
             result.reasoning_content = parsed.reasoning_content
-            if parsed.finish_reason == "tool_calls" and gen.finish == "stop":
+            if parsed.finish_reason == "tool_calls" and reason == "stop":
                 result.finish_reason = "tool_calls"
         return Chunk(tail, [], result.finish_reason, result, self.index, deltas,
                      self._take_logprobs() if self.logprobs is not None else None)

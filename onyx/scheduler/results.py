@@ -21,6 +21,7 @@ class Result:
     tool_calls: list[dict] = field(default_factory=list)
     reasoning_content: str | None = None
     logprobs: list[dict] | None = None  # one entry per token of `token_ids` (`onyx.decoding.logprobs`)
+    stop_string: str | None = None  # the stop string that ended the text, if one did
 
     def message(self) -> dict:
         """As an OpenAI assistant message."""

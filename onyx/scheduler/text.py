@@ -18,14 +18,16 @@ class TextBuilder:
         self.text = ""
         self.emitted = 0
         self.stopped = False
+        self.stopped_by: str | None = None  # the stop string that ended the text
 
     def push(self, token: int) -> str:
         """Adds a token; returns the text that may be shown now."""
         self.text += self.decoder.decode(self.vocab.token_bytes(token))
         if self.stop:
             start = max(0, self.emitted - self.hold)
-            cut = min((i for i in (self.text.find(s, start) for s in self.stop) if i >= 0), default=-1)
-            if cut >= 0:
+            hits = [(i, s) for s in self.stop if (i := self.text.find(s, start)) >= 0]
+            if hits:
+                cut, self.stopped_by = min(hits, key=lambda h: h[0])
                 self.text = self.text[:cut]
                 self.stopped = True
                 return ""

@@ -56,12 +56,12 @@ def _count(request: Request, status: int) -> None:
 
 async def _api_error(request: Request, exc: APIError):
     _count(request, exc.status)
-    return exc.response()
+    return errors.shaped(request.url.path, exc)
 
 
 async def _validation_error(request: Request, exc: RequestValidationError):
     _count(request, 422)
-    return errors.from_validation(exc.errors()).response()
+    return errors.shaped(request.url.path, errors.from_validation(exc.errors()))
 
 
 async def _http_error(request: Request, exc: StarletteHTTPException):
@@ -70,7 +70,8 @@ async def _http_error(request: Request, exc: StarletteHTTPException):
     message = exc.detail if isinstance(exc.detail, str) else "request failed"
     if exc.status_code == 404:
         message = f"no such endpoint: {request.method} {request.url.path}"
-    return APIError(exc.status_code, message, code=code).response(headers=getattr(exc, "headers", None))
+    return errors.shaped(request.url.path, APIError(exc.status_code, message, code=code),
+                         headers=getattr(exc, "headers", None))
 
 
 async def _unexpected(request: Request, exc: Exception):
@@ -78,7 +79,7 @@ async def _unexpected(request: Request, exc: Exception):
     # the client gets the generic error only.
     _count(request, 500)
     log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path)
-    return errors.internal_error().response()
+    return errors.shaped(request.url.path, errors.internal_error())
 
 
 def _version() -> str:

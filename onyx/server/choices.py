@@ -63,6 +63,29 @@ def completion_choice(index: int, result) -> dict:
             "finish_reason": finish_reason(result.finish_reason)}
 
 
+def legacy_choice(choice: dict) -> dict:
+    """A chat choice in the shape of legacy function calling: the first call as the message's
+    `function_call` and finish reason `function_call` (a legacy request makes one call at most)."""
+    msg = dict(choice["message"])
+    calls = msg.pop("tool_calls", None)
+    if calls:
+        msg["function_call"] = dict(calls[0]["function"])
+    reason = "function_call" if choice["finish_reason"] == "tool_calls" else choice["finish_reason"]
+    return {**choice, "message": msg, "finish_reason": reason}
+
+
+def legacy_delta(delta: dict) -> dict:
+    """A streamed delta in legacy function calling's shape (`function_call` fragments)."""
+    calls = delta.get("tool_calls")
+    if not calls:
+        return delta
+    fn = calls[0].get("function") or {}
+    part = {"arguments": fn.get("arguments", "")}
+    if "name" in fn:
+        part = {"name": fn["name"], **part}
+    return {k: v for k, v in delta.items() if k != "tool_calls"} | {"function_call": part}
+
+
 def chat_deltas(chunk) -> list[tuple[dict, dict | None]]:
     """A streamed chunk as (delta, logprobs) pairs, one per event: the parser's deltas in order,
     the chunk's logprobs on the first (an empty delta carries them when the parser held the
@@ -73,4 +96,18 @@ def chat_deltas(chunk) -> list[tuple[dict, dict | None]]:
         out.append((d, logprobs if not out else None))
     if not out and logprobs is not None:
         out.append(({}, logprobs))
+    return out
+
+
+def result_deltas(result) -> list[dict]:
+    """A whole chat `Result` as the deltas its stream would have had, in output order."""
+    out: list[dict] = []
+    if result.reasoning_content:
+        out.append({"reasoning_content": result.reasoning_content})
+    if result.content:
+        out.append({"content": result.content})
+    for index, call in enumerate(result.tool_calls):
+        kind = call.get("type", "function")
+        body = dict(call[kind])
+        out.append({"tool_calls": [{"index": index, "id": call["id"], "type": kind, kind: body}]})
     return out

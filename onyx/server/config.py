@@ -14,6 +14,7 @@ DEFAULT_MAX_BODY_BYTES = 1 << 20  # 1 MiB; larger bodies get 413
 DEFAULT_MAX_TOKENS_LIMIT = 2048  # largest max_tokens a request may ask for; above: 400
 DEFAULT_MAX_QUEUE = 128  # generations waiting for the model; more: 503
 MAX_STOP_STRINGS = 16
+RESPONSE_STORE_SIZE = 256  # /v1/responses answers kept in memory for previous_response_id
 REPAIR_DEADLINE_MS = 1000.0  # /v1/repair's default deadline
 REPAIR_MAX_DEADLINE_MS = 10_000.0
 

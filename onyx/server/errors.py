@@ -36,9 +36,34 @@ class APIError(Exception):
         return JSONResponse(self.body(), status_code=self.status, headers=headers)
 
 
-def error_bytes(status: int, message: str, type_: str, code: str | None, param=None) -> bytes:
+def error_bytes(status: int, message: str, type_: str, code: str | None, param=None, path: str = "") -> bytes:
     """An error body as bytes, for answers sent below FastAPI (the middleware)."""
+    if path in ANTHROPIC_PATHS:
+        return json.dumps(anthropic_body(status, message, param)).encode()
     return json.dumps({"error": {"message": message, "type": type_, "param": param, "code": code}}).encode()
+
+
+# Anthropic's error types by status (its Messages API answers errors in its own shape).
+_ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                    404: "not_found_error", 413: "request_too_large", 422: "invalid_request_error",
+                    429: "rate_limit_error", 503: "overloaded_error", 529: "overloaded_error"}
+ANTHROPIC_PATHS = ("/v1/messages",)  # endpoints that answer errors in Anthropic's shape
+
+
+def anthropic_body(status: int, message: str, param: str | None = None) -> dict:
+    """Anthropic's error body `{"type": "error", "error": {type, message}}` (with `param`, an
+    addition its clients ignore)."""
+    return {"type": "error", "error": {"type": _ANTHROPIC_TYPES.get(status, "api_error"), "message": message,
+                                       "param": param}}
+
+
+def shaped(path: str, err: APIError, headers: dict | None = None) -> JSONResponse:
+    """`err` as the endpoint at `path` answers errors: Anthropic's shape on its endpoints (a
+    malformed body is a 400 there), OpenAI's elsewhere."""
+    if path in ANTHROPIC_PATHS:
+        status = 400 if err.status == 422 else err.status
+        return JSONResponse(anthropic_body(status, err.message, err.param), status_code=status, headers=headers)
+    return err.response(headers=headers)
 
 
 def internal_error() -> APIError:

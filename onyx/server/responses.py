@@ -42,6 +42,8 @@ def onyx_stats(job: Job, result) -> dict:
 def final_body(job: Job, results: list, meta: dict, chat: bool) -> dict:
     shape = choices.chat_choice if chat else choices.completion_choice
     body_choices = [shape(i, result) for i, result in enumerate(results)]
+    if meta.get("legacy"):
+        body_choices = [choices.legacy_choice(c) for c in body_choices]
     stats = onyx_stats(job, results[0])
     if len(results) > 1:
         stats["samples"] = [onyx_stats(job, r) for r in results]
@@ -53,6 +55,15 @@ def final_body(job: Job, results: list, meta: dict, chat: bool) -> dict:
 async def collect(request: Request, job: Job, meta: dict, chat: bool, constraint: str | None, n: int = 1) -> JSONResponse:
     """Waits for the whole answer (every sample), or for the client to go away (which cancels
     the job)."""
+    results = await collect_results(request, job, constraint, n)
+    if isinstance(results, JSONResponse):
+        return results
+    return JSONResponse(final_body(job, results, meta, chat))
+
+
+async def collect_results(request: Request, job: Job, constraint: str | None, n: int = 1) -> list | JSONResponse:
+    """Every sample's `Result`, or the 499 answer when the client went away (which cancels the
+    job). Raises the `APIError` of a failed generation."""
     async def run():
         results, error = [None] * n, None
         async for kind, index, value in job.events_until_end():
@@ -82,7 +93,7 @@ async def collect(request: Request, job: Job, meta: dict, chat: bool, constraint
         raise errors.from_engine(error, constraint)
     if any(r is None or r.finish_reason == "cancelled" for r in results):
         raise errors.cancelled_before_running() if job.queue_s is None else errors.cancelled()
-    return JSONResponse(final_body(job, results, meta, chat))
+    return results
 
 
 async def _wait_disconnect(request: Request) -> None:
@@ -118,6 +129,8 @@ async def sse(state: ServerState, job: Job, meta: dict, chat: bool, include_usag
             if kind == "chunk":
                 if chat:
                     for delta, logprobs in choices.chat_deltas(value):
+                        if meta.get("legacy"):
+                            delta = choices.legacy_delta(delta)
                         yield _sse_line(chat_chunk(index, delta, logprobs=logprobs))
                 elif value.text or value.logprobs:
                     yield _sse_line(text_chunk(index, value.text, logprobs=offsets[index].shape(value.logprobs)))
@@ -128,6 +141,8 @@ async def sse(state: ServerState, job: Job, meta: dict, chat: bool, include_usag
                     yield _sse_line(errors.cancelled_before_running().body())
                     continue
                 reason = choices.finish_reason(result.finish_reason)
+                if meta.get("legacy") and reason == "tool_calls":
+                    reason = "function_call"
                 final = chat_chunk(index, {}, reason) if chat else text_chunk(index, "", reason)
                 final["usage"] = usage([result])
                 final["onyx"] = onyx_stats(job, result)

@@ -1,7 +1,10 @@
 """The endpoints.
 
-    POST /v1/chat/completions   POST /v1/completions   POST /v1/repair
-    GET /v1/models              GET /v1/models/{id}    GET /health
+    POST /v1/chat/completions   POST /v1/completions   POST /v1/responses   POST /v1/messages
+    POST /v1/repair             GET /v1/models         GET /v1/models/{id}    GET /health
+
+`/v1/responses` (OpenAI's Responses API) and `/v1/messages` (Anthropic's Messages API) are chat
+requests underneath (`openai_responses`, `anthropic_messages`).
 
 How a generation request flows:
 1. The middleware has checked the API key and the body size; pydantic has checked the body's
@@ -35,11 +38,12 @@ from fastapi import APIRouter, Request
 
 from onyx import errors as E
 from onyx.grammar.repair import repair_for_schema
-from onyx.server import errors, responses, translate
+from onyx.server import anthropic_messages, errors, openai_responses, responses, translate
 from onyx.server.config import REPAIR_DEADLINE_MS, REPAIR_MAX_DEADLINE_MS
 from onyx.server.errors import APIError
 from onyx.server.jobs import Job
-from onyx.server.schemas import ChatCompletionRequest, CompletionRequest, RepairRequest
+from onyx.server.schemas import (ChatCompletionRequest, CompletionRequest, MessagesRequest, RepairRequest,
+                                 ResponsesRequest)
 from onyx.server.state import ServerState
 
 log = logging.getLogger("onyx.server")
@@ -120,15 +124,47 @@ async def get_model(model_id: str, request: Request):
 async def chat_completions(body: ChatCompletionRequest, request: Request):
     state = _state(request)
     messages, options, constraint = translate.chat_request(state, body)
+    return await _generate(state, request, body, _chat_prepare(state, body, messages, options), constraint,
+                           chat=True)
+
+
+def _chat_prepare(state: ServerState, body: ChatCompletionRequest, messages: list[dict], options):
+    """What queues a chat request (in the prepare pool): its prompt and setup, checked."""
     engine = state.engine
 
     def prepare(job: Job):
         ids, setup = engine.prepare_chat(messages, options)
         translate.check_context(state, len(ids), options.max_tokens)
+        translate.check_fits(state, setup.options, translate.max_tokens_param(body, chat=True))
         return engine.submit(ids, setup.options, on_event=job.on_event, on_end=job.on_end, cancel=job.cancel,
                              setup=setup)
 
-    return await _generate(state, request, body, prepare, constraint, chat=True)
+    return prepare
+
+
+@router.post("/v1/responses")
+async def create_response(body: ResponsesRequest, request: Request):
+    """OpenAI's Responses API, read as a chat request (`openai_responses`)."""
+    state = _state(request)
+    store = state.response_store
+    try:
+        chat, conversation = openai_responses.chat_request(state, store, body)
+        messages, options, constraint = translate.chat_request(state, chat)
+        job = await start_job(state, _chat_prepare(state, chat, messages, options), constraint)
+    except APIError as e:
+        raise openai_responses.renamed(e) from None
+    meta = openai_responses.meta(state, body, conversation)
+    if body.stream:
+        return stream_job(state, job, openai_responses.sse(state, store, job, meta))
+    try:
+        results = await responses.collect_results(request, job, constraint)
+        if not isinstance(results, list):
+            return results  # the client went away
+        return openai_responses.whole(store, job, meta, results[0])
+    except APIError as e:
+        raise openai_responses.renamed(e) from None
+    finally:
+        finish_job(state, job)
 
 
 @router.post("/v1/completions")
@@ -140,9 +176,34 @@ async def completions(body: CompletionRequest, request: Request):
     def prepare(job: Job):
         ids = engine.prompt_ids(prompt)
         translate.check_context(state, len(ids), options.max_tokens)
+        translate.check_fits(state, options, translate.max_tokens_param(body, chat=False))
         return engine.submit(ids, options, on_event=job.on_event, on_end=job.on_end, cancel=job.cancel)
 
     return await _generate(state, request, body, prepare, constraint, chat=False)
+
+
+@router.post("/v1/messages")
+async def create_message(body: MessagesRequest, request: Request):
+    """Anthropic's Messages API, read as a chat request (`anthropic_messages`)."""
+    state = _state(request)
+    chat = anthropic_messages.chat_request(body)  # its errors name the Messages fields already
+    try:
+        messages, options, constraint = translate.chat_request(state, chat)
+        job = await start_job(state, _chat_prepare(state, chat, messages, options), constraint)
+    except APIError as e:
+        raise anthropic_messages.renamed(e) from None
+    meta = anthropic_messages.meta(translate.model_echo(state, body.model))
+    if body.stream:
+        return stream_job(state, job, anthropic_messages.sse(state, job, meta))
+    try:
+        results = await responses.collect_results(request, job, constraint)
+        if not isinstance(results, list):
+            return results  # the client went away
+        return anthropic_messages.whole(job, meta, results[0])
+    except APIError as e:
+        raise anthropic_messages.renamed(e) from None
+    finally:
+        finish_job(state, job)
 
 
 @router.post("/v1/repair")
@@ -201,6 +262,23 @@ def _byte(b: int | None) -> str | None:
 
 async def _generate(state: ServerState, request: Request, body, prepare, constraint: str | None, *, chat: bool):
     """Prepares and queues the request off the event loop, and answers from its events."""
+    job = await start_job(state, prepare, constraint)
+    meta = dict(id=("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:24], created=int(time.time()),
+                model=translate.model_echo(state, body.model))
+    if chat and translate.legacy_functions(body):
+        meta["legacy"] = True
+    if body.stream:
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        return stream_job(state, job, responses.sse(state, job, meta, chat, include_usage, body.n or 1))
+    try:
+        return await responses.collect(request, job, meta, chat, constraint, body.n or 1)
+    finally:
+        finish_job(state, job)
+
+
+async def start_job(state: ServerState, prepare, constraint: str | None) -> Job:
+    """Runs `prepare(job)` (tokenize, check, compile, submit) in the prepare pool: the request is
+    queued when this returns, else it raised the error to answer."""
     state.requests_total += 1
     cancel = threading.Event()
     loop = asyncio.get_running_loop()
@@ -223,26 +301,27 @@ async def _generate(state: ServerState, request: Request, body, prepare, constra
         cancel.set()
         state.in_flight -= 1
         raise
+    return job
 
-    meta = dict(id=("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:24], created=int(time.time()),
-                model=state.model_name)
-    if body.stream:
-        include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        closed = []
 
-        def on_close() -> None:
-            # Runs however the response ends (finished, client gone, server shutdown), even when the
-            # body generator never started: stops the generation and releases the request.
-            cancel.set()
-            if not closed:
-                closed.append(True)
-                state.in_flight -= 1
+def finish_job(state: ServerState, job: Job) -> None:
+    """After a whole answer: stops the generation if the handler was cancelled (a no-op when it
+    finished) and releases the request."""
+    job.cancel.set()
+    state.in_flight -= 1
 
-        return responses.StreamingJobResponse(responses.sse(state, job, meta, chat, include_usage, body.n or 1), on_close,
-                                              media_type="text/event-stream",
-                                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-    try:
-        return await responses.collect(request, job, meta, chat, constraint, body.n or 1)
-    finally:
-        cancel.set()  # no-op when finished; stops the generation if this handler was cancelled
-        state.in_flight -= 1
+
+def stream_job(state: ServerState, job: Job, events) -> responses.StreamingJobResponse:
+    """Server-sent `events` (an async iterator of lines) for a queued job."""
+    closed = []
+
+    def on_close() -> None:
+        # Runs however the response ends (finished, client gone, server shutdown), even when the
+        # body generator never started: stops the generation and releases the request.
+        job.cancel.set()
+        if not closed:
+            closed.append(True)
+            state.in_flight -= 1
+
+    return responses.StreamingJobResponse(events, on_close, media_type="text/event-stream",
+                                          headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -11,8 +11,9 @@ Fields a client may send are of three kinds:
   top_p, seed, stop, stream, stream_options, response_format, n, tools, tool_choice,
   parallel_tool_calls, logprobs, top_logprobs, logit_bias, presence_penalty, frequency_penalty);
 * OpenAI fields accepted for compatibility when they ask for nothing Onyx lacks (`echo` false,
-  `best_of` 1, ...) and otherwise refused with a 400 naming them; `user`, `metadata`, `store`,
-  ... are ignored;
+  `best_of` 1, `modalities` ["text"], ...) and otherwise refused with a 400 naming them; `user`,
+  `metadata`, `store`, `verbosity`, `prompt_cache_key`, `safety_identifier`,
+  `web_search_options`, ... are ignored; legacy `functions` / `function_call` are read as tools;
 * Onyx extensions, declared here: `regex`, `max_reasoning_tokens`, and the engine options
   `speculative`, `num_draft_tokens`, `jump_forward`, `phi`, `top_k`, `min_p` and
   `max_whitespace`, whose values `onyx.options.GenerateOptions` checks. Any other unknown field is a 400 (a typo like
@@ -43,6 +44,7 @@ class ChatMessage(_Open):
     name: Optional[str] = None
     tool_calls: Optional[list[Any]] = None  # assistant turns that called tools
     tool_call_id: Optional[str] = None  # role "tool": the call this result answers
+    function_call: Optional[dict[str, Any]] = None  # the legacy form of one tool call
 
 
 class JSONSchemaFormat(_Open):
@@ -106,8 +108,19 @@ class ChatCompletionRequest(_Common):
     tool_choice: Union[str, dict[str, Any], None] = None
     parallel_tool_calls: Optional[StrictBool] = None
     max_reasoning_tokens: Optional[int] = None  # Onyx: at most this many tokens of thinking
+    reasoning_effort: Optional[str] = None  # a bound on thinking where the template thinks
+    prediction: Optional[dict[str, Any]] = None  # predicted output: a source of drafts
+    # Legacy function calling, read as tools and tool_choice.
     functions: Optional[list[Any]] = None
     function_call: Union[str, dict[str, Any], None] = None
+    # OpenAI fields with no effect here (text only: modalities other than "text" and audio
+    # output are refused).
+    verbosity: Optional[str] = None
+    prompt_cache_key: Optional[str] = None
+    safety_identifier: Optional[str] = None
+    modalities: Optional[list[str]] = None
+    web_search_options: Optional[dict[str, Any]] = None
+    audio: Optional[dict[str, Any]] = None
 
 
 class CompletionRequest(_Common):
@@ -134,3 +147,86 @@ class RepairRequest(BaseModel):
     delete_cost: Optional[int] = None
     substitute_cost: Optional[int] = None
     pre_parse: bool = True
+
+
+class ResponsesRequest(_Open):
+    """`POST /v1/responses` (OpenAI's Responses API). Read into a chat request
+    (`onyx.server.openai_responses`), so its values are checked where chat's are."""
+
+    model: Optional[str] = None
+    input: Union[str, list[Any], None] = None
+    instructions: Optional[str] = None
+    text: Optional[dict[str, Any]] = None  # {format: {type: text | json_object | json_schema, ...}, verbosity}
+    tools: Optional[list[Any]] = None
+    tool_choice: Union[str, dict[str, Any], None] = None
+    parallel_tool_calls: Optional[StrictBool] = None
+    max_output_tokens: Optional[int] = None
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    stream: Optional[bool] = False
+    previous_response_id: Optional[str] = None
+    store: Optional[bool] = None  # false: this response is not kept for previous_response_id
+    reasoning: Optional[dict[str, Any]] = None  # {effort, summary}: effort bounds the thinking block
+    background: Optional[bool] = None  # only false: answers are synchronous
+    # OpenAI fields with no effect here.
+    metadata: Optional[dict[str, Any]] = None
+    user: Optional[str] = None
+    prompt_cache_key: Optional[str] = None
+    prompt_cache_retention: Optional[str] = None
+    safety_identifier: Optional[str] = None
+    service_tier: Optional[str] = None
+    truncation: Optional[str] = None
+    include: Optional[list[str]] = None
+    stream_options: Optional[dict[str, Any]] = None
+    # Onyx extensions, as on chat.
+    seed: Optional[int] = None
+    stop: Union[str, list[str], None] = None
+    regex: Optional[str] = None
+    grammar: Optional[str] = None
+    lark: Optional[str] = None
+    max_reasoning_tokens: Optional[int] = None
+    speculative: Optional[str] = None
+    num_draft_tokens: Union[int, str, None] = None
+    jump_forward: Optional[StrictBool] = None
+    phi: Optional[str] = None
+    top_k: Optional[int] = None
+    min_p: Optional[float] = None
+    max_whitespace: Optional[int] = None
+    presence_penalty: Optional[float] = None
+    frequency_penalty: Optional[float] = None
+    logit_bias: Optional[dict[str, Any]] = None
+
+
+class MessagesRequest(_Open):
+    """`POST /v1/messages` (Anthropic's Messages API). Read into a chat request
+    (`onyx.server.anthropic_messages`), so its values are checked where chat's are."""
+
+    model: Optional[str] = None
+    max_tokens: int
+    messages: list[Any]
+    system: Union[str, list[Any], None] = None
+    tools: Optional[list[Any]] = None
+    tool_choice: Optional[dict[str, Any]] = None
+    stop_sequences: Optional[list[str]] = None
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    top_k: Optional[int] = None
+    stream: Optional[bool] = False
+    thinking: Optional[dict[str, Any]] = None  # {type: enabled, budget_tokens}: bounds the thinking block
+    output_config: Optional[dict[str, Any]] = None  # {format: {type: json_schema, schema}, effort}
+    # Anthropic fields with no effect here.
+    metadata: Optional[dict[str, Any]] = None
+    service_tier: Optional[str] = None
+    cache_control: Optional[dict[str, Any]] = None
+    inference_geo: Optional[str] = None
+    # Onyx extensions, as on chat.
+    seed: Optional[int] = None
+    regex: Optional[str] = None
+    grammar: Optional[str] = None
+    lark: Optional[str] = None
+    speculative: Optional[str] = None
+    num_draft_tokens: Union[int, str, None] = None
+    jump_forward: Optional[StrictBool] = None
+    phi: Optional[str] = None
+    min_p: Optional[float] = None
+    max_whitespace: Optional[int] = None

@@ -1,13 +1,14 @@
 """What the endpoints share: the engine (whose scheduler batches every request), the settings,
-and the server's counters."""
+the server's counters, and the conversations of recent Responses API answers."""
 
 from __future__ import annotations
 
 import collections
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 
-from onyx.server.config import ServerConfig
+from onyx.server.config import RESPONSE_STORE_SIZE, ServerConfig
 
 
 class ServerState:
@@ -25,6 +26,25 @@ class ServerState:
         self.errors: collections.Counter = collections.Counter()
         self.description = engine.describe()
         self.context_length = self.description["context_length"]
+        self.response_store = ResponseStore(RESPONSE_STORE_SIZE)  # for /v1/responses' previous_response_id
 
     def model_names(self) -> list[str]:
         return [self.model_name, *self.aliases]
+
+
+class ResponseStore:
+    """Conversations of recent responses by id: the messages before the answer (without the
+    request's instructions, which a follow-up does not inherit) and the answer's message."""
+
+    def __init__(self, size: int = RESPONSE_STORE_SIZE) -> None:
+        self.size = size
+        self._items: OrderedDict[str, list[dict]] = OrderedDict()
+
+    def put(self, response_id: str, messages: list[dict]) -> None:
+        self._items[response_id] = messages
+        self._items.move_to_end(response_id)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def get(self, response_id: str) -> list[dict] | None:
+        return self._items.get(response_id)

@@ -23,15 +23,19 @@ _HARMLESS = {
     "echo": (None, False),
     "suffix": (None, ""),
     "best_of": (None, 1),
-    "function_call": (None, "none", "auto"),
 }
-_REFUSED = ("functions",)
+# OpenAI fields asking for what a text-only server cannot give (audio output).
+_REFUSED = ("audio",)
+# Content parts a text-only model cannot read, by type; the field that carries each.
+_MEDIA_PARTS = {"image_url": "image_url", "input_image": "image_url", "input_audio": "input_audio",
+                "file": "file", "input_file": "file"}
 
 # Fields given to `GenerateOptions` as they are: Onyx's extensions, declared in the schemas, and
 # OpenAI's sampling fields.
 EXTENSIONS = ("speculative", "num_draft_tokens", "phi", "jump_forward", "top_k", "min_p", "max_whitespace",
               "logit_bias", "presence_penalty", "frequency_penalty")
-CHAT_FIELDS = ("tools", "tool_choice", "parallel_tool_calls", "max_reasoning_tokens", "top_logprobs")
+CHAT_FIELDS = ("tools", "tool_choice", "parallel_tool_calls", "max_reasoning_tokens", "top_logprobs",
+               "reasoning_effort", "prediction")
 
 
 def chat_request(state: ServerState, body: ChatCompletionRequest) -> tuple[list[dict], GenerateOptions, str | None]:
@@ -49,15 +53,52 @@ def messages(body: ChatCompletionRequest) -> list[dict]:
     if not body.messages:
         raise APIError(400, "messages must be a non-empty list", param="messages")
     out = []
-    for m in body.messages:
+    legacy_ids: dict[str, str] = {}  # legacy function calls' names -> the ids given them
+    for i, m in enumerate(body.messages):
         d = {"role": "system" if m.role == "developer" else m.role, "content": m.content}
         if isinstance(m.content, list):
+            for j, part in enumerate(m.content):
+                field = _MEDIA_PARTS.get(part.type)
+                if field is not None:
+                    raise APIError(400, f"{part.type} content parts are not supported: this server's model reads "
+                                        f"text only", param=f"messages.{i}.content.{j}.{field}",
+                                   code="unsupported_content")
             d["content"] = [p.model_dump(exclude_none=True) for p in m.content]
         for key in ("tool_calls", "tool_call_id", "name"):
             if getattr(m, key) is not None:
                 d[key] = getattr(m, key)
+        if m.function_call is not None and m.role == "assistant" and m.tool_calls is None:
+            call_id = f"call_legacy_{i}"
+            legacy_ids[str(m.function_call.get("name"))] = call_id
+            d["tool_calls"] = [{"id": call_id, "type": "function", "function": m.function_call}]
+        if m.role == "function":  # a legacy function result: the tool result of the last call of that name
+            d["role"] = "tool"
+            d["tool_call_id"] = legacy_ids.get(m.name or "", f"call_legacy_{m.name}")
         out.append(d)
     return out
+
+
+def legacy_functions(body) -> bool:
+    """The request uses legacy function calling (`functions`): its answer is shaped that way."""
+    return getattr(body, "functions", None) is not None
+
+
+def _legacy_tools(body) -> dict:
+    """`functions` and `function_call` as tools, tool_choice and one call at most."""
+    if body.tools is not None or body.tool_choice is not None:
+        raise APIError(400, "give tools and tool_choice, or the legacy functions and function_call, not both",
+                       param="functions" if body.functions is not None else "function_call",
+                       code="invalid_parameter")
+    if body.functions is None:
+        raise APIError(400, "function_call needs functions", param="function_call", code="invalid_parameter")
+    if not isinstance(body.functions, list):
+        raise APIError(400, "functions must be a list of {name, description, parameters}", param="functions",
+                       code="invalid_parameter")
+    choice = body.function_call
+    if isinstance(choice, dict):
+        choice = {"type": "function", "function": {"name": choice.get("name")}}
+    return {"tools": [{"type": "function", "function": f} for f in body.functions], "tool_choice": choice,
+            "parallel_tool_calls": False}
 
 
 def prompt(body: CompletionRequest) -> str | list[int]:
@@ -92,6 +133,10 @@ def options(state: ServerState, body, *, chat: bool) -> tuple[GenerateOptions, s
     for name in _REFUSED:
         if getattr(body, name, None):
             raise APIError(400, f"{name} is not supported by this server", param=name, code="unsupported_parameter")
+    modalities = getattr(body, "modalities", None)
+    if modalities is not None and any(m != "text" for m in modalities):
+        raise APIError(400, f"modalities={modalities!r} is not supported: this server writes text only",
+                       param="modalities", code="unsupported_parameter")
 
     kwargs: dict[str, Any] = {name: getattr(body, name) for name in EXTENSIONS}
     kwargs["max_tokens"] = _max_tokens(state, body, chat)
@@ -102,6 +147,8 @@ def options(state: ServerState, body, *, chat: bool) -> tuple[GenerateOptions, s
     kwargs.update(_logprobs(body, chat))
     if chat:
         kwargs.update({name: getattr(body, name, None) for name in CHAT_FIELDS})
+        if body.functions is not None or body.function_call is not None:
+            kwargs.update(_legacy_tools(body))
     if body.stop is not None:
         stop = [body.stop] if isinstance(body.stop, str) else list(body.stop)
         if len(stop) > MAX_STOP_STRINGS or not all(stop):
@@ -131,7 +178,7 @@ def options(state: ServerState, body, *, chat: bool) -> tuple[GenerateOptions, s
     elif rf is not None and rf.type == "json_object":
         kwargs["json_schema"] = {"type": "object"}
         constraint = "response_format"
-    if chat and body.tools and constraint is None:
+    if chat and kwargs.get("tools") and constraint is None:
         constraint = "tools"
     try:
         return GenerateOptions.parse(**kwargs), constraint
@@ -168,6 +215,29 @@ def _max_tokens(state: ServerState, body, chat: bool) -> int:
         raise APIError(400, f"{name}={value} is over this server's limit of {limit}", param=name,
                        code="invalid_parameter")
     return value
+
+
+def max_tokens_param(body, chat: bool) -> str:
+    """The field that set the request's max_tokens (for errors)."""
+    return "max_completion_tokens" if chat and getattr(body, "max_completion_tokens", None) is not None \
+        else "max_tokens"
+
+
+def check_fits(state: ServerState, options: GenerateOptions, param: str) -> None:
+    """Refuses (400) a request whose shortest valid answer (one call under `required`, the
+    smallest JSON value, ...) needs more tokens than it may generate: it would end cut and
+    invalid, so it is refused before anything runs, naming the smallest budget that fits."""
+    shortest = state.engine.shortest_answer(options)
+    if shortest is not None and shortest > options.max_tokens:
+        raise APIError(400, f"{param}={options.max_tokens} is too small: the shortest answer valid under this "
+                            f"request's constraint takes {shortest} tokens; ask for {param} >= {shortest}",
+                       param=param, code="max_tokens_too_small", min_tokens=shortest)
+
+
+def model_echo(state: ServerState, name: str | None) -> str:
+    """The model name an answer carries: the one the request used (the model's own name or an
+    alias), else the model's own."""
+    return name if name is not None and name in state.model_names() else state.model_name
 
 
 def check_context(state: ServerState, prompt_tokens: int, max_tokens: int) -> None:

@@ -180,3 +180,29 @@ def test_a_reasoning_budget_closes_the_block_in_time(qwen, opened):
             jsonschema.validate(json.loads(content), SCHEMA)
     with pytest.raises(ValueError):
         R.ReasoningBudget(vocab, fmt, 0)
+
+
+def test_reasoning_effort_bounds_the_block_where_there_is_one(qwen, vocabs):
+    from onyx.chat.setup import ChatFormat
+    from onyx.models.assets import asset_path
+    from onyx.options import REASONING_EFFORT, GenerateOptions
+
+    vocab, template = qwen
+    ask = [{"role": "user", "content": "Hi"}]
+    thinks = ChatFormat(template, vocab)
+    for effort, bound in REASONING_EFFORT.items():
+        setup = thinks.setup(ask, GenerateOptions.parse(reasoning_effort=effort))
+        assert (setup.budget.max_tokens if setup.budget else None) == bound, effort
+    # max_reasoning_tokens, when given, is the bound
+    setup = thinks.setup(ask, GenerateOptions.parse(reasoning_effort="low", max_reasoning_tokens=9))
+    assert setup.budget.max_tokens == 9
+    # a template without a thinking block ignores reasoning_effort (max_reasoning_tokens is refused)
+    meta = onyx.read_gguf_metadata(str(asset_path("smollm2")))
+    plain = ChatFormat(ChatTemplate.from_gguf_metadata(meta), vocabs["smollm2"])
+    assert plain.setup(ask, GenerateOptions.parse(reasoning_effort="high")).budget is None
+    with pytest.raises(onyx.RequestError) as e:
+        plain.setup(ask, GenerateOptions.parse(max_reasoning_tokens=8))
+    assert e.value.param == "max_reasoning_tokens"
+    with pytest.raises(onyx.RequestError) as e:
+        GenerateOptions.parse(reasoning_effort="extreme")
+    assert e.value.param == "reasoning_effort"

@@ -200,6 +200,19 @@ def test_unconstrained_text_that_leaves_the_format_stays_content():
     assert cut.tool_calls[0]["function"]["arguments"] == '{"city": "Pa'
 
 
+@pytest.mark.parametrize("fmt", list(tf.FORMATS.values()), ids=lambda f: f.name)
+def test_a_call_cut_before_its_name_is_never_content(fmt):
+    """A length-cut output that ends inside a call's opening, once its trigger is out: no call,
+    no markup as content. (Before that, a partial trigger is text: free text may end that way.)"""
+    before = "I'll look that up.\n" if fmt.trigger else ""
+    text = tf.render_calls(fmt, [("get_weather", '{"city": "Paris"}')])
+    header = text[:text.index("get_weather") + len("get_weather")]
+    for cut in range(len(fmt.trigger) if fmt.trigger else 1, len(header)):
+        msg = parse(before + header[:cut], fmt)
+        assert msg.tool_calls == [] and msg.content == before and msg.incomplete, (fmt.name, header[:cut])
+        assert msg.finish_reason is None
+
+
 def test_detection_from_templates(templates):
     assert tf.detect(templates["qwen2"].source) is tf.DEEPSEEK_V3
     assert tf.detect(templates["smollm2"].source) is None

@@ -85,10 +85,8 @@ def test_required_and_named_calls_over_22_tools_all_validate(client):
         choice = r.choices[0]
         assert_valid_calls(choice.message, allowed)
         assert r.model_extra["onyx"]["valid"] is True
-        if choice.finish_reason == "tool_calls":
-            assert choice.message.content is None
-        else:  # cut at max_tokens: budget-aware masking closed every call that had begun
-            assert choice.finish_reason == "length"
+        # complete calls, even when budget-aware masking closed them at max_tokens
+        assert choice.finish_reason == "tool_calls" and choice.message.content is None
     assert all(len(r.choices[0].message.tool_calls) == 1 for r, _ in answers)
 
 
