@@ -64,16 +64,13 @@ class StreamOptions(_Open):
     include_usage: Optional[bool] = None
 
 
-class _Common(_Open):
-    model: Optional[str] = None
-    max_tokens: Optional[int] = None
-    temperature: Optional[float] = None
-    top_p: Optional[float] = None
+class _Extensions(_Open):
+    """Onyx's own fields, and the sampling fields Onyx shares with chat, on every generating
+    endpoint."""
+
     seed: Optional[int] = None
     stop: Union[str, list[str], None] = None
-    stream: Optional[bool] = False
-    stream_options: Optional[StreamOptions] = None
-    # Onyx extensions. `regex` is the paper's field: the output must fully match this regex.
+    # `regex` is the paper's field: the output must fully match this regex.
     regex: Optional[str] = None
     # A grammar the output must match: GBNF text (llama.cpp's server takes it as `grammar`), or
     # Lark text (the subset llguidance reads).
@@ -86,11 +83,20 @@ class _Common(_Open):
     top_k: Optional[int] = None
     min_p: Optional[float] = None
     max_whitespace: Optional[int] = None
-    n: Optional[int] = None  # samples of the prompt (forks of its KV, decoded side by side)
     # OpenAI fields accepted only with values that ask for nothing Onyx lacks.
     presence_penalty: Optional[float] = None
     frequency_penalty: Optional[float] = None
     logit_bias: Optional[dict[str, Any]] = None
+
+
+class _Common(_Extensions):
+    model: Optional[str] = None
+    max_tokens: Optional[int] = None
+    temperature: Optional[float] = None
+    top_p: Optional[float] = None
+    stream: Optional[bool] = False
+    stream_options: Optional[StreamOptions] = None
+    n: Optional[int] = None  # samples of the prompt (forks of its KV, decoded side by side)
     logprobs: Union[bool, int, None] = None
     # OpenAI fields with no effect here.
     user: Optional[str] = None
@@ -149,7 +155,7 @@ class RepairRequest(BaseModel):
     pre_parse: bool = True
 
 
-class ResponsesRequest(_Open):
+class ResponsesRequest(_Extensions):
     """`POST /v1/responses` (OpenAI's Responses API). Read into a chat request
     (`onyx.server.openai_responses`), so its values are checked where chat's are."""
 
@@ -178,23 +184,7 @@ class ResponsesRequest(_Open):
     truncation: Optional[str] = None
     include: Optional[list[str]] = None
     stream_options: Optional[dict[str, Any]] = None
-    # Onyx extensions, as on chat.
-    seed: Optional[int] = None
-    stop: Union[str, list[str], None] = None
-    regex: Optional[str] = None
-    grammar: Optional[str] = None
-    lark: Optional[str] = None
-    max_reasoning_tokens: Optional[int] = None
-    speculative: Optional[str] = None
-    num_draft_tokens: Union[int, str, None] = None
-    jump_forward: Optional[StrictBool] = None
-    phi: Optional[str] = None
-    top_k: Optional[int] = None
-    min_p: Optional[float] = None
-    max_whitespace: Optional[int] = None
-    presence_penalty: Optional[float] = None
-    frequency_penalty: Optional[float] = None
-    logit_bias: Optional[dict[str, Any]] = None
+    max_reasoning_tokens: Optional[int] = None  # Onyx's; the other extensions are as on chat
 
 
 class MessagesRequest(_Open):
