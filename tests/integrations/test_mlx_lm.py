@@ -182,15 +182,15 @@ def test_processors_share_the_compiled_grammar_and_reset(loaded):
         GrammarLogitsProcessor(loaded.tokenizer, regex="(")
 
 
-def readme_block(marker: str) -> str:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    return next(b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if marker in b)
+def documented_block(marker: str) -> str:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text()
+    return next(b for b in re.findall(r"```python\n(.*?)```", doc, flags=re.S) if marker in b)
 
 
 @pytest.mark.slow
-def test_the_readme_example(loaded):
-    """The README's lines, with the default model in place of the Hugging Face download."""
-    code = readme_block("onyx.integrations.mlx_lm")
+def test_the_documented_example(loaded):
+    """The lines of docs/integrations.md, with the default model in place of the Hugging Face download."""
+    code = documented_block("onyx.integrations.mlx_lm")
     download = 'load("mlx-community/Qwen2.5-0.5B-Instruct-4bit")'
     assert download in code
     out = io.StringIO()
