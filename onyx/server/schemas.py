@@ -64,12 +64,10 @@ class StreamOptions(_Open):
     include_usage: Optional[bool] = None
 
 
-class _Extensions(_Open):
-    """Onyx's own fields, and the sampling fields Onyx shares with chat, on every generating
-    endpoint."""
+class _OnyxFields(_Open):
+    """Onyx's own fields, on every generating endpoint."""
 
     seed: Optional[int] = None
-    stop: Union[str, list[str], None] = None
     # `regex` is the paper's field: the output must fully match this regex.
     regex: Optional[str] = None
     # A grammar the output must match: GBNF text (llama.cpp's server takes it as `grammar`), or
@@ -83,6 +81,12 @@ class _Extensions(_Open):
     top_k: Optional[int] = None
     min_p: Optional[float] = None
     max_whitespace: Optional[int] = None
+
+
+class _Extensions(_OnyxFields):
+    """Onyx's fields and the sampling fields OpenAI's endpoints share."""
+
+    stop: Union[str, list[str], None] = None
     # OpenAI fields accepted only with values that ask for nothing Onyx lacks.
     presence_penalty: Optional[float] = None
     frequency_penalty: Optional[float] = None
@@ -187,7 +191,7 @@ class ResponsesRequest(_Extensions):
     max_reasoning_tokens: Optional[int] = None  # Onyx's; the other extensions are as on chat
 
 
-class MessagesRequest(_Open):
+class MessagesRequest(_OnyxFields):
     """`POST /v1/messages` (Anthropic's Messages API). Read into a chat request
     (`onyx.server.anthropic_messages`), so its values are checked where chat's are."""
 
@@ -209,14 +213,4 @@ class MessagesRequest(_Open):
     service_tier: Optional[str] = None
     cache_control: Optional[dict[str, Any]] = None
     inference_geo: Optional[str] = None
-    # Onyx extensions, as on chat.
-    seed: Optional[int] = None
-    regex: Optional[str] = None
-    grammar: Optional[str] = None
-    lark: Optional[str] = None
-    speculative: Optional[str] = None
-    num_draft_tokens: Union[int, str, None] = None
-    jump_forward: Optional[StrictBool] = None
-    phi: Optional[str] = None
-    min_p: Optional[float] = None
-    max_whitespace: Optional[int] = None
+    # Onyx's own fields come from _OnyxFields, as on chat.
