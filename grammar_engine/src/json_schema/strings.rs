@@ -22,6 +22,7 @@ use super::context::Ctx;
 use super::values::count;
 use super::formats;
 use super::pattern::{self, PatternError};
+use super::respell;
 use super::search;
 use crate::automata::Expr;
 use crate::automata::{Dfa, DfaConfig};
@@ -90,38 +91,78 @@ impl StringFacts {
     }
 }
 
-/// The canonical JSON text of one string value, as a literal Expr (quotes included).
+/// The canonical JSON text of one string, as a literal Expr (quotes included): how object
+/// member names are written.
 pub(crate) fn string_literal(value: &str) -> Expr {
     Expr::literal(&format!("\"{}\"", canonical::spell(value)))
 }
 
-/// The quoted canonical strings of `min..=max` code points, as a DFA leaf kept per thread.
-/// Length bounds are the most common string facts (`maxLength: 1024` on every field of some
-/// schemas); compiling `c{0,1024}` from regex text each time, through a Unicode class
-/// expanded into UTF-8 automata a thousand times, dominated those schemas' compile time.
-fn length_bounded(min: u64, max: Option<u64>, config: &DfaConfig) -> Expr {
-    thread_local! {
-        static CACHE: std::cell::RefCell<std::collections::HashMap<(u64, Option<u64>), std::rc::Rc<Dfa>>> =
-            std::cell::RefCell::new(std::collections::HashMap::new());
-    }
-    let upper = max.map_or(String::new(), |m| m.to_string());
-    let lang = Expr::regex(format!("\"{CANONICAL_CHAR}{{{min},{upper}}}\""));
-    if let Some(d) = CACHE.with(|c| c.borrow().get(&(min, max)).cloned()) {
-        return Expr::Dfa(d);
-    }
-    match lang.to_dfa(config) {
-        Ok(Some(d)) => {
-            let d = std::rc::Rc::new(d);
-            CACHE.with(|c| c.borrow_mut().insert((min, max), d.clone()));
-            Expr::Dfa(d)
-        }
-        _ => lang,
-    }
+/// Every JSON text of one string value (quotes included): each character in each of its
+/// spellings (see [`respell`]).
+pub(crate) fn string_value_literal(value: &str) -> Expr {
+    let body: String = value.chars().map(respell::char_regex).collect();
+    Expr::regex(format!("\"{body}\""))
 }
 
-/// The canonical JSON texts (quotes included) of the strings satisfying every fact.
-/// An unsatisfiable combination is [`Expr::Empty`], not an error.
+/// Every JSON text of any string value (quotes included).
+pub(crate) fn any_string_value() -> String {
+    format!("\"{}*\"", respell::ANY_CHAR)
+}
+
+/// The string bodies of `min..=max` code points, canonical or (`spelled`) in every spelling, as
+/// a DFA leaf kept per thread. Length bounds are the most common string facts (`maxLength:
+/// 1024` on every field of some schemas); compiling `c{0,1024}` from regex text each time,
+/// through a Unicode class expanded into UTF-8 automata a thousand times, dominated those
+/// schemas' compile time.
+fn length_bounded(min: u64, max: Option<u64>, spelled: bool, config: &DfaConfig) -> Result<Expr> {
+    thread_local! {
+        static CACHE: std::cell::RefCell<std::collections::HashMap<(u64, Option<u64>, bool), std::rc::Rc<Dfa>>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    if let Some(d) = CACHE.with(|c| c.borrow().get(&(min, max, spelled)).cloned()) {
+        return Ok(Expr::Dfa(d));
+    }
+    let upper = max.map_or(String::new(), |m| m.to_string());
+    let lang = Expr::regex(format!("{CANONICAL_CHAR}{{{min},{upper}}}"));
+    // Built without the caller's deadline: the result is shared by every later compilation.
+    let unbounded = DfaConfig { deadline: None, cancel: None, ..config.clone() };
+    let Some(d) = lang.to_dfa(&unbounded)? else { return Ok(Expr::Empty) };
+    let d = if spelled {
+        match respell::respell(&d, &unbounded)? {
+            Some(d) => d,
+            None => return Ok(Expr::Empty),
+        }
+    } else {
+        d
+    };
+    let d = std::rc::Rc::new(d);
+    CACHE.with(|c| c.borrow_mut().insert((min, max, spelled), d.clone()));
+    Ok(Expr::Dfa(d))
+}
+
+/// The canonical JSON texts (quotes included) of the strings satisfying every fact: the
+/// language of object member names. An unsatisfiable combination is [`Expr::Empty`], not an
+/// error.
 pub(crate) fn string_expr(facts: &StringFacts, config: &DfaConfig) -> Result<Expr> {
+    quoted(string_body(facts, false, config)?)
+}
+
+/// Every JSON text (quotes included) of the strings satisfying every fact: the language of
+/// string values, whose characters may be escaped (see [`respell`]).
+pub(crate) fn string_value_expr(facts: &StringFacts, config: &DfaConfig) -> Result<Expr> {
+    quoted(string_body(facts, true, config)?)
+}
+
+fn quoted(body: Expr) -> Result<Expr> {
+    if body.is_empty() {
+        return Ok(Expr::Empty);
+    }
+    Ok(Expr::concat(vec![Expr::literal("\""), body, Expr::literal("\"")]))
+}
+
+/// The bodies (between the quotes) of the strings satisfying every fact, canonical or
+/// (`spelled`) in every spelling.
+fn string_body(facts: &StringFacts, spelled: bool, config: &DfaConfig) -> Result<Expr> {
     let (min, max) = (facts.min_length, facts.max_length);
     if max.is_some_and(|max| max < min) {
         return Ok(Expr::Empty);
@@ -138,10 +179,11 @@ pub(crate) fn string_expr(facts: &StringFacts, config: &DfaConfig) -> Result<Exp
     }
     let bounded = min > 0 || max.is_some();
     let body = match parts.len() {
-        0 if !bounded => Expr::regex(format!("{CANONICAL_CHAR}*")),
+        0 if !bounded && spelled => return Ok(Expr::regex(format!("{}*", respell::ANY_CHAR))),
+        0 if !bounded => return Ok(Expr::regex(format!("{CANONICAL_CHAR}*"))),
         0 => {
             let max = fitting_max(min, max, STATES_PER_CHAR, config)?;
-            return Ok(length_bounded(min, max, config));
+            return length_bounded(min, max, spelled, config);
         }
         _ => {
             let mut parts = parts.into_iter();
@@ -155,10 +197,11 @@ pub(crate) fn string_expr(facts: &StringFacts, config: &DfaConfig) -> Result<Exp
             body
         }
     };
-    if body.is_empty() {
-        return Ok(Expr::Empty);
+    if !spelled || body.is_empty() {
+        return Ok(body);
     }
-    Ok(Expr::concat(vec![Expr::literal("\""), body, Expr::literal("\"")]))
+    let Some(canonical) = body.to_dfa(config)? else { return Ok(Expr::Empty) };
+    Ok(respell::respell(&canonical, config)?.map_or(Expr::Empty, |d| Expr::Dfa(std::rc::Rc::new(d))))
 }
 
 fn pattern_error(pattern: &str, e: &PatternError, ctx: &Ctx) -> GrammarError {

@@ -45,7 +45,7 @@ use super::objects;
 use super::policy::{keyword_type, Reading};
 use super::refs::Resolver;
 use super::split::with_done;
-use super::strings::{string_expr, StringFacts};
+use super::strings::{string_value_expr, StringFacts};
 use super::values::{any_value_expr, json_equal, kind_superset, literal, one_order, type_kinds, value_kind, value_kind_name, JsonType, K_ALL,
                     K_ARRAY, K_BOOL, K_FRACTION, K_INTEGER, K_NULL, K_OBJECT, K_STRING};
 use super::JsonSchemaOptions;
@@ -628,10 +628,10 @@ impl<'a> Compiler<'a> {
             facts.formats.clear();
         }
         let key = format!("string {lenient} {}", facts.key());
-        self.leaf(key, |config| match string_expr(&facts, config) {
+        self.leaf(key, |config| match string_value_expr(&facts, config) {
             Err(_) if lenient => {
                 facts.patterns.clear();
-                string_expr(&facts, config)
+                string_value_expr(&facts, config)
             }
             other => other,
         })
