@@ -327,3 +327,21 @@ fn extra_names_from_a_short_list_are_written_once_each() {
 fn a_pattern_in_two_members_of_all_of_applies_both_schemas_once() {
     check_cases("a_pattern_in_two_members_of_all_of_applies_both_schemas_once");
 }
+
+#[test]
+fn unique_items_keep_to_the_element_language_and_its_spellings() {
+    // Draft 4 integers 1..3 are three texts; `1.0` equals 1 but is no draft 4 integer.
+    let d4 = "http://json-schema.org/draft-04/schema#";
+    check(
+        json!({"$schema": d4, "type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 3}, "uniqueItems": true, "minItems": 2}),
+        &["[1,2]", "[1,2,3]"],
+        &["[1.0,2]", "[1,1]", "[1]", "[1e0,2]"],
+    );
+    // String values have many spellings (`hello` has 108); the enum is still two values, each
+    // used once.
+    check(
+        json!({"type": "array", "items": {"enum": ["hello", "world"]}, "uniqueItems": true, "minItems": 2}),
+        &[r#"["hello","world"]"#, r#"["h\u0065llo","w\u006Frld"]"#],
+        &[r#"["hello","h\u0065llo"]"#, r#"["hello","hello"]"#, r#"["hello"]"#],
+    );
+}
