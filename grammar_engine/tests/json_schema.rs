@@ -276,8 +276,11 @@ fn leaves_built_once_are_reused_only_under_the_same_facts() {
 fn a_recursive_definition_is_compiled_once_per_depth() {
     // Three references to `e` per level and six alternatives: compiled anew at each use, the
     // levels would split into 6 + 3 × (6 + 3 × ...) cases, past the limit of 512 at depth 5.
+    // The leaves are small (an enum for the numbers): the test is about how often `e` is
+    // compiled, and the integer type's language (exponent forms, integers of any length) would
+    // make the exact grammar too large at this depth.
     let schema = json!({"$defs": {"e": {"anyOf": [
-        {"type": "integer"}, {"type": "string", "maxLength": 2}, {"type": "null"}, {"type": "boolean"},
+        {"enum": [0, 1, 2]}, {"type": "string", "maxLength": 2}, {"type": "null"}, {"type": "boolean"},
         {"type": "object", "properties": {"l": {"$ref": "#/$defs/e"}, "r": {"$ref": "#/$defs/e"}}, "additionalProperties": false},
         {"type": "array", "items": {"$ref": "#/$defs/e"}, "maxItems": 2}]}},
         "$ref": "#/$defs/e"});
@@ -323,4 +326,29 @@ fn extra_names_from_a_short_list_are_written_once_each() {
 #[test]
 fn a_pattern_in_two_members_of_all_of_applies_both_schemas_once() {
     check_cases("a_pattern_in_two_members_of_all_of_applies_both_schemas_once");
+}
+
+#[test]
+fn unique_items_keep_to_the_element_language_and_its_spellings() {
+    // Draft 4 integers 1..3 are three texts; `1.0` equals 1 but is no draft 4 integer.
+    let d4 = "http://json-schema.org/draft-04/schema#";
+    check(
+        json!({"$schema": d4, "type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 3}, "uniqueItems": true, "minItems": 2}),
+        &["[1,2]", "[1,2,3]"],
+        &["[1.0,2]", "[1,1]", "[1]", "[1e0,2]"],
+    );
+    // String values have several spellings (`héllo` as `h\u00e9llo` or `h\u00E9llo`); the enum
+    // is still two values, each used once.
+    check(
+        json!({"type": "array", "items": {"enum": ["héllo", "wörld"]}, "uniqueItems": true, "minItems": 2}),
+        &[r#"["héllo","wörld"]"#, r#"["h\u00e9llo","w\u00F6rld"]"#],
+        &[r#"["héllo","h\u00e9llo"]"#, r#"["héllo","héllo"]"#, r#"["héllo"]"#],
+    );
+    // Numbers too (`1`, `1.0`, `1e0`): three values, each used once (in list order), in any of
+    // their spellings.
+    check(
+        json!({"type": "array", "items": {"enum": [1, 2, 3]}, "uniqueItems": true, "minItems": 2}),
+        &["[1,2,3]", "[1.0,2e0]", "[1,2.0,3]"],
+        &["[1,1.0]", "[2,2]", "[1]"],
+    );
 }

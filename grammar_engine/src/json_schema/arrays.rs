@@ -15,6 +15,8 @@
 //! or more is an error. All three are sound restrictions: they keep a subset of the valid
 //! arrays.
 
+use std::rc::Rc;
+
 use serde_json::Value;
 
 use super::objects::subsequence;
@@ -33,6 +35,29 @@ const MAX_UNIQUE_VALUES: usize = 24;
 /// array of unique objects would otherwise build the objects' whole automaton: 2.4 s for one
 /// SARIF schema).
 const MAX_LISTED_STATES: usize = 8_192;
+
+/// The restriction taken where distinct elements cannot be listed.
+const UNIQUE_ONE: &str = "uniqueItems arrays whose elements cannot be listed hold at most one element";
+
+/// Takes the restriction to one element where distinct elements cannot be listed: a note, or
+/// the error when restrictions are off.
+fn one_unique(c: &mut Compiler<'_>, ctx: &super::context::Ctx) -> Result<()> {
+    if !c.opts.allow_restriction {
+        return Err(ctx.unsupported("uniqueItems", format!("{UNIQUE_ONE} (allow_restriction is off)")));
+    }
+    c.note(UNIQUE_ONE);
+    Ok(())
+}
+
+/// JSON texts written one way per value: strings escape only what must be escaped (`"`, `\\`,
+/// the controls), as the canonical spelling does, and numbers have no exponent and no trailing
+/// zero in their fraction (a number is followed by what may follow a value).
+const ONE_TEXT_PER_VALUE: &str = concat!(
+    r#"(?:"(?:[^"\\]|\\["\\bfnrt]|\\u00[01][0-9a-f])*""#,
+    r#"|[^"0-9\-]"#,
+    r#"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]*[1-9])?[,\]} \t\n\r])*"#,
+    r#"(?:-?(?:0|[1-9][0-9]*)(?:\.[0-9]*[1-9])?)?"#
+);
 
 /// What one member says about positions.
 struct Positions<'a> {
@@ -256,14 +281,26 @@ fn unique_array<'a>(c: &mut Compiler<'a>, at: Vec<Expr>, rest: Expr, lo: u64, hi
         if lo <= 1 {
             // At most one element in all (the first position's): two tuple positions could
             // hold equal values.
+            one_unique(c, ctx)?;
             let one = elements(at.into_iter().take(1).collect(), rest, lo, Some(0), &ws, &mut plain);
             return Ok(wrap(one, &ws));
         }
         return Err(ctx.unsupported("uniqueItems", "uniqueItems together with a tuple (prefixItems) is not supported"));
     }
-    let values = listable(c, &rest, "an element language")?.flatten().and_then(|d| finite_values(&d));
-    let Some(values) = values else {
+    // Values are listed from one text each (a string or a number value has many spellings,
+    // which would make a short enum look too large to list); each is then written in every
+    // spelling the element language has for it.
+    let element = listable(c, &rest, "an element language")?.flatten().map(|d| Expr::Dfa(Rc::new(d)));
+    let values = match &element {
+        Some(e) => match e.and(&Expr::regex(ONE_TEXT_PER_VALUE), c.config)? {
+            Expr::Dfa(d) => finite_values(&d),
+            _ => None,
+        },
+        None => None,
+    };
+    let (Some(values), Some(element)) = (values, element) else {
         if lo <= 1 {
+            one_unique(c, ctx)?;
             return Ok(wrap(elements(Vec::new(), rest, lo, Some(1), &ws, &mut plain), &ws));
         }
         return Err(ctx.unsupported(
@@ -277,7 +314,14 @@ fn unique_array<'a>(c: &mut Compiler<'a>, at: Vec<Expr>, rest: Expr, lo: u64, hi
     }
     // Distinct values in list order, each at most once: the first `lo` of the first `max`
     // values always, then any ordered selection of the others (at most `max` in all).
-    let lits: Vec<Expr> = values[..max as usize].iter().map(|v| literal(v, &ws)).collect::<Result<_>>()?;
+    // A value's literal holds every text equal to it, some of which the element language may
+    // refuse (`1.0` for a draft 4 integer): keep the ones it accepts, and the listed text
+    // itself (an object's literal writes its members in another order).
+    let mut lits: Vec<Expr> = Vec::new();
+    for (v, text) in &values[..max as usize] {
+        let listed = Expr::literal(&String::from_utf8_lossy(text));
+        lits.push(Expr::union(vec![literal(v, &ws)?.and(&element, c.config)?, listed]));
+    }
     let (required, optional) = lits.split_at(lo as usize);
     let sep = || Expr::regex(format!("{ws},{ws}"));
     let mut parts = Vec::new();
@@ -313,15 +357,15 @@ pub(super) fn listable(c: &Compiler<'_>, e: &Expr, what: &str) -> Result<Option<
     }
 }
 
-/// The distinct JSON values of a finite language, one per value (`None`: infinite or more
+/// The distinct JSON values of a finite language, one per value with its first text (`None`: infinite or more
 /// than [`MAX_UNIQUE_VALUES`]).
-fn finite_values(d: &Dfa) -> Option<Vec<Value>> {
+fn finite_values(d: &Dfa) -> Option<Vec<(Value, Vec<u8>)>> {
     let texts = d.strings(4 * MAX_UNIQUE_VALUES)?;
-    let mut values: Vec<Value> = Vec::new();
+    let mut values: Vec<(Value, Vec<u8>)> = Vec::new();
     for t in texts {
         let v: Value = serde_json::from_slice(&t).ok()?;
-        if !values.iter().any(|w| json_equal(w, &v)) {
-            values.push(v);
+        if !values.iter().any(|(w, _)| json_equal(w, &v)) {
+            values.push((v, t));
         }
         if values.len() > MAX_UNIQUE_VALUES {
             return None;

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::walk::Taken;
 use super::{walk, JsonSchemaOptions};
 use crate::automata::{Deadline, DfaConfig};
 use crate::error::{GrammarError, Result};
@@ -59,11 +60,12 @@ pub(super) struct Restriction {
 
 impl Restriction {
     /// What the restriction leaves out, in words (`capped`: its walk met a bound the cap
-    /// lowers; `lowered`: a `maxLength` counted only this far, see `strings`); `None` for the
-    /// exact attempt when nothing was lowered.
-    fn describe(&self, capped: bool, lowered: Option<u64>) -> Option<String> {
+    /// lowers; `taken`: what the walk restricted on its own); `None` for the exact attempt
+    /// when the walk took nothing.
+    fn describe(&self, capped: bool, taken: &Taken) -> Option<String> {
         let cap = self.count_cap.filter(|_| capped).map(|c| format!("maxItems and maxLength above {c} lowered to {c}"));
-        let lowered = lowered
+        let lowered = taken
+            .lowered
             .filter(|&l| self.count_cap.is_none_or(|c| l < c))
             .map(|l| format!("maxLength too long to count lowered to {l}"));
         let cap = match (cap, lowered) {
@@ -74,7 +76,9 @@ impl Restriction {
             format!("objects {d} or more levels deep keep only required members, arrays that deep only minItems elements")
         });
         let parts: Vec<String> = cap.into_iter().chain(prune).collect();
-        (!parts.is_empty()).then(|| format!("the exact grammar is too large: {}", parts.join("; ")))
+        let large = (!parts.is_empty()).then(|| format!("the exact grammar is too large: {}", parts.join("; ")));
+        let all: Vec<String> = large.into_iter().chain(taken.notes.iter().map(|n| n.to_string())).collect();
+        (!all.is_empty()).then(|| all.join("; "))
     }
 
     /// Only a count cap: the same automaton as the exact attempt when no bound is large.
@@ -133,7 +137,14 @@ pub(super) fn compile_helped_after(
             });
         }
         ladder.work();
-        let out = ladder.wait_for_decision();
+        let out = ladder.wait_for_decision().and_then(|(compiled, restriction)| match restriction {
+            Some(what) if !opts.allow_restriction => Err(GrammarError::TooLarge {
+                what: "JSON Schema grammar",
+                limit: config.max_states,
+                detail: format!("exact only was asked for (allow_restriction is off), and {what}"),
+            }),
+            r => Ok((compiled, r)),
+        });
         // Whatever still runs is more restricted than the answer: stop it, wake idle helpers.
         ladder.cancels.iter().for_each(|c| c.store(true, Ordering::Relaxed));
         ladder.changed.notify_all();
@@ -150,7 +161,7 @@ enum Outcome {
     TooLarge(GrammarError),
     /// The automaton fits: the answer once every less restricted attempt has failed. With
     /// whether its walk met a bound the count cap lowers (for the description).
-    Fit(Box<Compiled>, bool, Option<u64>),
+    Fit(Box<Compiled>, bool, Taken),
     /// No string at all, or an error no restriction mends: final in the same way.
     Failed(GrammarError),
 }
@@ -285,7 +296,7 @@ impl Ladder<'_> {
         board.decided = true;
         if let Some(i) = answer {
             return match board.outcomes[i].take() {
-                Some(Outcome::Fit(compiled, capped, lowered)) => Ok((*compiled, RESTRICTIONS[i].describe(capped, lowered))),
+                Some(Outcome::Fit(compiled, capped, taken)) => Ok((*compiled, RESTRICTIONS[i].describe(capped, &taken))),
                 Some(Outcome::Failed(e)) => Err(e),
                 _ => unreachable!("the answer is an attempt that fitted or failed for good"),
             };
@@ -356,7 +367,7 @@ impl Ladder<'_> {
         if let Some((builder, start)) = rules {
             // A pushdown grammar: each rule is determinized on its own.
             return match builder.build(start, "JSON Schema", &config) {
-                Ok(compiled) => Outcome::Fit(Box::new(compiled), has_large_bounds, compiler.lowered()),
+                Ok(compiled) => Outcome::Fit(Box::new(compiled), has_large_bounds, compiler.taken()),
                 Err(e @ GrammarError::TooLarge { .. }) => Outcome::TooLarge(e),
                 Err(e) => Outcome::Failed(e),
             };
@@ -377,7 +388,7 @@ impl Ladder<'_> {
             })
         });
         match built {
-            Ok(Some(dfa)) => Outcome::Fit(Box::new(Compiled::Regular(dfa)), has_large_bounds, compiler.lowered()),
+            Ok(Some(dfa)) => Outcome::Fit(Box::new(Compiled::Regular(dfa)), has_large_bounds, compiler.taken()),
             Ok(None) => Outcome::Failed(GrammarError::EmptyLanguage {
                 detail: "no JSON value satisfies the schema (or none that this compiler can write: see the JSON Schema notes in the README)".into(),
             }),

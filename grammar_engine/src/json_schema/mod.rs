@@ -2,14 +2,16 @@
 //! or rules that call each other (a pushdown grammar, see [`crate::pushdown`]).
 //!
 //! Every text the grammar accepts parses as JSON and validates against the schema (with
-//! format checking on). The converse holds up to the documented restrictions: values are
-//! written in canonical spelling (strings as `json.dumps(..., ensure_ascii=False)` writes them,
-//! numbers without exponent), compactly or with the configured whitespace; object members in
-//! declaration order. Compiled as rules ([`compile_language`]), a `$ref` is a call of its
-//! target's rule, so recursive schemas and values the schema leaves unconstrained nest without
-//! a depth limit; where a recursive part meets an operation only regular languages allow, or
-//! through [`compile`] (one DFA), values the schema leaves unconstrained nest at most
-//! [`JsonSchemaOptions::max_any_depth`] levels and recursive references unroll
+//! format checking on). The converse holds up to the documented restrictions: member names are
+//! written in canonical spelling (as `json.dumps(..., ensure_ascii=False)` writes them), string
+//! values in every spelling, numbers within the universe of `numbers/universe.rs` (integers of
+//! any length, decimals and exponent forms within windows), compactly or with the configured
+//! whitespace; object members in declaration order. Compiled as rules ([`compile_language`]), a
+//! `$ref` is a call of its target's rule, so recursive schemas and values the schema leaves
+//! unconstrained nest without a depth limit; where a recursive part meets an operation only
+//! regular languages allow, or through [`compile`] (one DFA), values the schema leaves
+//! unconstrained nest at most [`JsonSchemaOptions::max_any_depth`] levels and recursive
+//! references unroll
 //! [`JsonSchemaOptions::max_recursion_depth`] levels. What cannot be done exactly or by a sound
 //! restriction is a typed error naming the keyword and the JSON pointer, never a silent
 //! relaxation.
@@ -28,7 +30,9 @@
 //! - `objects.rs`, `arrays.rs`, `strings.rs`, `numbers/`: the languages of each type;
 //!   `numbers/mod.rs` lists its own files;
 //! - `pattern.rs`: the ECMA-262 `pattern` parser; `search.rs`: a pattern's search language;
-//!   `formats.rs`: the `format` names; `canonical.rs`: the canonical spelling of strings;
+//!   `formats.rs`: the `format` names; `canonical.rs`: the canonical spelling of strings (how
+//!   string languages are built, and how member names are written); `respell.rs`: every
+//!   spelling of string values (escapes);
 //! - `values.rs`: JSON values (kinds, equality, literals, any value);
 //! - `disjoint.rs`: the cheap proof that `oneOf` branches cannot overlap;
 //! - `context.rs`: where the walk is (JSON pointer, depth, dialect), for errors.
@@ -54,6 +58,7 @@ mod objects;
 mod pattern;
 mod policy;
 mod refs;
+mod respell;
 mod search;
 mod split;
 mod strings;

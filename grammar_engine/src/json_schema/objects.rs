@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 
 use super::policy::is_validation_keyword;
 use super::refs::pointer_token;
-use super::strings::{string_expr, string_literal, StringFacts};
+use super::strings::{any_string_value, string_expr, string_literal, string_value_literal, StringFacts};
 use super::values::{any_string, kind_superset, JsonType, ANY_NUMBER};
 use super::walk::{count_keyword, Compiler, Conj, Item, DONE_DEPENDENCIES};
 use crate::automata::Expr;
@@ -730,7 +730,7 @@ pub(crate) fn over<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
             let value = format!(
                 r"(?:null|true|false|{}|{}|{}|{})",
                 ANY_NUMBER,
-                any_string(),
+                any_string_value(),
                 kind_superset(JsonType::Object),
                 kind_superset(JsonType::Array)
             );
@@ -781,10 +781,14 @@ fn constant_values<'a>(c: &Compiler<'a>, schema: &'a Value, base: &str) -> Optio
     None
 }
 
-/// A scalar's canonical text as a regex prefix (numbers: any spelling's common start).
+/// A regex of a prefix of every text of a scalar (numbers: any spelling's common start).
 fn scalar_regex(v: &Value) -> String {
     match v {
         Value::Number(_) => String::from("-?[0-9]"),
+        Value::String(s) => match string_value_literal(s) {
+            Expr::Regex(r) => r.to_string(),
+            _ => String::from("\""),
+        },
         other => regex_syntax::escape(&serde_json::to_string(other).unwrap_or_default()),
     }
 }

@@ -23,6 +23,7 @@ use super::context::Ctx;
 use super::values::count;
 use super::formats;
 use super::pattern::{self, PatternError};
+use super::respell;
 use super::search;
 use crate::automata::Expr;
 use crate::automata::{Dfa, DfaConfig};
@@ -91,44 +92,83 @@ impl StringFacts {
     }
 }
 
-/// The canonical JSON text of one string value, as a literal Expr (quotes included).
+/// The canonical JSON text of one string, as a literal Expr (quotes included): how object
+/// member names are written.
 pub(crate) fn string_literal(value: &str) -> Expr {
     Expr::literal(&format!("\"{}\"", canonical::spell(value)))
 }
 
-/// The quoted canonical strings of `min..=max` code points, as a DFA leaf kept per thread.
-/// Length bounds are the most common string facts (`maxLength: 1024` on every field of some
-/// schemas); compiling `c{0,1024}` from regex text each time, through a Unicode class
-/// expanded into UTF-8 automata a thousand times, dominated those schemas' compile time.
-fn length_bounded(min: u64, max: Option<u64>, config: &DfaConfig) -> Expr {
+/// Every JSON text of one string value (quotes included): each character in each of its
+/// spellings (see [`respell`]).
+pub(crate) fn string_value_literal(value: &str) -> Expr {
+    let body: String = value.chars().map(respell::char_regex).collect();
+    Expr::regex(format!("\"{body}\""))
+}
+
+/// Every JSON text of any string value (quotes included).
+pub(crate) fn any_string_value() -> String {
+    format!("\"{}*\"", respell::ANY_CHAR)
+}
+
+/// The string bodies of `min..=max` code points, canonical or (`spelled`) in every spelling, as
+/// a DFA leaf kept per thread. Length bounds are the most common string facts (`maxLength:
+/// 1024` on every field of some schemas); compiling `c{0,1024}` from regex text each time,
+/// through a Unicode class expanded into UTF-8 automata a thousand times, dominated those
+/// schemas' compile time.
+fn length_bounded(min: u64, max: Option<u64>, spelled: bool, config: &DfaConfig) -> Result<Expr> {
     thread_local! {
-        static CACHE: std::cell::RefCell<std::collections::HashMap<(u64, Option<u64>), std::rc::Rc<Dfa>>> =
+        static CACHE: std::cell::RefCell<std::collections::HashMap<(u64, Option<u64>, bool), std::rc::Rc<Dfa>>> =
             std::cell::RefCell::new(std::collections::HashMap::new());
     }
+    if let Some(d) = CACHE.with(|c| c.borrow().get(&(min, max, spelled)).cloned()) {
+        return Ok(Expr::Dfa(d));
+    }
     let upper = max.map_or(String::new(), |m| m.to_string());
-    let lang = Expr::regex(format!("\"{CANONICAL_CHAR}{{{min},{upper}}}\""));
-    if let Some(d) = CACHE.with(|c| c.borrow().get(&(min, max)).cloned()) {
-        return Expr::Dfa(d);
-    }
-    match lang.to_dfa(config) {
-        Ok(Some(d)) => {
-            let d = std::rc::Rc::new(d);
-            CACHE.with(|c| c.borrow_mut().insert((min, max), d.clone()));
-            Expr::Dfa(d)
+    let lang = Expr::regex(format!("{CANONICAL_CHAR}{{{min},{upper}}}"));
+    // Built without the caller's deadline: the result is shared by every later compilation.
+    let unbounded = DfaConfig { deadline: None, cancel: None, ..config.clone() };
+    let Some(d) = lang.to_dfa(&unbounded)? else { return Ok(Expr::Empty) };
+    let d = if spelled {
+        match respell::respell(&d, &unbounded) {
+            Ok(Some(spelled)) => spelled,
+            Ok(None) => return Ok(Expr::Empty),
+            // Every value keeps its canonical text: the same values, fewer spellings.
+            Err(GrammarError::TooLarge { .. }) => d,
+            Err(e) => return Err(e),
         }
-        _ => lang,
-    }
+    } else {
+        d
+    };
+    let d = std::rc::Rc::new(d);
+    CACHE.with(|c| c.borrow_mut().insert((min, max, spelled), d.clone()));
+    Ok(Expr::Dfa(d))
 }
 
-/// The canonical JSON texts (quotes included) of the strings satisfying every fact.
-/// An unsatisfiable combination is [`Expr::Empty`], not an error.
+/// The canonical JSON texts (quotes included) of the strings satisfying every fact: the
+/// language of object member names. An unsatisfiable combination is [`Expr::Empty`], not an
+/// error.
 pub(crate) fn string_expr(facts: &StringFacts, config: &DfaConfig) -> Result<Expr> {
-    string_expr_noting(facts, config).map(|(e, _)| e)
+    Ok(quoted(string_body(facts, false, config)?.0))
 }
 
-/// [`string_expr`], and the bound `maxLength` was lowered to when counting it did not fit
-/// (`None`: the exact language).
-pub(crate) fn string_expr_noting(facts: &StringFacts, config: &DfaConfig) -> Result<(Expr, Option<u64>)> {
+/// Every JSON text (quotes included) of the strings satisfying every fact: the language of
+/// string values, whose characters may be escaped (see [`respell`]); and the bound `maxLength`
+/// was lowered to when counting it did not fit (`None`: the exact language).
+pub(crate) fn string_value_expr_noting(facts: &StringFacts, config: &DfaConfig) -> Result<(Expr, Option<u64>)> {
+    let (body, low) = string_body(facts, true, config)?;
+    Ok((quoted(body), low))
+}
+
+fn quoted(body: Expr) -> Expr {
+    if body.is_empty() {
+        return Expr::Empty;
+    }
+    Expr::concat(vec![Expr::literal("\""), body, Expr::literal("\"")])
+}
+
+/// The bodies (between the quotes) of the strings satisfying every fact, canonical or
+/// (`spelled`) in every spelling, and the bound `maxLength` was lowered to.
+fn string_body(facts: &StringFacts, spelled: bool, config: &DfaConfig) -> Result<(Expr, Option<u64>)> {
     let (min, max) = (facts.min_length, facts.max_length);
     if max.is_some_and(|max| max < min) {
         return Ok((Expr::Empty, None));
@@ -146,10 +186,11 @@ pub(crate) fn string_expr_noting(facts: &StringFacts, config: &DfaConfig) -> Res
     let bounded = min > 0 || max.is_some();
     let mut low = None;
     let body = match parts.len() {
-        0 if !bounded => Expr::regex(format!("{CANONICAL_CHAR}*")),
+        0 if !bounded && spelled => return Ok((Expr::regex(format!("{}*", respell::ANY_CHAR)), None)),
+        0 if !bounded => return Ok((Expr::regex(format!("{CANONICAL_CHAR}*")), None)),
         0 => {
             let used = fitting_max(min, max, STATES_PER_CHAR, config)?;
-            return Ok((length_bounded(min, used, config), lowered(max, used)));
+            return Ok((length_bounded(min, used, spelled, config)?, lowered(max, used)));
         }
         _ => {
             let mut parts = parts.into_iter();
@@ -165,10 +206,16 @@ pub(crate) fn string_expr_noting(facts: &StringFacts, config: &DfaConfig) -> Res
             body
         }
     };
-    if body.is_empty() {
-        return Ok((Expr::Empty, None));
+    if !spelled || body.is_empty() {
+        return Ok((body, low));
     }
-    Ok((Expr::concat(vec![Expr::literal("\""), body, Expr::literal("\"")]), low))
+    let Some(canonical) = body.to_dfa(config)? else { return Ok((Expr::Empty, None)) };
+    match respell::respell(&canonical, config) {
+        Ok(spelled) => Ok((spelled.map_or(Expr::Empty, |d| Expr::Dfa(std::rc::Rc::new(d))), low)),
+        // Every value keeps its canonical text: the same values, fewer spellings.
+        Err(GrammarError::TooLarge { .. }) => Ok((Expr::Dfa(std::rc::Rc::new(canonical)), low)),
+        Err(e) => Err(e),
+    }
 }
 
 /// The bound used, when it is lower than the one asked for.

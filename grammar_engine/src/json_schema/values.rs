@@ -8,8 +8,8 @@ use std::rc::Rc;
 
 use serde_json::{Number, Value};
 
-use super::numbers::{number_literal, universe_regex};
-use super::strings::{string_literal, CANONICAL_CHAR};
+use super::numbers::{number_literal, python_value_text, universe_regex};
+use super::strings::{any_string_value, string_literal, string_value_literal, CANONICAL_CHAR};
 use crate::automata::Expr;
 use crate::automata::{Dfa, DfaConfig};
 use super::context::Ctx;
@@ -97,7 +97,8 @@ pub(crate) fn value_kind_name(v: &Value) -> &'static str {
 
 /// A number's value in a normal form, for exact comparison: sign, significant digits without
 /// leading or trailing zeros, and the power of ten of the last digit (`12.5` is
-/// `(false, "125", -1)`; zero is `(false, "", 0)`).
+/// `(false, "125", -1)`; zero is `(false, "", 0)`). [`NumberKey::of`] takes the value Python
+/// holds (a double for a text with a fraction or an exponent), as `jsonschema` compares them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct NumberKey {
     negative: bool,
@@ -106,8 +107,9 @@ pub(crate) struct NumberKey {
 }
 
 impl NumberKey {
+    /// The key of the value Python holds for `n`; `None` for a double that overflows.
     pub(crate) fn of(n: &Number) -> Option<NumberKey> {
-        NumberKey::parse(&n.to_string())
+        NumberKey::parse(&python_value_text(n)?)
     }
 
     /// Parses JSON number text (`-?int(.frac)?([eE][+-]?exp)?`).
@@ -170,8 +172,9 @@ impl Ord for NumberKey {
     }
 }
 
-/// Equality of JSON values as `jsonschema` decides `enum`/`const`: numbers by value
-/// (`1 == 1.0`), booleans never equal to numbers, containers element by element.
+/// Equality of JSON values as `jsonschema` decides `enum`/`const`: numbers by the value Python
+/// holds (`1 == 1.0`, but `1e23 != 10**23`: the double is another integer), booleans never
+/// equal to numbers, containers element by element.
 pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Null, Value::Null) => true,
@@ -186,14 +189,14 @@ pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// The texts of exactly one value: its canonical spelling (every spelling of a number; object
-/// members in the value's own key order), with `ws` between tokens.
+/// The texts of exactly one value: every spelling of its numbers and strings, member names in
+/// canonical spelling and in the value's own key order, with `ws` between tokens.
 pub(crate) fn literal(v: &Value, ws: &str) -> Result<Expr> {
     Ok(match v {
         Value::Null => Expr::literal("null"),
         Value::Bool(true) => Expr::literal("true"),
         Value::Bool(false) => Expr::literal("false"),
-        Value::String(s) => string_literal(s),
+        Value::String(s) => string_value_literal(s),
         Value::Number(n) => number_literal(n)?,
         Value::Array(items) => {
             let mut parts = vec![Expr::regex(format!(r"\[{ws}"))];
@@ -222,20 +225,20 @@ pub(crate) fn literal(v: &Value, ws: &str) -> Result<Expr> {
     })
 }
 
-/// Regex of any canonical JSON string.
+/// Regex of any canonical JSON string: how member names are written.
 pub(crate) fn any_string() -> String {
     format!("\"(?:{CANONICAL_CHAR})*\"")
 }
 
-/// Regex of any exponent-free JSON number (a superset of the numbers universe).
-pub(crate) const ANY_NUMBER: &str = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?";
+/// Regex of any JSON number (a superset of the numbers universe).
+pub(crate) const ANY_NUMBER: &str = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?";
 
 /// Regex of any JSON value with at most `depth` levels of containers (0: scalars only), with
 /// `ws` between tokens. The size grows as 4^depth: containers write the level below twice.
 pub(crate) fn any_value(depth: usize, ws: &str) -> String {
-    // Numbers from the universe of the numbers module (at most 15 significant digits), so an
-    // unconstrained value never holds a number whose double Python rounds (see numbers/).
-    let scalar = format!("(?:{}|{}|true|false|null)", any_string(), universe_regex());
+    // Numbers from the universe of the numbers module, so an unconstrained value never holds a
+    // number whose double Python rounds (see numbers/).
+    let scalar = format!("(?:{}|{}|true|false|null)", any_string_value(), universe_regex());
     if depth == 0 {
         return scalar;
     }
@@ -247,7 +250,7 @@ pub(crate) fn any_value(depth: usize, ws: &str) -> String {
 }
 
 fn any_scalar_expr() -> Expr {
-    Expr::regex(format!("(?:{}|{}|true|false|null)", any_string(), universe_regex()))
+    Expr::regex(format!("(?:{}|{}|true|false|null)", any_string_value(), universe_regex()))
 }
 
 /// Any JSON value whose containers hold values of `inner` (any scalar, or an object or an
@@ -295,7 +298,7 @@ pub(crate) fn kind_superset(kind: JsonType) -> String {
         JsonType::Boolean => "true|false".into(),
         JsonType::Object => r"\{(?s:.)*\}".into(),
         JsonType::Array => r"\[(?s:.)*\]".into(),
-        JsonType::String => any_string(),
+        JsonType::String => any_string_value(),
         JsonType::Integer | JsonType::Number => ANY_NUMBER.into(),
     }
 }

@@ -178,6 +178,16 @@ pub(crate) struct Compiler<'a> {
     /// languages built with a lowered bound, by leaf key.
     lowered: Option<u64>,
     lowered_leaves: HashMap<String, u64>,
+    /// Other restrictions the walk took, in words (see [`Taken`]).
+    notes: Vec<&'static str>,
+}
+
+/// The restrictions a walk took on its own, whatever the ladder's step: a `maxLength` too long
+/// to count, lowered to `lowered`, and `notes` in words.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Taken {
+    pub lowered: Option<u64>,
+    pub notes: Vec<&'static str>,
 }
 
 impl<'a> Compiler<'a> {
@@ -211,6 +221,7 @@ impl<'a> Compiler<'a> {
             chunks: HashMap::new(),
             lowered: None,
             lowered_leaves: HashMap::new(),
+            notes: Vec::new(),
         }
     }
 

@@ -3,7 +3,7 @@
 //! The conditions on a number text (its comparison with a bound, its residue modulo a divisor,
 //! how many significant digits it has) are each a small state carried from digit to digit.
 //! Writing them as regexes means spelling out every case by hand; as a [`Walker`] each is a
-//! few lines, and [`build`] explores the reachable states breadth first over the dozen bytes
+//! few lines, and [`build`] explores the reachable states breadth first over the fifteen bytes
 //! a number uses, then hands the table to [`Dfa::from_table`], which drops the states that
 //! cannot reach acceptance and minimizes the rest.
 
@@ -15,7 +15,7 @@ use crate::util::StateId;
 use crate::error::{GrammarError, Result};
 
 /// The bytes of number text.
-pub(crate) const ALPHABET: &[u8; 12] = b"-.0123456789";
+pub(crate) const ALPHABET: &[u8; 15] = b"-.0123456789+eE";
 
 /// A deterministic automaton over [`ALPHABET`], given by its states and steps.
 pub(crate) trait Walker {

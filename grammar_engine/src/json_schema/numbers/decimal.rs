@@ -203,6 +203,12 @@ impl Decimal {
         Decimal { negative: !self.negative, ..self.clone() }
     }
 
+    /// The significant digits of `|self|`, most significant first, without leading or trailing
+    /// zeros (empty for zero): `120.5` has `[1, 2, 0, 5]`.
+    pub(crate) fn significant_digits(&self) -> &[u8] {
+        &self.digits
+    }
+
     /// Where the most significant digit sits: `d` in `10^d` (`None` for zero).
     pub(crate) fn magnitude(&self) -> Option<i64> {
         (!self.is_zero()).then(|| self.exp as i64 + self.digits.len() as i64 - 1)
@@ -547,5 +553,7 @@ mod tests {
         assert_eq!(d("0.007").frac_digits(), [0, 0, 7]);
         assert_eq!(d("-4e2").int_digits(), [4, 0, 0]);
         assert!(d("-4e2").frac_digits().is_empty());
+        assert_eq!(d("-120.50").significant_digits(), [1, 2, 0, 5]);
+        assert!(d("-0.0").significant_digits().is_empty());
     }
 }

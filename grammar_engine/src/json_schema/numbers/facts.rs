@@ -43,6 +43,8 @@ pub(crate) struct NumberFacts {
     pub(crate) maximum: Option<Bound>,
     /// Every `multipleOf`, with where it was written; all must hold.
     pub(crate) multiple_of: Vec<(Divisor, Ctx)>,
+    /// A bound no number passes (a `minimum` that overflows to infinity as a double).
+    pub(crate) unsatisfiable: bool,
 }
 
 /// A number keyword's value as Python reads it.
@@ -56,7 +58,7 @@ impl NumberFacts {
     /// were written (equal keys, equal languages).
     pub(crate) fn key(&self) -> String {
         let divisors: Vec<&Divisor> = self.multiple_of.iter().map(|(d, _)| d).collect();
-        format!("{} {:?} {:?} {:?}", self.integer, self.minimum, self.maximum, divisors)
+        format!("{} {} {:?} {:?} {:?}", self.integer, self.unsatisfiable, self.minimum, self.maximum, divisors)
     }
 
     /// The facts of `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` and
@@ -87,7 +89,14 @@ impl NumberFacts {
             };
             let bound = match python_number(n, keyword, ctx)? {
                 PyNumber::Int(d) => Some(Bound { value: d, exclusive }),
-                PyNumber::Float(x) => float_bound(x, lower, exclusive),
+                PyNumber::Float(x) => match float_bound(x, lower, exclusive) {
+                    Limit::Bound(b) => Some(b),
+                    Limit::Open => None,
+                    Limit::Closed => {
+                        facts.unsatisfiable = true;
+                        None
+                    }
+                },
             };
             if let Some(b) = bound {
                 if lower {
@@ -129,6 +138,7 @@ impl NumberFacts {
     /// Adds the facts of another schema that must hold too (`allOf`).
     pub(crate) fn merge(&mut self, other: NumberFacts) {
         self.integer |= other.integer;
+        self.unsatisfiable |= other.unsatisfiable;
         if let Some(b) = other.minimum {
             self.tighten_lower(b);
         }
@@ -171,11 +181,13 @@ impl NumberFacts {
     }
 
     /// Whether [`number_expr`](super::number_expr) is exactly the set of universe texts
-    /// Python accepts. Float divisors make it a sound subset only: `jsonschema` divides in
-    /// doubles and rejects some true multiples (`0.3` is not a multiple of `0.1` there), in
-    /// a pattern no small automaton follows.
+    /// Python accepts: when there is no divisor. A divisor leaves out the exponent forms
+    /// (Python divides their doubles, whose rounding a residue automaton over decimal digits
+    /// does not follow); a float divisor makes even the decimals a sound subset (`jsonschema`
+    /// divides in doubles and rejects some true multiples, `0.3` is not a multiple of `0.1`
+    /// there, in a pattern no small automaton follows).
     pub(crate) fn is_exact(&self) -> bool {
-        self.multiple_of.iter().all(|(d, _)| matches!(d, Divisor::Int(_)))
+        self.multiple_of.is_empty()
     }
 }
 
@@ -201,17 +213,22 @@ fn number_error(e: DecimalError, keyword: &str, ctx: &Ctx) -> GrammarError {
     }
 }
 
+/// What a bound written as a double says.
+enum Limit {
+    Bound(Bound),
+    /// Nothing: every number passes.
+    Open,
+    /// No number passes.
+    Closed,
+}
+
 /// The bound a double sets. An infinite one (the text overflowed) sets none when it is on the
-/// open side (`maximum: 1e400`: every number is below infinity); on the other side nothing
-/// passes, which the largest double, exclusive, says as well for every number we write.
-fn float_bound(x: f64, lower: bool, exclusive: bool) -> Option<Bound> {
-    if let Some(value) = Decimal::from_f64(x) {
-        return Some(Bound { value, exclusive });
+/// open side (`maximum: 1e400`: every number, integers of any length too, is below infinity);
+/// on the other side nothing passes.
+fn float_bound(x: f64, lower: bool, exclusive: bool) -> Limit {
+    match Decimal::from_f64(x) {
+        Some(value) => Limit::Bound(Bound { value, exclusive }),
+        None if (x > 0.0) != lower => Limit::Open,
+        None => Limit::Closed,
     }
-    let positive = x > 0.0;
-    if positive != lower {
-        return None;
-    }
-    let edge = Decimal::from_f64(f64::MAX).unwrap_or_else(Decimal::zero);
-    Some(Bound { value: if lower { edge } else { edge.neg() }, exclusive: true })
 }

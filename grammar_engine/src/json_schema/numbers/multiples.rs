@@ -327,7 +327,7 @@ pub(crate) fn float_divisor_expr(
         let above = Bound { value: edge.clone(), exclusive: false };
         let below = Bound { value: edge.neg(), exclusive: false };
         for (lower, upper) in [(Some(&above), None), (None, Some(&below))] {
-            if let Some(d) = bounded(Fractions::Any, lower, upper, config)? {
+            if let Some(d) = bounded(Fractions::Any, false, lower, upper, config)? {
                 parts.push(Expr::Dfa(Rc::new(d)));
             }
         }
@@ -362,18 +362,19 @@ fn close_to_double(written: &Decimal, held: &Decimal) -> bool {
     written.sub(held).abs().mul_u64(1u64 << 54) < *held
 }
 
-/// What Python accepts for integer divisors (all of them), exactly: a residue automaton of
-/// their least common multiple, or its multiples in range spelled out when few. Errors when
-/// neither fits.
+/// What Python accepts for integer divisors (all of them), among texts without exponent: a
+/// residue automaton of their least common multiple (exact, integers of any length), or its
+/// multiples in range of at most fifteen digits spelled out when few (a subset: longer
+/// integers are left out). The flag says which. Errors when neither fits.
 pub(crate) fn int_divisors_expr(
     divisors: &[(&Decimal, &Ctx)],
     lo: Option<&Decimal>,
     hi: Option<&Decimal>,
     config: &DfaConfig,
-) -> Result<Expr> {
-    let Some(&(_, ctx)) = divisors.first() else { return Ok(Expr::regex("[-.0-9]*")) };
+) -> Result<(Expr, bool)> {
+    let Some(&(_, ctx)) = divisors.first() else { return Ok((Expr::regex("[-.0-9]*"), true)) };
     let universe = 10u64.pow(MAX_SIGNIFICANT as u32);
-    // A divisor past the universe leaves only 0 as a multiple.
+    // A divisor of sixteen digits or more has no multiple but 0 of fifteen digits or fewer.
     let mut lcm = Some(Lattice { p: 1, a: 0 });
     for (d, _) in divisors {
         let step = d.coefficient().and_then(|(c, e)| c.checked_mul(10u64.checked_pow(u32::try_from(e).ok()?)?));
@@ -382,13 +383,13 @@ pub(crate) fn int_divisors_expr(
             _ => None,
         };
     }
-    let Some(lattice) = lcm else { return Ok(values_expr(&[Decimal::zero()])) };
+    let Some(lattice) = lcm else { return Ok((values_expr(&[Decimal::zero()]), false)) };
     if let Some(e) = lattice_expr(lattice, config)? {
-        return Ok(e);
+        return Ok((e, true));
     }
     let (values, complete) = enumerate(&lattice.step(), lo, hi, ENUM_LIMIT, |_| true);
     if complete {
-        return Ok(values_expr(&values));
+        return Ok((values_expr(&values), false));
     }
     Err(ctx.unsupported(
         "multipleOf",

@@ -8,8 +8,10 @@
 //! carried along the text. Positive and negative texts get their own magnitude limits (a
 //! value `-m` is at least `-5` when `m` is at most 5).
 //!
-//! The walker also enforces the universe (at most [`MAX_SIGNIFICANT`] significant digits) and
-//! the integer type: draft 4 allows no fraction, later drafts only zeros.
+//! The walker also enforces the universe (at most [`MAX_SIGNIFICANT`] significant digits in a
+//! text with a fraction; integers of any length, or of at most as many digits when
+//! `long_integers` is off) and the integer type: draft 4 allows no fraction, later drafts only
+//! zeros. Texts with an exponent are another walker's (`exponent.rs`).
 
 use std::cmp::Ordering;
 
@@ -72,8 +74,9 @@ impl Mark {
 /// The limits on the magnitude of the texts of one sign.
 #[derive(Debug, Clone, Default)]
 struct Side {
-    /// Integers (texts without fraction): magnitude in `[lo, hi]`; `None`: no integer text.
-    ints: Option<(Mark, Mark)>,
+    /// Integers (texts without fraction): magnitude in `[lo, hi]` (no `hi`: unlimited); `None`:
+    /// no integer text.
+    ints: Option<(Mark, Option<Mark>)>,
     /// Texts with a fraction: lower and upper magnitude limits (`None`: unlimited); the whole
     /// `Option` is `None` when no such text qualifies.
     fracs: Option<(Option<Mark>, Option<Mark>)>,
@@ -83,6 +86,11 @@ struct Side {
 #[derive(Debug, Clone)]
 pub(crate) struct RangeWalker {
     fractions: Fractions,
+    /// Integer part lengths past which every comparison is settled: longer integers share
+    /// one state.
+    saturation: u16,
+    /// Integers may be longer than [`MAX_SIGNIFICANT`] digits.
+    long_integers: bool,
     /// Positive texts (including `0`), then negative ones (including `-0`).
     sides: [Side; 2],
 }
@@ -94,7 +102,7 @@ pub(crate) enum St {
     /// In the integer part: `len` digits read, `zero` if the part is the single digit 0, and
     /// the comparison of those digits with the same-length prefix of each mark's integer part
     /// (`Greater` once longer): integer low, integer high, fraction low, fraction high.
-    Int { neg: bool, len: u8, zero: bool, ord: [Ordering; 4] },
+    Int { neg: bool, len: u16, zero: bool, ord: [Ordering; 4] },
     /// After the point: significant digits so far, comparison with the fraction marks.
     Point { neg: bool, sig: u8, ord: [Ordering; 2] },
     /// In the fraction with `pos` digits read, and more non-zero digits still allowed.
@@ -109,6 +117,7 @@ impl RangeWalker {
     /// `None` limits are unlimited.
     pub(crate) fn new(
         fractions: Fractions,
+        long_integers: bool,
         int_lo: Option<&Decimal>,
         int_hi: Option<&Decimal>,
         frac_lo: Option<&Cut>,
@@ -127,12 +136,22 @@ impl RangeWalker {
             let lo = lo.filter(|l| *l > zero).unwrap_or_else(Decimal::zero);
             let hi_ok = hi.as_ref().is_none_or(|h| *h >= lo);
             if hi_ok {
-                let hi = hi.unwrap_or_else(|| Decimal::from_i128(10i128.pow(MAX_SIGNIFICANT as u32)));
-                side.ints = Some((Mark::new(&lo, true), Mark::new(&hi, true)));
+                side.ints = Some((Mark::new(&lo, true), hi.map(|h| Mark::new(&h, true))));
             }
-            side.fracs = frac_side(negative, frac_lo, frac_hi);
+            side.fracs = sign_limits(negative, frac_lo, frac_hi).map(|(l, h)| {
+                (l.map(|c| Mark::new(&c.value, c.inclusive)), h.map(|c| Mark::new(&c.value, c.inclusive)))
+            });
         }
-        RangeWalker { fractions, sides }
+        let longest = sides
+            .iter()
+            .filter_map(|s| s.ints.as_ref())
+            .flat_map(|(l, h)| [Some(l), h.as_ref()])
+            .flatten()
+            .map(|m| m.int.len())
+            .max()
+            .unwrap_or(0);
+        let saturation = u16::try_from(longest.max(MAX_SIGNIFICANT) + 1).unwrap_or(u16::MAX);
+        RangeWalker { fractions, saturation, long_integers, sides }
     }
 
     fn side(&self, neg: bool) -> &Side {
@@ -143,7 +162,7 @@ impl RangeWalker {
     fn int_marks(&self, neg: bool) -> [Option<&Mark>; 4] {
         let side = self.side(neg);
         let (il, ih) = match &side.ints {
-            Some((l, h)) => (Some(l), Some(h)),
+            Some((l, h)) => (Some(l), h.as_ref()),
             None => (None, None),
         };
         let (fl, fh) = match &side.fracs {
@@ -178,9 +197,9 @@ impl RangeWalker {
         }
     }
 
-    fn int_digit(&self, neg: bool, len: u8, mut ord: [Ordering; 4], d: u8) -> Option<St> {
-        let len = len + 1;
-        if len > SIG {
+    fn int_digit(&self, neg: bool, len: u16, mut ord: [Ordering; 4], d: u8) -> Option<St> {
+        let len = len.saturating_add(1).min(self.saturation);
+        if len > u16::from(SIG) && !self.long_integers {
             return None;
         }
         for (o, mark) in ord.iter_mut().zip(self.int_marks(neg)) {
@@ -191,6 +210,11 @@ impl RangeWalker {
             } else if *o == Ordering::Equal {
                 *o = d.cmp(&mark.int[usize::from(len) - 1]);
             }
+        }
+        if len > u16::from(SIG) {
+            // No point may follow: the fraction comparisons no longer matter.
+            ord[2] = Ordering::Greater;
+            ord[3] = Ordering::Greater;
         }
         Some(St::Int { neg, len, zero: len == 1 && d == 0, ord })
     }
@@ -220,7 +244,7 @@ impl RangeWalker {
     }
 
     /// The integer part ended after `len` digits: each mark's final comparison.
-    fn int_end(len: u8, ord: Ordering, mark: &Mark) -> Ordering {
+    fn int_end(len: u16, ord: Ordering, mark: &Mark) -> Ordering {
         if usize::from(len) < mark.int.len() { Ordering::Less } else { ord }
     }
 
@@ -232,19 +256,20 @@ impl RangeWalker {
     }
 }
 
-/// The fraction-text magnitude limits of one sign, from the value cuts; `None` when no text
-/// of this sign can satisfy them.
-fn frac_side(negative: bool, lo: Option<&Cut>, hi: Option<&Cut>) -> Option<(Option<Mark>, Option<Mark>)> {
+/// The magnitude limits (lower, upper; `None`: unlimited) of the texts of one sign whose
+/// values lie between the cuts; `None` when no text of this sign can.
+pub(crate) fn sign_limits(negative: bool, lo: Option<&Cut>, hi: Option<&Cut>) -> Option<(Option<Cut>, Option<Cut>)> {
     let zero = Decimal::zero();
+    let cut = |value: Decimal, inclusive: bool| Some(Cut { value, inclusive });
     if !negative {
         // value = m >= 0.
         let low = match lo {
-            Some(c) if c.value > zero || (c.value == zero && !c.inclusive) => Some(Mark::new(&c.value, c.inclusive)),
+            Some(c) if c.value > zero || (c.value == zero && !c.inclusive) => cut(c.value.clone(), c.inclusive),
             _ => None,
         };
         let high = match hi {
             Some(c) if c.value < zero => return None,
-            Some(c) => Some(Mark::new(&c.value, c.inclusive)),
+            Some(c) => cut(c.value.clone(), c.inclusive),
             None => None,
         };
         Some((low, high))
@@ -252,11 +277,11 @@ fn frac_side(negative: bool, lo: Option<&Cut>, hi: Option<&Cut>) -> Option<(Opti
         // value = -m <= 0: value >= lo is m <= -lo, value <= hi is m >= -hi.
         let high = match lo {
             Some(c) if c.value > zero => return None,
-            Some(c) => Some(Mark::new(&c.value.neg(), c.inclusive)),
+            Some(c) => cut(c.value.neg(), c.inclusive),
             None => None,
         };
         let low = match hi {
-            Some(c) if c.value < zero || (c.value == zero && !c.inclusive) => Some(Mark::new(&c.value.neg(), c.inclusive)),
+            Some(c) if c.value < zero || (c.value == zero && !c.inclusive) => cut(c.value.neg(), c.inclusive),
             _ => None,
         };
         Some((low, high))
@@ -275,7 +300,7 @@ impl Walker for RangeWalker {
             (St::Start, b'-') => Some(St::Minus),
             (_, b'0'..=b'9') => self.digit(state, byte - b'0'),
             (St::Int { neg, len, zero, ord }, b'.') => {
-                if self.fractions == Fractions::Forbidden || self.side(*neg).fracs.is_none() {
+                if self.fractions == Fractions::Forbidden || self.side(*neg).fracs.is_none() || *len > u16::from(SIG) {
                     return None;
                 }
                 let marks = self.int_marks(*neg);
@@ -285,7 +310,7 @@ impl Walker for RangeWalker {
                         settled[i] = Self::int_end(*len, ord[i + 2], mark);
                     }
                 }
-                Some(St::Point { neg: *neg, sig: if *zero { 0 } else { *len }, ord: settled })
+                Some(St::Point { neg: *neg, sig: if *zero { 0 } else { *len as u8 }, ord: settled })
             }
             _ => None,
         }
@@ -295,7 +320,8 @@ impl Walker for RangeWalker {
         match state {
             St::Int { neg, len, ord, .. } => {
                 let Some((lo, hi)) = &self.side(*neg).ints else { return false };
-                Self::int_end(*len, ord[0], lo) != Ordering::Less && Self::int_end(*len, ord[1], hi) != Ordering::Greater
+                Self::int_end(*len, ord[0], lo) != Ordering::Less
+                    && hi.as_ref().is_none_or(|hi| Self::int_end(*len, ord[1], hi) != Ordering::Greater)
             }
             St::Frac { neg, pos, ord, .. } => {
                 let marks = self.frac_marks(*neg);
@@ -313,16 +339,19 @@ impl Walker for RangeWalker {
     }
 }
 
-/// Texts of the given fractions whose Python value satisfies both bounds (either may be
-/// missing), as a minimized DFA; `None` when there is none.
+/// Texts without exponent of the given fractions whose Python value satisfies both bounds
+/// (either may be missing), as a minimized DFA; `None` when there is none. Integers are of
+/// any length with `long_integers`, else of at most [`MAX_SIGNIFICANT`] digits.
 pub(crate) fn bounded(
     fractions: Fractions,
+    long_integers: bool,
     lower: Option<&Bound>,
     upper: Option<&Bound>,
     config: &DfaConfig,
 ) -> Result<Option<Dfa>> {
-    // Every universe text is below 10^15 in magnitude, so a bound beyond 10^17 decides the
-    // same as 10^17 does; clamping keeps the doubles below finite.
+    // A text with a fraction is below 10^15 in magnitude, so a bound beyond 10^17 decides the
+    // same for it as 10^17 does; clamping keeps the doubles below finite. Integers compare
+    // with the bound itself (of any length, they may lie beyond it).
     let far = Decimal::from_i128(10i128.pow(17));
     let clamp = |v: &Decimal| {
         if *v > far {
@@ -335,16 +364,17 @@ pub(crate) fn bounded(
     };
     let one = Decimal::from_i128(1);
     // An int k satisfies k >= B when k >= ceil(B), and k > B when k >= floor(B) + 1.
+    let int_clamp = |v: &Decimal| if long_integers { v.clone() } else { clamp(v) };
     let int_lo = lower.map(|b| {
-        let v = clamp(&b.value);
+        let v = int_clamp(&b.value);
         if b.exclusive { v.floor().add(&one) } else { v.ceil() }
     });
     let int_hi = upper.map(|b| {
-        let v = clamp(&b.value);
+        let v = int_clamp(&b.value);
         if b.exclusive { v.ceil().sub(&one) } else { v.floor() }
     });
     let frac_lo = lower.map(|b| lower_cut(&clamp(&b.value), b.exclusive));
     let frac_hi = upper.map(|b| upper_cut(&clamp(&b.value), b.exclusive));
-    let walker = RangeWalker::new(fractions, int_lo.as_ref(), int_hi.as_ref(), frac_lo.as_ref(), frac_hi.as_ref());
+    let walker = RangeWalker::new(fractions, long_integers, int_lo.as_ref(), int_hi.as_ref(), frac_lo.as_ref(), frac_hi.as_ref());
     build(&walker, "number range automaton", config)
 }

@@ -7,7 +7,8 @@ use super::super::context::Dialect;
 use super::super::counted::{self, Chunks};
 use super::super::numbers::{number_expr, number_superset, NumberFacts};
 use super::super::policy::Reading;
-use super::super::strings::{string_expr_noting, StringFacts, CANONICAL_CHAR};
+use super::super::respell;
+use super::super::strings::{string_value_expr_noting, StringFacts};
 use super::{Compiler, Conj, LENIENT_MAX_LENGTH};
 use crate::automata::{DfaConfig, Expr};
 use crate::error::Result;
@@ -92,7 +93,7 @@ impl<'a> Compiler<'a> {
                 if let Some(e) = self.leaves.get(&key) {
                     return Ok(e.clone());
                 }
-                let unit = Expr::regex(CANONICAL_CHAR);
+                let unit = Expr::regex(respell::ANY_CHAR);
                 if let Some(body) = self.chunked("a string's character", &unit, facts.min_length, max) {
                     let e = Expr::concat(vec![Expr::literal("\""), body, Expr::literal("\"")]);
                     self.leaves.insert(key, e.clone());
@@ -114,15 +115,15 @@ impl<'a> Compiler<'a> {
             }
             return Ok(e);
         }
-        let (e, low) = match string_expr_noting(&facts, self.config) {
+        let (e, low) = match string_value_expr_noting(&facts, self.config) {
             // An over-approximation may not lower a bound (that is a subset): it drops it.
             Ok((_, Some(_))) if lenient => {
                 facts.max_length = None;
-                string_expr_noting(&facts, self.config)?
+                string_value_expr_noting(&facts, self.config)?
             }
             Err(_) if lenient => {
                 facts.patterns.clear();
-                string_expr_noting(&facts, self.config)?
+                string_value_expr_noting(&facts, self.config)?
             }
             other => other?,
         };
@@ -139,9 +140,16 @@ impl<'a> Compiler<'a> {
         self.lowered = Some(self.lowered.map_or(to, |l| l.min(to)));
     }
 
-    /// The lowest `maxLength` a bound was lowered to because counting it did not fit (see
-    /// `strings`); `None` when none was.
-    pub(crate) fn lowered(&self) -> Option<u64> {
-        self.lowered
+    /// Notes a restriction the walk takes (a subset of the schema's values), in words.
+    pub(in crate::json_schema) fn note(&mut self, what: &'static str) {
+        if !self.notes.contains(&what) {
+            self.notes.push(what);
+        }
+    }
+
+    /// The restrictions the walk took on its own: the lowest `maxLength` a bound was lowered
+    /// to because counting it did not fit (see `strings`), and the notes.
+    pub(crate) fn taken(&self) -> super::Taken {
+        super::Taken { lowered: self.lowered, notes: self.notes.clone() }
     }
 }

@@ -64,6 +64,21 @@ SCHEMAS: list[tuple[str, str]] = [
     ("draft2020-12", '{"const": 1e2}'),
     ("draft2020-12", '{"const": -0.0}'),
     ("draft2020-12", '{"enum": [1.5, 2, 0.30000000000000004, 123456789012345678]}'),
+    ("draft2020-12", '{"minimum": 0}'),
+    ("draft2020-12", '{"exclusiveMinimum": 0, "maximum": 1e-5}'),
+    ("draft2020-12", '{"minimum": 2.5e3, "exclusiveMaximum": 1e20}'),
+    ("draft2020-12", '{"type": "integer", "minimum": -1e5, "maximum": 1.5e6}'),
+    ("draft2020-12", '{"type": "integer", "minimum": 12345678901234567890}'),
+    ("draft2020-12", '{"maximum": -1e-300}'),
+    ("draft2020-12", '{"minimum": 1e300}'),
+    ("draft2020-12", '{"exclusiveMaximum": 1.7976931348623157e308}'),
+    ("draft4", '{"type": "integer", "maximum": 1e3}'),
+    ("draft2020-12", '{"multipleOf": 5, "minimum": 0}'),
+    ("draft2020-12", '{"const": 1e23}'),
+    ("draft2020-12", '{"const": 99999999999999991611392}'),
+    ("draft2020-12", '{"const": 100000000000000000000000}'),
+    ("draft2020-12", '{"const": -2.0}'),
+    ("draft2020-12", '{"enum": [1, 2.5e-7, 1e20, 12345678901234567890123]}'),
 ]
 
 SUITE_FILES = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "type",
@@ -98,10 +113,43 @@ def numbers_of(schema) -> list[Decimal]:
     return out
 
 
+def exponent_texts(v: Decimal, rng: random.Random) -> set[str]:
+    """Spellings of `v` with an exponent: the mantissa's point moved a few places either way,
+    `e`/`E`, signs and leading zeros on the exponent."""
+    out = set()
+    if not v.is_finite():
+        return out
+    if v == 0:
+        return {"0e0", "-0.0E+5", "0.000e-300", "0e301"}
+    sign, digits, exp = v.normalize().as_tuple()
+    body = "".join(map(str, digits))
+    for m in range(-5, 5):
+        # Mantissa with its first digit at 10^m: k = magnitude(v) - m.
+        mag = len(body) - 1 + exp
+        k = mag - m
+        if m >= 0:
+            ip = body[: m + 1].ljust(m + 1, "0")
+            fp = body[m + 1:]
+        else:
+            ip, fp = "0", "0" * (-m - 1) + body
+        mant = ("-" if sign else "") + ip + ("." + fp if fp else rng.choice(["", ".0"]))
+        e = rng.choice(["e", "E"])
+        ks = (f"+{k}" if k >= 0 and rng.random() < 0.5 else str(k))
+        if rng.random() < 0.2:
+            ks = ks.replace("-", "-00").replace("+", "+0") if ks[0] in "+-" else "0" + ks
+        out.add(mant + e + ks)
+    return out
+
+
 def texts_for(schema: dict, rng: random.Random) -> list[str]:
     texts = {"0", "-0", "0.0", "-0.0", "1", "1.0", "1.00000000000000000000", "-1", "7", "14.0", "0.07",
              "0.06", "0.3", "0.1", "1e2", "1E-3", "100", "0.30000000000000004", "9007199254740993",
-             "123456789012345", "1234567890123456", "0.000000000000001", "0.0000000000000001"}
+             "123456789012345", "1234567890123456", "0.000000000000001", "0.0000000000000001",
+             "1e-06", "2.5E+3", "-1e-06", "1e+308", "1e308", "1e309", "1e-320", "1e300", "1e-300",
+             "1.7976931348623157e+308", "12345678901234567890", "-12345678901234567890",
+             "99999999999999991611392", "100000000000000000000000", "1e23", "1.0e23", "-2e0", "-20e-1",
+             "1000e3", "0.0001e4", "1.5e-7", "15e-8", "2.5e-07", "1e20", "100000000000000000000",
+             "1" + "0" * 40, "-1" + "0" * 40, "9" * 60, "1.000000000000001e2", "1.0000000000000001e2"}
     anchors = [n for n in numbers_of(schema) if abs(n) < Decimal(10) ** 17]
     for a in anchors:
         base = [a, -a]
@@ -116,6 +164,21 @@ def texts_for(schema: dict, rng: random.Random) -> list[str]:
             texts.add(spell(b) + ("0" * 6 if "." in spell(b) else ".000"))
             for m in range(-6, 7):
                 texts.add(spell(b * m))
+            for k in (0, 1, -1, 5, -5):
+                texts |= exponent_texts(b.scaleb(k) if b else b, rng)
+    for a in [n for n in numbers_of(schema)]:
+        # Numbers of any size: the bound's own exponent forms and long integers near it.
+        texts |= exponent_texts(a, rng)
+        if abs(a) < Decimal(10) ** 400:
+            i = int(a)
+            for d in (-1, 0, 1):
+                texts.add(str(i + d))
+    for _ in range(60):
+        sign = rng.choice(["", "-"])
+        mant = rng.choice(["1", "2.5", "9.99", "12", "0.5", "0.05", "0.005", "123", "1234", "1.23456789012345",
+                           "1.234567890123456", "0", "0.0", "7.000"])
+        k = rng.choice([0, 1, -1, 2, -2, 5, -5, 7, -7, 15, 16, -16, 20, -20, 299, 300, 301, -300, -301, 308])
+        texts.add(f"{sign}{mant}{rng.choice('eE')}{rng.choice(['', '+']) if k >= 0 else ''}{k}")
     for _ in range(120):
         sign = rng.choice(["", "-"])
         ilen = rng.choice([0, 1, 1, 2, 3, 5, 8, 15, 16])
