@@ -177,9 +177,14 @@ fn const_separates_one_of_branches_without_a_draft() {
     check(untyped, &good, &bad);
     let declared = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "required": ["shape"], "oneOf": branches.clone()});
     check(declared, &good, &bad);
-    // Declared draft 4 reads `const` as an annotation: the branches overlap everywhere.
+    // Declared draft 4 reads `const` as an annotation: the branches overlap everywhere. The
+    // compiler approximates object branches, so it cannot prove the schema empty: it refuses
+    // naming the keyword instead of claiming that no value exists.
     let draft4 = json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "required": ["shape"], "oneOf": branches});
-    assert!(matches!(error(draft4), GrammarError::EmptyLanguage { .. }));
+    match error(draft4) {
+        GrammarError::UnsupportedSchemaKeyword { keyword, path, .. } => assert_eq!((keyword.as_str(), path.as_str()), ("oneOf", "#")),
+        other => panic!("{other}"),
+    }
 }
 
 #[test]

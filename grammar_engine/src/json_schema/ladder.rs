@@ -369,6 +369,7 @@ impl Ladder<'_> {
             return match builder.build(start, "JSON Schema", &config) {
                 Ok(compiled) => Outcome::Fit(Box::new(compiled), has_large_bounds, compiler.taken()),
                 Err(e @ GrammarError::TooLarge { .. }) => Outcome::TooLarge(e),
+                Err(e @ GrammarError::EmptyLanguage { .. }) => Outcome::Failed(compiler.emptied().unwrap_or(e)),
                 Err(e) => Outcome::Failed(e),
             };
         }
@@ -389,9 +390,11 @@ impl Ladder<'_> {
         });
         match built {
             Ok(Some(dfa)) => Outcome::Fit(Box::new(Compiled::Regular(dfa)), has_large_bounds, compiler.taken()),
-            Ok(None) => Outcome::Failed(GrammarError::EmptyLanguage {
-                detail: "no JSON value satisfies the schema (or none that this compiler can write: see the JSON Schema notes in the README)".into(),
-            }),
+            // Empty: a proof when no approximation removed a case's values, else the refusal
+            // that names where the compiler approximated.
+            Ok(None) => Outcome::Failed(compiler.emptied().unwrap_or_else(|| GrammarError::EmptyLanguage {
+                detail: "no JSON value satisfies the schema (or none that this compiler can write: see docs/json-schema.md)".into(),
+            })),
             Err(e @ GrammarError::TooLarge { .. }) => Outcome::TooLarge(e),
             Err(e) => Outcome::Failed(e),
         }

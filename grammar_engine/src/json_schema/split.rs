@@ -143,11 +143,17 @@ impl<'a> Compiler<'a> {
         for (i, k) in kids.iter().enumerate() {
             let case = self.with_item(&rest, k.clone())?;
             let mut lang = self.compile(case)?;
-            if !disjoint {
+            if !disjoint && !lang.is_empty() {
+                lang = lang.built(self.config)?;
+                let (had_values, before) = (!lang.is_empty(), lang.clone());
                 for (j, o) in overs.iter().enumerate() {
                     if j != i && !lang.is_empty() {
                         lang = lang.minus(o, self.config)?;
                     }
+                }
+                if had_values && lang.is_empty() {
+                    let others = kids.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, k)| Conj::of(vec![k.clone()])).collect();
+                    self.emptied_by("oneOf", &item.ctx, &before, others);
                 }
             }
             parts.push(lang);
@@ -167,12 +173,17 @@ impl<'a> Compiler<'a> {
             case.excluded |= K_ALL & !K_OBJECT;
             return self.compile(case);
         }
-        let under = self.compile(rest)?;
+        let under = self.compile(rest)?.built(self.config)?;
         if under.is_empty() {
             return Ok(under);
         }
-        let over = self.over(Conj::of(vec![negated]))?;
-        under.minus(&over, self.config)
+        let over = self.over(Conj::of(vec![negated.clone()]))?;
+        let lang = under.minus(&over, self.config)?;
+        if lang.is_empty() {
+            let ctx = negated.ctx.clone();
+            self.emptied_by("not", &ctx, &under, vec![Conj::of(vec![negated])]);
+        }
+        Ok(lang)
     }
 
     fn if_then_else(&mut self, rest: Conj<'a>, cond: Item<'a>, then: Option<Item<'a>>, otherwise: Option<Item<'a>>) -> Result<Expr> {
@@ -188,8 +199,18 @@ impl<'a> Compiler<'a> {
                 rest
             }
         };
-        let no = self.compile(no)?;
-        let no = if no.is_empty() { no } else { no.minus(&self.over(Conj::of(vec![cond]))?, self.config)? };
+        let no = self.compile(no)?.built(self.config)?;
+        let no = if no.is_empty() {
+            no
+        } else {
+            let over = self.over(Conj::of(vec![cond.clone()]))?;
+            let left = no.minus(&over, self.config)?;
+            if left.is_empty() {
+                let ctx = cond.ctx.clone();
+                self.emptied_by("if", &ctx, &no, vec![Conj::of(vec![cond])]);
+            }
+            left
+        };
         Ok(Expr::union(vec![yes, no]))
     }
 }

@@ -179,7 +179,10 @@ pub(crate) struct Compiler<'a> {
     lowered: Option<u64>,
     lowered_leaves: HashMap<String, u64>,
     /// Other restrictions the walk took, in words (see [`Taken`]).
-    notes: Vec<&'static str>,
+    notes: Vec<String>,
+    /// Where an approximation (a subtraction of an over-language that holds more than the
+    /// schema allows) removed every value of a case: the refusal to give if nothing is left.
+    emptied: Option<GrammarError>,
 }
 
 /// The restrictions a walk took on its own, whatever the ladder's step: a `maxLength` too long
@@ -187,7 +190,7 @@ pub(crate) struct Compiler<'a> {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Taken {
     pub lowered: Option<u64>,
-    pub notes: Vec<&'static str>,
+    pub notes: Vec<String>,
 }
 
 impl<'a> Compiler<'a> {
@@ -222,6 +225,7 @@ impl<'a> Compiler<'a> {
             lowered: None,
             lowered_leaves: HashMap::new(),
             notes: Vec::new(),
+            emptied: None,
         }
     }
 

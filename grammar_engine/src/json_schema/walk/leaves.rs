@@ -11,7 +11,7 @@ use super::super::respell;
 use super::super::strings::{string_value_expr_noting, StringFacts};
 use super::{Compiler, Conj, LENIENT_MAX_LENGTH};
 use crate::automata::{DfaConfig, Expr};
-use crate::error::Result;
+use crate::error::{GrammarError, Result};
 
 impl<'a> Compiler<'a> {
     /// `unit{min,max}` as calls of chunk rules (see `counted`) when rules are on and the
@@ -141,10 +141,38 @@ impl<'a> Compiler<'a> {
     }
 
     /// Notes a restriction the walk takes (a subset of the schema's values), in words.
-    pub(in crate::json_schema) fn note(&mut self, what: &'static str) {
+    pub(in crate::json_schema) fn note(&mut self, what: impl Into<String>) {
+        let what = what.into();
         if !self.notes.contains(&what) {
             self.notes.push(what);
         }
+    }
+
+    /// After subtracting the over-languages of `subtracted` removed every value of a case
+    /// (`before`, built): a proof that the case has no value when each of its values is
+    /// certainly one of theirs (in the union of their under-languages, whose texts all
+    /// validate). Without the proof the case may have lost valid values to an approximation:
+    /// noted as a restriction, and kept as the refusal to give (naming `keyword` at `ctx`) if no
+    /// value is left at all.
+    pub(in crate::json_schema) fn emptied_by(&mut self, keyword: &str, ctx: &super::Ctx, before: &Expr, subtracted: Vec<super::Conj<'a>>) {
+        let unders: Result<Vec<Expr>> = subtracted.into_iter().map(|conj| self.compile(conj)).collect();
+        let proved = unders.is_ok_and(|u| before.minus(&Expr::union(u), self.config).is_ok_and(|rest| rest.is_empty()));
+        if proved {
+            return;
+        }
+        self.note(format!("{keyword} at {}: a case was dropped, its values not told apart exactly from the others'", ctx.path));
+        self.emptied.get_or_insert_with(|| {
+            ctx.unsupported(
+                keyword,
+                "the compiler cannot tell this keyword's cases apart exactly (it approximates them), and no value \
+                 survived the approximation; valid values may exist",
+            )
+        });
+    }
+
+    /// The refusal to give when the language is empty (see [`Compiler::emptied_by`]).
+    pub(crate) fn emptied(&self) -> Option<GrammarError> {
+        self.emptied.clone()
     }
 
     /// The restrictions the walk took on its own: the lowest `maxLength` a bound was lowered
