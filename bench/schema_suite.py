@@ -19,8 +19,8 @@ How an instance is written (`instance_text`): compact JSON (`separators=(",", ":
 instance's order. Nested values are reordered by the subschema their name or position leads to
 (`properties`, `prefixItems`, `items`, local `$ref`s; not through `anyOf`/`oneOf`/`if`). Where
 this differs from the compiler's order the grammar rejects a valid instance: a false negative,
-never a false positive. Numbers keep Python's spelling (`1.0`, `1e+100`: the compiler writes no
-exponent, so those are rejected).
+never a false positive. Numbers keep Python's spelling (`1.0`, `1e+100`), which the compiler
+writes too where the bounds allow it.
 """
 
 from __future__ import annotations
