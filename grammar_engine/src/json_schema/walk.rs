@@ -55,6 +55,7 @@ use crate::pushdown::RtnBuilder;
 use crate::util::RuleId;
 
 mod leaves;
+pub(crate) use leaves::Taken;
 
 /// Keywords of a member already applied by an enclosing split (so they are not applied again).
 pub(crate) const DONE_REF: u16 = 1;
@@ -185,13 +186,6 @@ pub(crate) struct Compiler<'a> {
     emptied: Option<GrammarError>,
 }
 
-/// The restrictions a walk took on its own, whatever the ladder's step: a `maxLength` too long
-/// to count, lowered to `lowered`, and `notes` in words.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Taken {
-    pub lowered: Option<u64>,
-    pub notes: Vec<String>,
-}
 
 impl<'a> Compiler<'a> {
     pub(crate) fn new(root: &'a Value, opts: &'a JsonSchemaOptions, config: &'a DfaConfig) -> Compiler<'a> {

@@ -13,6 +13,14 @@ use super::{Compiler, Conj, LENIENT_MAX_LENGTH};
 use crate::automata::{DfaConfig, Expr};
 use crate::error::{GrammarError, Result};
 
+/// The restrictions a walk took on its own, whatever the ladder's step: a `maxLength` too long
+/// to count, lowered to `lowered`, and `notes` in words.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Taken {
+    pub lowered: Option<u64>,
+    pub notes: Vec<String>,
+}
+
 impl<'a> Compiler<'a> {
     /// `unit{min,max}` as calls of chunk rules (see `counted`) when rules are on and the
     /// repetition is long; `None` otherwise. `key` names the unit's language: units of equal
@@ -177,7 +185,7 @@ impl<'a> Compiler<'a> {
 
     /// The restrictions the walk took on its own: the lowest `maxLength` a bound was lowered
     /// to because counting it did not fit (see `strings`), and the notes.
-    pub(crate) fn taken(&self) -> super::Taken {
-        super::Taken { lowered: self.lowered, notes: self.notes.clone() }
+    pub(crate) fn taken(&self) -> Taken {
+        Taken { lowered: self.lowered, notes: self.notes.clone() }
     }
 }
