@@ -166,3 +166,24 @@ fn long_strings_inside_objects_share_their_chunks_and_close_in_time() {
     let close = g.min_tokens_to_accept(s).unwrap();
     assert!(close <= 10, "{close} tokens to close");
 }
+
+#[test]
+fn one_of_branches_holding_rule_calls_keep_their_calls() {
+    // Each branch holds an open array (a call of the any-value rule) and all three are the
+    // same object: the difference that keeps `oneOf` branches apart meets rule calls, and the
+    // calls must stay expressions (a DFA built over them would keep rule numbers that the
+    // rule set later renumbers).
+    let spec = json!({"type": "object", "properties": {"type": {"type": "string"}, "enum": {"type": "array"}}});
+    let schema = json!({
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "definitions": {"P": {"oneOf": [{"$ref": "#/definitions/A"}, {"$ref": "#/definitions/B"}, {"$ref": "#/definitions/C"}]},
+                        "A": spec.clone(), "B": spec.clone(), "C": spec},
+        "properties": {"p": {"$ref": "#/definitions/P"}, "a": {"$ref": "#/definitions/A"}},
+        "required": ["p", "a"]
+    });
+    let g = grammar(&schema);
+    // Not an object: the properties do not apply.
+    assert!(g.check_text(b"1").is_ok());
+    // An object needs `p`, which no value can satisfy (the branches are equal).
+    assert!(g.check_text(br#"{"p":{},"a":{}}"#).is_err());
+}

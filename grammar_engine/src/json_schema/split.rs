@@ -144,7 +144,10 @@ impl<'a> Compiler<'a> {
             let case = self.with_item(&rest, k.clone())?;
             let mut lang = self.compile(case)?;
             if !disjoint && !lang.is_empty() {
-                lang = lang.built(self.config)?;
+                if !lang.has_calls() {
+                    // Built once: a rule body keeps its calls (the difference refuses those).
+                    lang = lang.built(self.config)?;
+                }
                 let (had_values, before) = (!lang.is_empty(), lang.clone());
                 for (j, o) in overs.iter().enumerate() {
                     if j != i && !lang.is_empty() {
@@ -173,7 +176,9 @@ impl<'a> Compiler<'a> {
             case.excluded |= K_ALL & !K_OBJECT;
             return self.compile(case);
         }
-        let under = self.compile(rest)?.built(self.config)?;
+        let under = self.compile(rest)?;
+        // Built once (a rule body keeps its calls: the difference refuses those anyway).
+        let under = if under.has_calls() { under } else { under.built(self.config)? };
         if under.is_empty() {
             return Ok(under);
         }
@@ -199,7 +204,8 @@ impl<'a> Compiler<'a> {
                 rest
             }
         };
-        let no = self.compile(no)?.built(self.config)?;
+        let no = self.compile(no)?;
+        let no = if no.has_calls() { no } else { no.built(self.config)? };
         let no = if no.is_empty() {
             no
         } else {
