@@ -15,10 +15,11 @@
 //!
 //! extended to strings byte by byte. `h(L) = { h(w) : w ∈ L }` is the language of string
 //! contents whose decoded value is a sentence of `L`. These are the spellings serde_json and
-//! Python's `json.dumps(..., ensure_ascii=False)` write, and the canonical spelling the JSON
-//! Schema compiler gives every string (`crate::json_schema`'s `canonical.rs`); the other
-//! spellings a JSON reader accepts (`\/`, `\u0041`, uppercase hex) are left out, so each
-//! sentence has one spelling.
+//! Python's `json.dumps(..., ensure_ascii=False)` write, the canonical spelling of
+//! `crate::json_schema`'s `canonical.rs`; the other spellings a JSON reader accepts (`\/`,
+//! `\u00e9`, uppercase hex) are left out, so each sentence has one spelling. (The JSON Schema
+//! compiler's string values also take the escapes writers use, `respell.rs`: a regular
+//! language's rewrite, which a grammar with calls does not have.)
 //!
 //! `h` is a homomorphism whose codes form a prefix code (every code that is not a single byte
 //! starts with `\`, which no single-byte code is, and no escape is a prefix of another). So:

@@ -189,8 +189,10 @@ def test_the_escape_is_what_constrains_the_string(smollm2):
     free = smollm2.compile_structure(tf.custom_arguments_spec(tf.HERMES, smollm2, CustomFormat("text")))
     assert free.validate(json.dumps({"input": "any \"text\"\n\u00e9"}, ensure_ascii=False)).valid
     assert not free.validate('{"input": "a"b"}').valid
-    # Strings are spelled one way, as the JSON Schema compiler spells them: é raw, not \u00e9.
-    assert not free.validate('{"input": "\\u00e9"}').valid
+    # Free text is a JSON Schema string: the escapes writers use stand for their characters.
+    assert free.validate('{"input": "\\u00e9"}').valid
+    # A grammar's sentence is spelled one way (json_escape.rs): é raw, not \u00e9.
+    assert not g.validate(json.dumps({"input": f"{sentence}+\"é\""})).valid
 
 
 def test_allowed_tools_narrow_the_calls(smollm2, chatml):
