@@ -168,7 +168,12 @@ impl<'a> Compiler<'a> {
         if proved {
             return;
         }
-        self.note(format!("{keyword} at {}: a case was dropped, its values not told apart exactly from the others'", ctx.path));
+        let what = match keyword {
+            "oneOf" => "a branch was dropped, its values not told apart exactly from the other branches'",
+            "if" => "the values that fail the condition were dropped, not told apart exactly from those that pass",
+            _ => "the values it allows were dropped, not told apart exactly from those it forbids",
+        };
+        self.note(format!("{keyword} at {}: {what}", ctx.path));
         self.emptied.get_or_insert_with(|| {
             ctx.unsupported(
                 keyword,
