@@ -73,8 +73,8 @@ def test_the_recommendation_follows_the_rule(bench_run):
     r, summary = data["recommended"], data["summary"]
     assert r["eligible"] == [k for k in ("ws=0", "ws=1")
                              if summary[k]["valid"] == 1.0 and summary[k]["whitespace_loops"] == 0]
-    best = max(summary[k]["mean_logprob"] for k in r["eligible"])
+    best = max(summary[k]["sum_logprob"] for k in r["eligible"])
     pick = f"ws={r['max_whitespace']}"
-    assert summary[pick]["mean_logprob"] >= best - r["tolerance"]
-    assert all(summary[k]["mean_logprob"] < best - r["tolerance"] for k in r["eligible"]
+    assert summary[pick]["sum_logprob"] >= best - r["tolerance"]
+    assert all(summary[k]["sum_logprob"] < best - r["tolerance"] for k in r["eligible"]
                if int(k[3:]) < r["max_whitespace"])
