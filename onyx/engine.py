@@ -91,7 +91,7 @@ class Engine:
     # -- constraints -------------------------------------------------------------------------
 
     def compile(self, *, regex: str | None = None, json_schema: Any = None,
-                max_whitespace: int = 0) -> Any | None:
+                max_whitespace: int | None = None) -> Any | None:
         """The compiled grammar for a regex or a JSON Schema (dict or JSON string), cached by
         pattern; None when neither is given. Raises a subclass of `onyx.GrammarError`."""
         spec = ConstraintSpec.parse(regex, json_schema, max_whitespace)

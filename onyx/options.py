@@ -102,18 +102,25 @@ class SamplingParams:
         return self.temperature == 0.0
 
 
+# Whitespace allowed between JSON tokens when a request sets none: one character, so the
+# output may be laid out as `json.dumps` does by default (`{"a": 1, "b": 2}`), the layout models
+# most often choose; more (pretty-printing) is opt-in, since every optional character breaks a
+# forced span and adds automaton states. How this was chosen: docs/json-schema.md#whitespace.
+DEFAULT_MAX_WHITESPACE = 1
+
+
 @dataclass(frozen=True)
 class ConstraintSpec:
     """What the output must match: a regex, a JSON Schema, a grammar (`gbnf`: llama.cpp's GBNF,
     the option `grammar`; `lark`: the Lark subset llguidance reads), or a structure spec
     (`onyx.grammar.structure`; schemas and structures are kept as their JSON text, so that equal
     ones given as a dict or as a string are one cache key), with up to `max_whitespace` whitespace
-    characters wherever JSON allows them (0: compact). `source` names the request field a
+    characters wherever JSON allows them (0: compact; default `DEFAULT_MAX_WHITESPACE`). `source` names the request field a
     structure was built from (`tools`, ...), for errors."""
 
     regex: str | None = None
     json_schema: str | None = None
-    max_whitespace: int = 0
+    max_whitespace: int = DEFAULT_MAX_WHITESPACE
     structure: str | None = None
     source: str | None = None
     gbnf: str | None = None
@@ -136,7 +143,7 @@ class ConstraintSpec:
                 if not isinstance(text, str) or not text.strip():
                     raise RequestError(f"{name} must be a non-empty string of grammar text", param=name)
                 return cls(**{spec: text})
-        ws = 0 if max_whitespace is None else _integer("max_whitespace", max_whitespace)
+        ws = DEFAULT_MAX_WHITESPACE if max_whitespace is None else _integer("max_whitespace", max_whitespace)
         if not 0 <= ws <= 64:
             raise RequestError(f"max_whitespace must be from 0 to 64, got {ws}", param="max_whitespace")
         if regex is not None:

@@ -72,3 +72,17 @@ def test_schemas_are_one_cache_key_whether_dict_or_text():
     with pytest.raises(InvalidSchemaError, match="not JSON-serialisable"):
         ConstraintSpec.parse(json_schema={"x": object()})
     assert ConstraintSpec.parse() is None
+
+
+def test_json_requests_allow_one_whitespace_character_by_default(smollm2):
+    from onyx.grammar.constraint import compile_spec
+
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}, "required": ["a"]}
+    spec = ConstraintSpec.parse(json_schema=schema)
+    assert spec.max_whitespace == 1
+    assert ConstraintSpec.parse(json_schema=schema, max_whitespace=0).max_whitespace == 0
+    grammar = compile_spec(smollm2, spec)
+    for text in ['{"a":[1,2]}', json.dumps({"a": [1, 2]})]:
+        assert grammar.validate(text).valid, text
+    assert not grammar.validate('{"a":  [1, 2]}').valid  # two spaces: past the bound
+    assert not grammar.validate(json.dumps({"a": [1, 2]}, indent=2)).valid  # pretty-printing is opt-in

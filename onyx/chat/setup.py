@@ -33,7 +33,7 @@ from onyx.chat import tools as T
 from onyx.chat.output import OutputParser
 from onyx.chat.template import ChatTemplate, TemplateError
 from onyx.errors import RequestError
-from onyx.options import CUSTOM_INPUT, ConstraintSpec, GenerateOptions, ToolChoice
+from onyx.options import CUSTOM_INPUT, DEFAULT_MAX_WHITESPACE, ConstraintSpec, GenerateOptions, ToolChoice
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -109,7 +109,7 @@ class ChatFormat:
             parallel = tools.parallel if tools is not None else True
             try:
                 plan = T.plan(self.template, self.vocab, functions, choice, parallel,
-                              max_whitespace=options.constraint.max_whitespace if options.constraint else 0,
+                              max_whitespace=options.constraint.max_whitespace if options.constraint else DEFAULT_MAX_WHITESPACE,
                               template_support=self.support)
             except TemplateError as e:
                 raise RequestError(str(e), param="tools") from None

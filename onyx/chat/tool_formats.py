@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass
 
 from onyx.grammar import structure as st
-from onyx.options import CUSTOM_INPUT, CustomFormat, Function
+from onyx.options import CUSTOM_INPUT, DEFAULT_MAX_WHITESPACE, CustomFormat, Function
 
 # How a custom tool's arguments begin: the one string argument it is shown with.
 CUSTOM_OPEN = '{"' + CUSTOM_INPUT + '": '
@@ -103,7 +103,7 @@ def detect(template: str | None) -> ToolFormat | None:
     return None
 
 
-def arguments_spec(fmt: ToolFormat, vocab, fn: Function, *, max_whitespace: int = 0) -> st.Spec:
+def arguments_spec(fmt: ToolFormat, vocab, fn: Function, *, max_whitespace: int = DEFAULT_MAX_WHITESPACE) -> st.Spec:
     """The arguments of one call of `fn`: JSON under its `parameters`, or for a custom tool
     `custom_arguments_spec`."""
     if fn.custom is not None:
@@ -134,7 +134,7 @@ def custom_arguments_spec(fmt: ToolFormat, vocab, custom: CustomFormat) -> st.Sp
     return st.seq(CUSTOM_OPEN, custom_input_spec(custom), "}")
 
 
-def call_spec(fmt: ToolFormat, vocab, fn: Function, *, max_whitespace: int = 0) -> st.Spec:
+def call_spec(fmt: ToolFormat, vocab, fn: Function, *, max_whitespace: int = DEFAULT_MAX_WHITESPACE) -> st.Spec:
     """One call of `fn`."""
     return st.seq(st.marked(vocab, fmt.call_open, fmt.markers), fn.name, st.marked(vocab, fmt.name_close, fmt.markers),
                   arguments_spec(fmt, vocab, fn, max_whitespace=max_whitespace),
@@ -142,7 +142,7 @@ def call_spec(fmt: ToolFormat, vocab, fn: Function, *, max_whitespace: int = 0) 
 
 
 def calls_spec(fmt: ToolFormat, vocab, functions: list[Function], *, parallel: bool,
-               max_whitespace: int = 0) -> st.Spec:
+               max_whitespace: int = DEFAULT_MAX_WHITESPACE) -> st.Spec:
     """A tool-call section: one call (several with `parallel`) of any of `functions`."""
     one = st.any_of(*(call_spec(fmt, vocab, f, max_whitespace=max_whitespace) for f in functions))
     calls = st.repeat(one, min=1, max=None if parallel else 1, separator=st.marked(vocab, fmt.separator, fmt.markers))

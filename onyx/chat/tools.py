@@ -40,7 +40,7 @@ from onyx.grammar import structure as st
 from onyx.chat import tool_formats as tf
 from onyx.chat.template import ChatTemplate, TemplateError
 from onyx.errors import GrammarError, RequestError
-from onyx.options import Function, ToolChoice
+from onyx.options import DEFAULT_MAX_WHITESPACE, Function, ToolChoice
 
 _PROBE_FN = "onyx_probe_function"
 _PROBE_RESULT = "onyx probe result"
@@ -94,7 +94,7 @@ class Plan:
 
 
 def plan(template: ChatTemplate, vocab, functions: list[Function], choice: ToolChoice,
-         parallel_tool_calls: bool = True, *, max_whitespace: int = 0,
+         parallel_tool_calls: bool = True, *, max_whitespace: int = DEFAULT_MAX_WHITESPACE,
          template_support: Support | None = None) -> Plan:
     """The format, the template's support and the structure spec for a request. `vocab` names
     the format's markers as tokens where it has them. Pass `template_support` to reuse a probe.
@@ -112,7 +112,7 @@ def plan(template: ChatTemplate, vocab, functions: list[Function], choice: ToolC
 
 
 def spec(fmt: tf.ToolFormat, vocab, functions: list[Function], choice: ToolChoice,
-         parallel_tool_calls: bool = True, *, max_whitespace: int = 0) -> st.Spec | None:
+         parallel_tool_calls: bool = True, *, max_whitespace: int = DEFAULT_MAX_WHITESPACE) -> st.Spec | None:
     """The structure spec of an answer under `choice` (None: no constraint at all)."""
     trigger = st.marked(vocab, fmt.trigger, fmt.markers) if fmt.trigger else None
     if choice.mode == "none" or not functions:
