@@ -27,8 +27,8 @@ from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.report_tables import (r_cache, r_grammar, r_integrations, r_matmul, r_overlap, r_phi,  # noqa: E402
-                                 r_repair, r_runtime, r_schema, r_serve, r_spec, r_structure, r_whitespace,
+from bench.report_tables import (r_cache, r_grammar, r_integrations, r_matmul, r_memory, r_overlap,  # noqa: E402
+                                 r_phi, r_repair, r_runtime, r_schema, r_serve, r_spec, r_structure, r_whitespace,
                                  suite_lines)
 
 RESULTS = ROOT / "bench" / "results"
@@ -158,8 +158,14 @@ SOURCES: dict[str, Source] = {
         "The default model answers each prompt through `Engine.chat_many` under each `max_whitespace` setting (up to "
         "N whitespace characters wherever JSON allows whitespace; `ws=1` is the smallest that allows `{\"a\": 1}`), "
         "and every output is scored by the same model without a constraint, teacher-forced after the same prompt: "
-        "the higher its log-probability, the less the constraint moved the model off its own choices. A per-token "
-        "mean favours outputs with many easy tokens; the total log-prob and the changed positions are the checks."),
+        "the higher its log-probability, the less the constraint moved the model off its own choices. The "
+        "recommendation goes by the total log-prob per output: a per-token mean favours outputs with many easy "
+        "(whitespace) tokens."),
+    "memory_bench.json": Source(
+        "Memory: the largest schemas compiled and walked", "python bench/memory_bench.py", r_memory,
+        "Each of the 50 largest JSONSchemaBench schemas (by the size of their JSON text) in a fresh worker process, "
+        "its address space capped: the peak resident memory after setup (vocabulary and engine), after compiling, "
+        "and after the walks, which for Onyx first build the whole token index (what budget-aware masks need)."),
 }
 
 

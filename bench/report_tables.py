@@ -422,4 +422,20 @@ def r_whitespace(d: dict) -> list[str]:
     return out + table(["setting", "output"], examples)
 
 
+def r_memory(d: dict) -> list[str]:
+    out = []
+    for engine, res in d["results"].items():
+        s = res["summary"]
+        peak = s["peak_mb"] or {}
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(s["status"].items()))
+        out += [f"**{engine}**: {s['schemas']} schemas ({statuses}); peak resident memory p50 {n(peak.get('p50'), 0)} MB, "
+                f"max {n(peak.get('max'), 0)} MB; {s['invalid']} invalid walks.", ""]
+        rows = [[r["set"], f"`{r['file']}`", n(r["bytes"] / 1e3, 0), n(r.get("setup_mb"), 0), n(r.get("compile_mb"), 0),
+                 n(r.get("walk_mb"), 0), n(r["index_bytes"] / 1e6, 0) if r.get("index_bytes") else "-", r["status"]]
+                for r in sorted(res["schemas"], key=lambda r: -(r.get("walk_mb") or r.get("compile_mb") or 0))[:15]]
+        out += ["The 15 largest peaks:", ""]
+        out += table(["set", "file", "JSON KB", "setup MB", "compiled MB", "walked MB", "index MB", "status"], rows)
+    return out
+
+
 # -- the mapping: one entry per results file ---------------------------------------------------
