@@ -1,7 +1,8 @@
 """Peak memory of large grammars: the largest JSONSchemaBench schemas, each compiled and walked.
 
-The `--n` largest schemas of all sets (by the length of their JSON text) are compiled by each
-engine on SmolLM2's vocabulary, then walked (`--walks` random walks, as `bench/schema_bench.py`
+The `--n` largest schemas of all sets are compiled by each engine on SmolLM2's vocabulary:
+largest by the length of their JSON text, and (with `--index-from`, a schema bench's
+`schema_bench.partial/onyx.jsonl`) by the size of the token index Onyx built for them, then walked (`--walks` random walks, as `bench/schema_bench.py`
 walks: for Onyx the whole token index is built first, which budget-aware masks need). Every
 schema gets a fresh worker process, so each peak is that schema's own: the worker's peak
 resident memory (`VmHWM`) after setup, after compiling, and after the walks. A worker's
@@ -9,6 +10,7 @@ address space is limited to `--max-worker-mb`, so a grammar that would exhaust t
 fails alone (counted as out of memory) instead of taking the machine down.
 
     python bench/memory_bench.py                  # the 50 largest schemas, Onyx
+    python bench/memory_bench.py --index-from /tmp/sb/schema_bench.partial/onyx.jsonl --n 20
     python bench/memory_bench.py --n 5 --out /tmp/mb
 
 Prints one table, writes memory_bench.json to --out (default bench/results).
@@ -32,15 +34,30 @@ from bench.schema_walks import compile_call, load_set, walk_call  # noqa: E402
 VOCAB = "smollm2"
 
 
-def largest(n: int, data_dir: Path) -> list[dict]:
-    """The n largest schemas of all sets, largest first: set, file, size and the schema."""
+def largest(n: int, data_dir: Path, index_sizes: dict | None = None) -> list[dict]:
+    """The n largest schemas of all sets, largest first (by JSON text, or by `index_sizes`, the
+    token index bytes by (set, file)): set, file, size and the schema."""
     cases = []
     for name in JSONSCHEMABENCH_SETS:
         for file, schema in load_set(name, data_dir):
             text = schema if isinstance(schema, str) else json.dumps(schema)
             cases.append({"set": name, "file": file, "bytes": len(text), "schema": json.loads(text)})
-    cases.sort(key=lambda c: -c["bytes"])
+    if index_sizes is None:
+        cases.sort(key=lambda c: -c["bytes"])
+    else:
+        cases.sort(key=lambda c: -index_sizes.get((c["set"], c["file"]), 0))
     return cases[:n]
+
+
+def index_sizes(partial: Path) -> dict:
+    """The token index bytes a schema bench recorded per (set, file)."""
+    sizes = {}
+    for line in partial.read_text().splitlines()[1:]:
+        r = json.loads(line)
+        size = (r.get("walks") or {}).get("memory_bytes")
+        if size:
+            sizes[(r["set"], r["file"])] = size
+    return sizes
 
 
 def limited_adapter(engine: str, vocab: str, max_mb: int):
@@ -112,13 +129,16 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per call")
     ap.add_argument("--max-worker-mb", type=int, default=12000, help="address space of a worker")
     ap.add_argument("--data", type=Path, default=JSONSCHEMABENCH_DIR)
+    ap.add_argument("--index-from", type=Path, help="a schema bench's partial onyx.jsonl: also rank by index size")
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = ap.parse_args()
-    cases = largest(args.n, args.data)
+    rankings = {"text": largest(args.n, args.data)}
+    if args.index_from:
+        rankings["index"] = largest(args.n, args.data, index_sizes(args.index_from))
     results = {}
-    for engine in args.engines.split(","):
+    for (ranking, cases), engine in ((r, e) for r in rankings.items() for e in args.engines.split(",")):
         rows = []
-        print(f"{engine}: {len(cases)} schemas, {cases[-1]['bytes']:,} to {cases[0]['bytes']:,} bytes of JSON")
+        print(f"{engine}, largest by {ranking}: {len(cases)} schemas")
         print(f"{'set':16} {'file':28} {'KB':>6} {'setup MB':>9} {'compile MB':>11} {'walk MB':>8} {'index MB':>9}  status")
         for case in cases:
             r = measure(engine, case, args)
@@ -127,8 +147,8 @@ def main() -> None:
             index = f"{r['index_bytes'] / 1e6:,.0f}" if r.get("index_bytes") else "-"
             print(f"{r['set']:16} {r['file'][:28]:28} {r['bytes'] / 1e3:6.0f} {mb('setup_mb'):>9} {mb('compile_mb'):>11} "
                   f"{mb('walk_mb'):>8} {index:>9}  {r['status']}", flush=True)
-        results[engine] = {"summary": summary(rows), "schemas": rows}
-        print(f"{engine}: {json.dumps(results[engine]['summary'])}")
+        results.setdefault(ranking, {})[engine] = {"summary": summary(rows), "schemas": rows}
+        print(f"{engine}: {json.dumps(results[ranking][engine]['summary'])}")
     data = {"meta": {**harness.machine_meta(), "vocab": VOCAB, "n": args.n, "walks": args.walks, "budget": args.budget,
                      "max_worker_mb": args.max_worker_mb, "engines": args.engines.split(",")},
             "results": results}

@@ -424,11 +424,13 @@ def r_whitespace(d: dict) -> list[str]:
 
 def r_memory(d: dict) -> list[str]:
     out = []
-    for engine, res in d["results"].items():
+    by = {"text": "the size of their JSON text", "index": "the size of the token index a schema bench recorded"}
+    for ranking, engine, res in ((r, e, x) for r, engines in d["results"].items() for e, x in engines.items()):
         s = res["summary"]
         peak = s["peak_mb"] or {}
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(s["status"].items()))
-        out += [f"**{engine}**: {s['schemas']} schemas ({statuses}); peak resident memory p50 {n(peak.get('p50'), 0)} MB, "
+        out += [f"**{engine}**, the {s['schemas']} largest schemas by {by.get(ranking, ranking)} ({statuses}): "
+                f"peak resident memory p50 {n(peak.get('p50'), 0)} MB, "
                 f"max {n(peak.get('max'), 0)} MB; {s['invalid']} invalid walks.", ""]
         rows = [[r["set"], f"`{r['file']}`", n(r["bytes"] / 1e3, 0), n(r.get("setup_mb"), 0), n(r.get("compile_mb"), 0),
                  n(r.get("walk_mb"), 0), n(r["index_bytes"] / 1e6, 0) if r.get("index_bytes") else "-", r["status"]]

@@ -39,12 +39,12 @@ def test_the_largest_schemas_are_measured(tmp_path):
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     data = json.loads((out / "memory_bench.json").read_text())
-    rows = data["results"]["onyx"]["schemas"]
+    rows = data["results"]["text"]["onyx"]["schemas"]
     assert [r["file"] for r in rows] == ["empty.json", "large.json"]  # the two largest, largest first
     empty, large = rows
     assert empty["status"] == "refused" and "EmptyLanguage" in empty["error"]
     assert large["status"] == "ok" and large["invalid"] == 0 and large["valid"] == 1
     assert 0 < large["setup_mb"] <= large["compile_mb"] <= large["walk_mb"]
-    summary = data["results"]["onyx"]["summary"]
+    summary = data["results"]["text"]["onyx"]["summary"]
     assert summary["status"] == {"refused": 1, "ok": 1} and summary["peak_mb"]["max"] == large["walk_mb"]
     assert "large.json" in proc.stdout
