@@ -162,8 +162,10 @@ SOURCES: dict[str, Source] = {
         "recommendation goes by the total log-prob per output: a per-token mean favours outputs with many easy "
         "(whitespace) tokens."),
     "memory_bench.json": Source(
-        "Memory: the largest schemas compiled and walked", "python bench/memory_bench.py", r_memory,
-        "Each of the 50 largest JSONSchemaBench schemas (by the size of their JSON text) in a fresh worker process, "
+        "Memory: the largest schemas compiled and walked",
+        "python bench/memory_bench.py --index-from <a schema bench's schema_bench.partial/onyx.jsonl>", r_memory,
+        "Each of the 50 largest JSONSchemaBench schemas (by the size of their JSON text, and by the size of the token "
+        "index the schema bench recorded, where the memory goes) in a fresh worker process, "
         "its address space capped: the peak resident memory after setup (vocabulary and engine), after compiling, "
         "and after the walks, which for Onyx first build the whole token index (what budget-aware masks need)."),
 }
