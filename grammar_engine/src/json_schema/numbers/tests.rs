@@ -422,9 +422,21 @@ fn agrees_with_python_jsonschema() {
         let source = group["source"].as_str().unwrap_or("");
         let (d, exact) = recorded_language(&schema, dialect);
         let (mut group_ok, mut group_valid) = (0, 0);
-        for case in group["cases"].as_array().expect("cases") {
-            let text = case[0].as_str().expect("text");
-            let valid = case[1].as_bool().expect("verdict");
+        // Generated groups: `texts` space-separated and `accepted` one "1"/"0" each; the suite's:
+        // `cases` of [text, verdict, the suite's own verdict].
+        let cases: Vec<(&str, bool)> = match (group.get("texts"), group.get("accepted")) {
+            (Some(Value::String(texts)), Some(Value::String(verdicts))) => {
+                assert_eq!(texts.split(' ').count(), verdicts.len(), "{source}: a verdict per text");
+                texts.split(' ').zip(verdicts.bytes()).map(|(t, v)| (t, v == b'1')).collect()
+            }
+            _ => group["cases"]
+                .as_array()
+                .expect("cases")
+                .iter()
+                .map(|c| (c[0].as_str().expect("text"), c[1].as_bool().expect("verdict")))
+                .collect(),
+        };
+        for (text, valid) in cases {
             let ok = accepts(&d, text);
             assert!(!ok || valid, "{source} {schema} ({dialect:?}) accepts {text}, which jsonschema rejects");
             let judged = match exact {

@@ -2,7 +2,8 @@
 
 Writes python_cases.json next to this file: for each schema (number keywords only, or
 `allOf`/`const`/`enum` of them) and dialect, texts near its bounds and multiples, random
-texts and corner cases, each with whether `jsonschema` accepts `json.loads(text)`. Also the
+texts and corner cases (`texts`, space-separated), and whether `jsonschema` accepts
+`json.loads(text)` for each (`accepted`, a "1" or "0" per text). Also the
 numeric cases of the official JSON Schema Test Suite shipped in jsonschema's sdist, when its
 `json/tests` directory is given as the first argument.
 
@@ -225,8 +226,10 @@ def main() -> None:
     groups = []
     for dialect, text in SCHEMAS:
         schema = json.loads(text)
-        cases = [[t, verdict(dialect, schema, t)] for t in texts_for(schema, rng)]
-        groups.append({"source": "generated", "dialect": dialect, "schema_text": text, "cases": cases})
+        texts = texts_for(schema, rng)
+        # One string of texts and one of verdicts ("1": accepted) keep the file small.
+        groups.append({"source": "generated", "dialect": dialect, "schema_text": text, "texts": " ".join(texts),
+                       "accepted": "".join("1" if verdict(dialect, schema, t) else "0" for t in texts)})
     if len(sys.argv) > 1:
         groups += suite_cases(Path(sys.argv[1]))
     out = Path(__file__).with_name("python_cases.json")
