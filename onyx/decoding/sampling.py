@@ -42,7 +42,10 @@ def distribution(logits: mx.array, params: SamplingParams) -> mx.array:
     for already-masked float32 logits of shape (..., V). Greedy is a point mass on the argmax."""
     if params.greedy:
         return (mx.arange(logits.shape[-1]) == mx.argmax(logits, axis=-1, keepdims=True)).astype(mx.float32)
-    logits = logits.astype(mx.float32) / params.temperature
+    # Shifted so the largest allowed logit is 0 before dividing: no temperature can overflow it
+    # to inf (and inf - inf to NaN) in the softmax.
+    logits = logits.astype(mx.float32)
+    logits = (logits - mx.max(logits, axis=-1, keepdims=True)) / params.temperature
     if params.top_k and params.top_k < logits.shape[-1]:
         kth = mx.sort(logits, axis=-1)[..., -params.top_k][..., None]
         logits = mx.where(logits < kth, NEG_INF, logits)
@@ -50,8 +53,10 @@ def distribution(logits: mx.array, params: SamplingParams) -> mx.array:
     if params.top_p < 1.0:
         order = mx.argsort(-probs, axis=-1)
         sorted_p = mx.take_along_axis(probs, order, axis=-1)
-        # Keep a token while the mass before it is below top_p (so the top token always stays).
-        keep_sorted = (mx.cumsum(sorted_p, axis=-1) - sorted_p) < params.top_p
+        # Keep a token while the mass before it is below top_p, and the top token always (a
+        # top_p below float32's smallest number would otherwise keep none).
+        first = mx.arange(sorted_p.shape[-1]) == 0
+        keep_sorted = ((mx.cumsum(sorted_p, axis=-1) - sorted_p) < params.top_p) | first
         keep = mx.put_along_axis(mx.zeros_like(keep_sorted), order, keep_sorted, axis=-1)
         probs = mx.where(keep, probs, 0.0)
     if params.min_p > 0.0:

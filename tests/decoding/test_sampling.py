@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import onyx  # noqa: F401  (OpenBLAS before mlx)
 import mlx.core as mx
@@ -51,3 +53,35 @@ def test_seeded_draws_repeat():
     assert draws(1) == draws(1)
     counts = np.bincount([int(a.draw(p).item()) for _ in range(2000)], minlength=5) / 2000
     np.testing.assert_allclose(counts, [0.5, 0.2, 0.15, 0.1, 0.05], atol=0.04)
+
+
+# Settings that are valid but extreme: subnormal and tiny temperatures and top_p, top_k past
+# the vocabulary, min_p near 1. A valid request must never draw a token its mask forbids.
+_tiny = st.sampled_from([5e-324, 1e-320, 1.4e-45, 1e-40, 1e-38, 1e-30, 1e-7, 1e-6, 1e-3])
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    logits=st.lists(st.floats(-1e4, 1e4, width=32), min_size=2, max_size=12),
+    allowed=st.lists(st.booleans(), min_size=12, max_size=12),
+    temperature=st.one_of(_tiny, st.floats(0.0, 2.0)),
+    top_p=st.one_of(_tiny, st.floats(1e-300, 1.0)),
+    top_k=st.integers(0, 20),
+    min_p=st.one_of(st.just(0.0), st.floats(0.0, 0.999999)),
+    seed=st.integers(0, 2**32),
+)
+def test_no_setting_draws_a_masked_token(logits, allowed, temperature, top_p, top_k, min_p, seed):
+    width = len(logits)
+    allowed = allowed[:width]
+    if not any(allowed):
+        allowed[seed % width] = True
+    mask = mx.array(allowed)
+    params = SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, min_p=min_p, seed=seed)
+    masked = apply_mask(mx.array(logits, dtype=mx.float32), mask)
+    p = np.array(distribution(masked, params))
+    assert np.all(np.isfinite(p)) and abs(p.sum() - 1.0) < 1e-4, (p, params)
+    assert np.all(p[~np.array(allowed)] == 0.0), (p, params)
+    sampler = Sampler(params)
+    for _ in range(3):
+        token = int(sampler.sample(mx.array(logits, dtype=mx.float32), mask).item())
+        assert allowed[token], (token, params)
