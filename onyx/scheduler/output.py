@@ -19,9 +19,11 @@ class SampleOutput:
     """The output of sample `index` of a request."""
 
     def __init__(self, index: int, vocab: Any, stop: tuple[str, ...] | list[str], parser: Any = None,
-                 logprobs: bool = False) -> None:
+                 logprobs: bool = False, constraint: Any = None) -> None:
         self.index = index
-        self.text = TextBuilder(vocab, stop)
+        # under a constraint, a stop string ends the text only where the text is complete
+        complete = None if constraint is None else (lambda text: bool(constraint.grammar.validate(text)))
+        self.text = TextBuilder(vocab, stop, complete)
         self.parser = parser
         self.tokens: list[int] = []
         self.logprobs: list[dict] | None = [] if logprobs else None

@@ -1,7 +1,9 @@
 """Token ids → response text: exact token bytes, incremental UTF-8 and stop strings.
 
 Text from a stop string on is dropped; while streaming, text that could still begin a stop
-string is held back until it cannot.
+string is held back until it cannot. Under a constraint a stop string ends the text only where
+the text before it is complete under the constraint (`complete`); elsewhere it is passed over
+as part of the output, so a `stop` answer under a constraint always validates.
 """
 
 from __future__ import annotations
@@ -10,9 +12,13 @@ import codecs
 
 
 class TextBuilder:
-    def __init__(self, vocab, stop: tuple[str, ...] | list[str]) -> None:
+    """`complete(text)`: whether the text may end here (None: anywhere)."""
+
+    def __init__(self, vocab, stop: tuple[str, ...] | list[str], complete=None) -> None:
         self.vocab = vocab
         self.stop = list(stop)
+        self.complete = complete
+        self.passed = 0  # stop strings starting before this were passed over (text incomplete)
         self.hold = max((len(s) for s in self.stop), default=1) - 1
         self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.text = ""
@@ -24,13 +30,13 @@ class TextBuilder:
         """Adds a token; returns the text that may be shown now."""
         self.text += self.decoder.decode(self.vocab.token_bytes(token))
         if self.stop:
-            start = max(0, self.emitted - self.hold)
-            hits = [(i, s) for s in self.stop if (i := self.text.find(s, start)) >= 0]
-            if hits:
-                cut, self.stopped_by = min(hits, key=lambda h: h[0])
-                self.text = self.text[:cut]
-                self.stopped = True
-                return ""
+            start = max(0, self.emitted - self.hold, self.passed)
+            while hits := [(i, s) for s in self.stop if (i := self.text.find(s, start)) >= 0]:
+                cut, by = min(hits, key=lambda h: h[0])
+                if self.complete is None or self.complete(self.text[:cut]):
+                    self.text, self.stopped, self.stopped_by = self.text[:cut], True, by
+                    return ""
+                start = self.passed = cut + 1
         end = max(self.emitted, len(self.text) - self.hold) if self.stop else len(self.text)
         delta = self.text[self.emitted:end]
         self.emitted = end

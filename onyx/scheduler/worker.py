@@ -310,7 +310,8 @@ class Scheduler:
             g = Generation(self.runner, r.prompt_ids, r.options, constraint=constraint, draft_runner=self.draft_runner,
                            cancel=r.cancel, sample_index=i, fork_of=leader, budget=r.budget)
             leader = leader or g
-            output = SampleOutput(i, self.vocab, r.options.stop, r.output() if r.output is not None else None, logprobs)
+            output = SampleOutput(i, self.vocab, r.options.stop, r.output() if r.output is not None else None, logprobs,
+                                  constraint)
             sample = Sample(r, i, g, output)
             r.samples.append(sample)
             self._samples[g] = sample
