@@ -29,7 +29,7 @@ from onyx.decoding import ModelRunner
 from onyx.decoding.runner import PREFILL_CHUNK
 from onyx.decoding.sampling import mask_to_mlx
 from onyx.errors import ModelError, RequestError
-from onyx.grammar.constraint import GRAMMAR_CACHE_SIZE, Constraint, GrammarCache
+from onyx.grammar.constraint import GRAMMAR_CACHE_BYTES, GRAMMAR_CACHE_SIZE, Constraint, GrammarCache
 from onyx.models.loader import LoadedModel, load
 from onyx.options import DEFAULT_MAX_BATCH, ConstraintSpec, GenerateOptions
 from onyx.scheduler import Chunk, Request, Result, Scheduler
@@ -41,10 +41,13 @@ class Engine:
     """A loaded model plus everything needed to constrain it."""
 
     def __init__(self, model: str | None = None, draft_model: str | None = None, *,
-                 grammar_cache_size: int = GRAMMAR_CACHE_SIZE, max_batch: int = DEFAULT_MAX_BATCH, max_queue: int | None = None,
+                 grammar_cache_size: int = GRAMMAR_CACHE_SIZE, grammar_cache_bytes: int = GRAMMAR_CACHE_BYTES,
+                 max_batch: int = DEFAULT_MAX_BATCH, max_queue: int | None = None,
                  prefill_chunk: int = PREFILL_CHUNK) -> None:
-        """`max_batch`: sequences decoded together at most (more wait in the queue);
-        `max_queue`: requests that may wait (more raise `QueueFullError`; None: no limit);
+        """`grammar_cache_bytes`: what compiled grammars and their masks may hold (least
+        recently used dropped past it; one grammar whose token index needs more is a
+        `GrammarTooLargeError`); `max_batch`: sequences decoded together at most (more wait in
+        the queue); `max_queue`: requests that may wait (more raise `QueueFullError`; None: no limit);
         `prefill_chunk`: prompt tokens per batched step (the most a new prompt delays the
         sequences already decoding)."""
         self.loaded: LoadedModel = load(model)
@@ -55,7 +58,7 @@ class Engine:
             draft = load(draft_model)
             _check_same_vocabulary(self.loaded, draft)
             self.draft_runner = ModelRunner(draft)
-        self.grammars = GrammarCache(self.vocab, grammar_cache_size)
+        self.grammars = GrammarCache(self.vocab, grammar_cache_size, grammar_cache_bytes)
         self.chat_format = ChatFormat.from_tokenizer(self.loaded.tokenizer, self.vocab)
         self.scheduler = Scheduler(self.runner, self.draft_runner, vocab=self.vocab, max_batch=max_batch,
                                    max_queue=max_queue, prefill_chunk=prefill_chunk)

@@ -69,9 +69,16 @@ def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     return value
 
 
+# Bytes a grammar cache may hold: room beside a small model on a laptop. One grammar's token
+# index may use all of it (a larger one is refused while it is built).
+GRAMMAR_CACHE_BYTES = 1 << 30
+GREEDY_BELOW = 1e-6  # temperatures under this sample greedily
+
+
 @dataclass(frozen=True)
 class SamplingParams:
-    """How a token is drawn from the masked logits. `temperature == 0` means greedy."""
+    """How a token is drawn from the masked logits. `temperature == 0` (or below
+    `GREEDY_BELOW`) means greedy."""
 
     temperature: float = 0.0
     top_p: float = 1.0
@@ -93,7 +100,9 @@ class SamplingParams:
             raise RequestError(f"min_p must be in [0, 1), got {self.min_p}", param="min_p")
         if self.seed is not None and not 0 <= _integer("seed", self.seed) < 2**64:
             raise RequestError(f"seed must be an integer from 0 to 2^64-1, got {self.seed}", param="seed")
-        object.__setattr__(self, "temperature", t)
+        # A temperature this small is greedy in all but name, and dividing logits by it
+        # overflows float32: it samples greedily.
+        object.__setattr__(self, "temperature", 0.0 if t < GREEDY_BELOW else t)
         object.__setattr__(self, "top_p", p)
         object.__setattr__(self, "min_p", m)
 

@@ -1,8 +1,11 @@
 """The one constraint stack: compiled grammars, their masks, and one sequence's walk.
 
 - `GrammarCache` compiles a `ConstraintSpec` (regex, JSON Schema or structure) for one
-  vocabulary, once per pattern (least recently used evicted), and counts compiles and hits. The
-  engine holds one; the framework integrations hold one per tokenizer.
+  vocabulary, once per pattern, and counts compiles and hits. It is bounded in bytes (the
+  grammars' automata and token indexes, and the masks made from them, which grow as sequences
+  visit states): least recently used grammars are dropped past the bound, and one grammar whose
+  token index alone would pass it is a `GrammarTooLargeError`. The engine holds one; the
+  framework integrations hold one for every tokenizer.
 - `Compiled` is a grammar with what every sequence under it shares: its mask tables (one per
   framework and logits width) and which states admit nothing but EOS.
 - `MaskTable` turns the grammar's per-state bitmasks into one framework's mask, once per state,
@@ -19,6 +22,7 @@ No framework is imported here (numpy only), so each integration pulls in only it
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import OrderedDict
@@ -27,7 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 import onyx._grammar as _g
-from onyx.options import ConstraintSpec
+from onyx.options import GRAMMAR_CACHE_BYTES, ConstraintSpec
 
 log = logging.getLogger("onyx.grammar")
 
@@ -61,6 +65,12 @@ class MaskTable:
         self._masks: dict[int, Any] = {}
         self._budget_masks: dict[tuple[int, int], Any] = {}
         self._eos_only: Any = None
+        self._mask_bytes = 0  # the converted masks held in `_masks`
+
+    def memory_bytes(self) -> int:
+        """Bytes of the converted masks held (budget masks included, at most MAX_BUDGET_MASKS)."""
+        one = next((_nbytes(m, self.width) for m in list(self._masks.values())[:1]), self.width)
+        return self._mask_bytes + len(self._budget_masks) * one
 
     def get(self, state: int, budget: int | None = None) -> Any:
         """The mask of `state`, restricted (when `budget` is given) to the tokens after which a
@@ -81,6 +91,7 @@ class MaskTable:
         mask = self._masks.get(key)
         if mask is None:
             mask = self._masks[key] = self.convert(self.grammar.token_bitmask(state), self.width)
+            self._mask_bytes += _nbytes(mask, self.width)
         return mask
 
     def eos_only(self) -> Any:
@@ -91,6 +102,15 @@ class MaskTable:
                 words[t // 32] |= np.uint32(1 << (t % 32))
             self._eos_only = self.convert(words, self.width)
         return self._eos_only
+
+
+def _nbytes(mask: Any, width: int) -> int:
+    """The bytes of one framework mask (mlx and numpy say `nbytes`; torch counts elements)."""
+    n = getattr(mask, "nbytes", None)
+    if isinstance(n, int):
+        return n
+    numel = getattr(mask, "numel", None)
+    return int(numel() * mask.element_size()) if callable(numel) else width
 
 
 class Compiled:
@@ -118,6 +138,10 @@ class Compiled:
                     table = self._tables[key] = MaskTable(self.grammar, width, convert)
         return table
 
+    def memory_bytes(self) -> int:
+        """Bytes held: the grammar (automata, token index built so far) and its mask tables."""
+        return int(self.grammar.memory_bytes) + sum(t.memory_bytes() for t in list(self._tables.values()))
+
     def only_eos(self, state: int) -> bool:
         """True when the output is complete at `state` and nothing but EOS may follow."""
         done = self._only_eos.get(state)
@@ -128,17 +152,19 @@ class Compiled:
         return done
 
 
-def compile_spec(vocab: Any, spec: ConstraintSpec) -> Any:
-    """The grammar of `spec` over `vocab`. Raises a subclass of `onyx.GrammarError`."""
+def compile_spec(vocab: Any, spec: ConstraintSpec, max_index_bytes: int | None = None) -> Any:
+    """The grammar of `spec` over `vocab`, its token index bounded by `max_index_bytes` (None:
+    the core's default). Raises a subclass of `onyx.GrammarError`."""
+    limit = {"max_index_bytes": max_index_bytes} if max_index_bytes is not None else {}
     if spec.regex is not None:
-        return vocab.compile_regex(spec.regex)
+        return vocab.compile_regex(spec.regex, **limit)
     if spec.structure is not None:
-        return vocab.compile_structure(spec.structure)
+        return vocab.compile_structure(spec.structure, **limit)
     if spec.gbnf is not None:
-        return vocab.compile_gbnf(spec.gbnf)
+        return vocab.compile_gbnf(spec.gbnf, **limit)
     if spec.lark is not None:
-        return vocab.compile_lark(spec.lark)
-    grammar = vocab.compile_json_schema(spec.json_schema, max_whitespace=spec.max_whitespace)
+        return vocab.compile_lark(spec.lark, **limit)
+    grammar = vocab.compile_json_schema(spec.json_schema, max_whitespace=spec.max_whitespace, **limit)
     if grammar.restriction:
         # Still valid output, but fewer texts than the schema allows: say so once per compile.
         log.warning("JSON Schema compiled under a restriction: %s", grammar.restriction)
@@ -146,17 +172,23 @@ def compile_spec(vocab: Any, spec: ConstraintSpec) -> Any:
 
 
 class GrammarCache:
-    """Compiled grammars by pattern, least recently used evicted. The engine's cache has one
-    vocabulary (`vocab`); the integrations' one serves every tokenizer's vocabulary (`get`'s
-    `vocab`), within one bound."""
+    """Compiled grammars by pattern: at most `size` of them and `max_bytes` bytes, least recently
+    used dropped first (a grammar in use stays alive with its users, outside the count). The
+    engine's cache has one vocabulary (`vocab`); the integrations' one serves every tokenizer's
+    vocabulary (`get`'s `vocab`), within one bound."""
 
-    def __init__(self, vocab: Any = None, size: int = GRAMMAR_CACHE_SIZE) -> None:
+    def __init__(self, vocab: Any = None, size: int = GRAMMAR_CACHE_SIZE, max_bytes: int = GRAMMAR_CACHE_BYTES) -> None:
+        if max_bytes < 1 or size < 1:
+            raise ValueError("a grammar cache needs room for at least one grammar")
         self.vocab = vocab
         self.size = size
+        self.max_bytes = max_bytes
         self._entries: OrderedDict[tuple, Compiled] = OrderedDict()
         self._lock = threading.Lock()
         self.compiles = 0
         self.hits = 0
+        self.evictions = 0
+        self._recording = threading.local()  # grammars compiled inside `kept_if_no_error`
 
     def get(self, spec: ConstraintSpec, vocab: Any = None) -> Compiled:
         """The compiled grammar for `spec` over `vocab` (default: the cache's own). Raises a
@@ -168,14 +200,56 @@ class GrammarCache:
             if hit is not None and hit.vocab is vocab:
                 self._entries.move_to_end(key)
                 self.hits += 1
+                self._trim()
                 return hit
-        compiled = Compiled(compile_spec(vocab, spec), vocab, spec)
+        compiled = Compiled(compile_spec(vocab, spec, self.max_bytes), vocab, spec)
         with self._lock:
             self.compiles += 1
             self._entries[key] = compiled
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+            self._trim()
+        recording = getattr(self._recording, "compiled", None)
+        if recording is not None:
+            recording.append(compiled)
         return compiled
+
+    @contextlib.contextmanager
+    def kept_if_no_error(self):
+        """Grammars compiled in this thread inside the block are dropped again if the block
+        raises: a request that fails (a too-small `max_tokens`, a bad field) keeps nothing."""
+        outer = getattr(self._recording, "compiled", None)
+        self._recording.compiled = compiled = []
+        try:
+            yield
+        except BaseException:
+            with self._lock:
+                for key, entry in list(self._entries.items()):
+                    if any(entry is c for c in compiled):
+                        del self._entries[key]
+            raise
+        finally:
+            self._recording.compiled = outer
+            if outer is not None:
+                outer.extend(compiled)
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the cached grammars (they grow as sequences visit new states)."""
+        with self._lock:
+            return sum(c.memory_bytes() for c in self._entries.values())
+
+    def trim(self) -> None:
+        """Drops least recently used grammars until the cache is within its bounds."""
+        with self._lock:
+            self._trim()
+
+    def _trim(self) -> None:
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+            self.evictions += 1
+        total = sum(c.memory_bytes() for c in self._entries.values())
+        while total > self.max_bytes and len(self._entries) > 1:
+            _, dropped = self._entries.popitem(last=False)  # the newest one (in use now) stays
+            total -= dropped.memory_bytes()
+            self.evictions += 1
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -186,7 +260,9 @@ class GrammarCache:
 
     def stats(self) -> dict:
         with self._lock:
-            return {"size": len(self._entries), "compiles": self.compiles, "hits": self.hits}
+            return {"size": len(self._entries), "compiles": self.compiles, "hits": self.hits,
+                    "evictions": self.evictions, "bytes": sum(c.memory_bytes() for c in self._entries.values()),
+                    "max_bytes": self.max_bytes}
 
 
 class Constraint:

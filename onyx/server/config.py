@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from onyx.options import DEFAULT_MAX_BATCH, DEFAULT_MAX_TOKENS  # noqa: F401 (defaults the CLI shows)
+from onyx.options import DEFAULT_MAX_BATCH, DEFAULT_MAX_TOKENS, GRAMMAR_CACHE_BYTES  # noqa: F401 (defaults the CLI shows)
 
 DEFAULT_HOST = "127.0.0.1"  # this machine only
 DEFAULT_PORT = 8000
@@ -13,10 +13,12 @@ DEFAULT_ALIASES = ("onyx", "default")  # names a request's `model` may use besid
 DEFAULT_MAX_BODY_BYTES = 1 << 20  # 1 MiB; larger bodies get 413
 DEFAULT_MAX_TOKENS_LIMIT = 2048  # largest max_tokens a request may ask for; above: 400
 DEFAULT_MAX_QUEUE = 128  # generations waiting for the model; more: 503
+DEFAULT_BODY_TIMEOUT_S = 30.0  # a request body not received whole within this: 408
 MAX_STOP_STRINGS = 16
 RESPONSE_STORE_SIZE = 256  # /v1/responses answers kept in memory for previous_response_id
 REPAIR_DEADLINE_MS = 1000.0  # /v1/repair's default deadline
 REPAIR_MAX_DEADLINE_MS = 10_000.0
+REPAIR_MAX_COST = 1 << 31  # /v1/repair's largest max_cost (no repair costs more)
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,8 @@ class ServerConfig:
     stays open. max_body_bytes: larger request bodies get 413. max_tokens_limit: the largest
     max_tokens a request may ask for (400 above). default_max_tokens: used when a request gives
     none. max_queue: generations that may wait for the model (503 above). aliases: names a
-    request's `model` may use besides the engine's model name."""
+    request's `model` may use besides the engine's model name. body_timeout_s: seconds a
+    request body may take to arrive (408 after)."""
 
     api_key: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -33,11 +36,14 @@ class ServerConfig:
     default_max_tokens: int = DEFAULT_MAX_TOKENS
     max_queue: int = DEFAULT_MAX_QUEUE
     aliases: tuple[str, ...] = DEFAULT_ALIASES
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_tokens_limit", "default_max_tokens", "max_queue"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be positive")
+        if not self.body_timeout_s > 0:
+            raise ValueError("body_timeout_s must be positive")
         object.__setattr__(self, "api_key", self.api_key or None)
         object.__setattr__(self, "default_max_tokens", min(int(self.default_max_tokens), int(self.max_tokens_limit)))
         object.__setattr__(self, "aliases", tuple(self.aliases))

@@ -39,7 +39,7 @@ from fastapi import APIRouter, Request
 from onyx import errors as E
 from onyx.grammar.repair import repair_for_schema
 from onyx.server import anthropic_messages, errors, openai_responses, responses, translate
-from onyx.server.config import REPAIR_DEADLINE_MS, REPAIR_MAX_DEADLINE_MS
+from onyx.server.config import REPAIR_DEADLINE_MS, REPAIR_MAX_COST, REPAIR_MAX_DEADLINE_MS
 from onyx.server.errors import APIError
 from onyx.server.jobs import Job
 from onyx.server.schemas import (ChatCompletionRequest, CompletionRequest, MessagesRequest, RepairRequest,
@@ -47,7 +47,7 @@ from onyx.server.schemas import (ChatCompletionRequest, CompletionRequest, Messa
 from onyx.server.state import ServerState
 
 log = logging.getLogger("onyx.server")
-router = APIRouter()
+router = APIRouter(responses=errors.OPENAPI_ERRORS)
 
 
 def _state(request: Request) -> ServerState:
@@ -215,8 +215,9 @@ async def repair(body: RepairRequest, request: Request):
     for name, cost in costs.items():
         if cost is not None and not 1 <= cost <= 1000:
             raise APIError(400, f"{name} must be between 1 and 1000", param=name, code="invalid_parameter")
-    if body.max_cost is not None and body.max_cost < 0:
-        raise APIError(400, "max_cost must be >= 0", param="max_cost", code="invalid_parameter")
+    if body.max_cost is not None and not 0 <= body.max_cost <= REPAIR_MAX_COST:
+        raise APIError(400, f"max_cost must be between 0 and {REPAIR_MAX_COST}", param="max_cost",
+                       code="invalid_parameter")
     deadline = REPAIR_DEADLINE_MS if body.deadline_ms is None else body.deadline_ms
     if not 0 <= deadline <= REPAIR_MAX_DEADLINE_MS:
         raise APIError(400, f"deadline_ms must be between 0 and {REPAIR_MAX_DEADLINE_MS}",
@@ -286,7 +287,8 @@ async def start_job(state: ServerState, prepare, constraint: str | None) -> Job:
     state.in_flight += 1
     try:
         try:
-            job.request = await loop.run_in_executor(state.prepare_pool, prepare, job)
+            job.request = await loop.run_in_executor(state.prepare_pool, _prepare_keeping_nothing_on_error,
+                                                     state, prepare, job)
         except APIError:
             raise
         except E.QueueFullError as e:
@@ -302,6 +304,11 @@ async def start_job(state: ServerState, prepare, constraint: str | None) -> Job:
         state.in_flight -= 1
         raise
     return job
+
+
+def _prepare_keeping_nothing_on_error(state: ServerState, prepare, job: Job):
+    with state.engine.grammars.kept_if_no_error():
+        return prepare(job)
 
 
 def finish_job(state: ServerState, job: Job) -> None:

@@ -38,6 +38,12 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                         f"more requests wait in the queue")
     p.add_argument("--max-queue", type=int, default=config.DEFAULT_MAX_QUEUE,
                    help=f"requests that may wait for the model (default {config.DEFAULT_MAX_QUEUE}); more get 503")
+    p.add_argument("--grammar-cache-bytes", type=int, default=config.GRAMMAR_CACHE_BYTES,
+                   help=f"bytes compiled grammars and their masks may hold (default {config.GRAMMAR_CACHE_BYTES}); least "
+                        f"recently used dropped past it, and one grammar needing more is a 400")
+    p.add_argument("--body-timeout-s", type=float, default=config.DEFAULT_BODY_TIMEOUT_S,
+                   help=f"seconds a request body may take to arrive (default {config.DEFAULT_BODY_TIMEOUT_S:g}); "
+                        f"slower gets 408")
     p.add_argument("--alias", action="append", default=None, metavar="NAME",
                    help="a name clients may use for the model (repeatable; default: onyx, default)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
@@ -54,19 +60,23 @@ def serve(args: argparse.Namespace, *, make_engine=None) -> int:
     make_engine = make_engine or (lambda model, **kw: onyx.Engine(model=model, **kw))
 
     api_key = args.api_key or os.environ.get("ONYX_API_KEY") or None
-    kwargs = {"max_batch": args.max_batch}
+    kwargs = {"max_batch": args.max_batch, "grammar_cache_bytes": args.grammar_cache_bytes}
     if args.draft_model is not None:
         kwargs["draft_model"] = args.draft_model
     for name, value in (("max-body-bytes", args.max_body_bytes), ("max-tokens-limit", args.max_tokens_limit),
                         ("default-max-tokens", args.default_max_tokens), ("max-queue", args.max_queue),
-                        ("max-batch", args.max_batch)):
+                        ("max-batch", args.max_batch), ("grammar-cache-bytes", args.grammar_cache_bytes)):
         if value < 1:
             print(f"onyx serve: --{name} must be positive", file=sys.stderr)
             return 2
+    if not args.body_timeout_s > 0:
+        print("onyx serve: --body-timeout-s must be positive", file=sys.stderr)
+        return 2
     server_config = config.ServerConfig(api_key=api_key, max_body_bytes=args.max_body_bytes,
                                         max_tokens_limit=args.max_tokens_limit,
                                         default_max_tokens=args.default_max_tokens, max_queue=args.max_queue,
-                                        aliases=tuple(args.alias) if args.alias else config.DEFAULT_ALIASES)
+                                        aliases=tuple(args.alias) if args.alias else config.DEFAULT_ALIASES,
+                                        body_timeout_s=args.body_timeout_s)
     if not _is_loopback(args.host) and api_key is None:
         print(f"onyx serve: warning: binding {args.host} without an API key: anyone who can reach this "
               f"address can use the model (pass --api-key or set ONYX_API_KEY)", file=sys.stderr)

@@ -39,7 +39,8 @@ def test_grammar_cache_compiles_once_and_evicts_the_least_recent(smollm2):
     cache = GrammarCache(smollm2, size=2)
     a, b, c = (ConstraintSpec.parse(regex=r) for r in ("[0-9]+", "[a-z]+", "x|y"))
     ga = cache.get(a).grammar
-    assert cache.get(a).grammar is ga and cache.stats() == {"size": 1, "compiles": 1, "hits": 1}
+    stats = cache.get(a).grammar is ga and cache.stats()
+    assert stats and (stats["size"], stats["compiles"], stats["hits"], stats["evictions"]) == (1, 1, 1, 0)
     cache.get(b)
     cache.get(a)  # a is now the most recent
     cache.get(c)  # evicts b
@@ -48,6 +49,54 @@ def test_grammar_cache_compiles_once_and_evicts_the_least_recent(smollm2):
     assert cache.stats()["compiles"] == 4
     with pytest.raises(onyx.InvalidRegexError):
         cache.get(ConstraintSpec.parse(regex="("))
+
+
+def test_grammar_cache_is_bounded_in_bytes_as_its_masks_grow(smollm2):
+    specs = [ConstraintSpec.parse(regex=f"[a-z]{{{n}}}") for n in (3, 4, 5)]
+    one = GrammarCache(smollm2)
+    compiled = one.get(specs[0])
+    table = compiled.table("numpy", smollm2.size, unpack_bitmask)
+    grammar = compiled.grammar
+    for state in range(grammar.num_states):
+        table.get(state)
+    grown = compiled.memory_bytes()
+    # every state's mask is held (one bool per logit), and counted
+    assert grown >= grammar.num_states * smollm2.size + grammar.memory_bytes
+    cache = GrammarCache(smollm2, max_bytes=grown + grown // 2)
+    for spec in specs:
+        c = cache.get(spec)
+        t = c.table("numpy", smollm2.size, unpack_bitmask)
+        for state in range(c.grammar.num_states):
+            t.get(state)
+    # growth is seen at the next request: the older grammars go, the newest stays
+    cache.get(specs[-1])
+    stats = cache.stats()
+    assert stats["size"] == 1 and stats["evictions"] == 2 and stats["bytes"] <= stats["max_bytes"] * 2
+    assert cache.stats()["compiles"] == 3
+
+
+def test_one_grammar_over_the_cache_bytes_is_a_typed_error(smollm2):
+    cache = GrammarCache(smollm2, max_bytes=200_000)
+    spec = ConstraintSpec.parse(json_schema={"type": "object", "properties": {
+        "a": {"type": "string", "maxLength": 40}, "b": {"type": "integer"}}, "required": ["a", "b"]})
+    with pytest.raises(onyx.GrammarTooLargeError):
+        compiled = cache.get(spec)
+        compiled.grammar.build_all()
+
+
+def test_a_failed_request_keeps_no_grammar(smollm2):
+    cache = GrammarCache(smollm2)
+    kept, dropped = ConstraintSpec.parse(regex="[0-9]+"), ConstraintSpec.parse(regex="[a-z]+")
+    cache.get(kept)
+    with pytest.raises(onyx.RequestError):
+        with cache.kept_if_no_error():
+            cache.get(dropped)
+            cache.get(kept)  # a hit: kept, it was not this request's
+            raise onyx.RequestError("max_tokens is too small", param="max_tokens")
+    assert len(cache) == 1 and cache.get(kept) and cache.stats()["compiles"] == 2
+    with cache.kept_if_no_error():
+        cache.get(dropped)
+    assert len(cache) == 2
 
 
 def test_one_cache_serves_several_vocabularies(vocabs):
