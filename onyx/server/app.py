@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -22,9 +21,6 @@ from onyx.server.errors import APIError
 from onyx.server.middleware import LimitsMiddleware
 from onyx.server.routes import router
 from onyx.server.state import ServerState
-
-log = logging.getLogger("onyx.server")
-
 
 def create_app(engine, config: ServerConfig | None = None) -> FastAPI:
     """The app serving `engine` (an `onyx.Engine`, already loaded) with `config`'s settings."""
@@ -45,7 +41,6 @@ def create_app(engine, config: ServerConfig | None = None) -> FastAPI:
     app.add_exception_handler(APIError, _api_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(Exception, _unexpected)
     app.add_middleware(LimitsMiddleware, state=state)
     return app
 
@@ -72,14 +67,6 @@ async def _http_error(request: Request, exc: StarletteHTTPException):
         message = f"no such endpoint: {request.method} {request.url.path}"
     return errors.shaped(request.url.path, APIError(exc.status_code, message, code=code),
                          headers=getattr(exc, "headers", None))
-
-
-async def _unexpected(request: Request, exc: Exception):
-    # Starlette re-raises the exception after this response, so the server logs its traceback;
-    # the client gets the generic error only.
-    _count(request, 500)
-    log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path)
-    return errors.shaped(request.url.path, errors.internal_error())
 
 
 def _version() -> str:

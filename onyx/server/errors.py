@@ -8,11 +8,14 @@ constraint's field (`regex` or `response_format`) is the request's, so the calle
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Optional
 
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from onyx import errors as E
+
+RETRY_AFTER_S = 1  # seconds a client is asked to wait after a 503
 
 
 class APIError(Exception):
@@ -32,8 +35,36 @@ class APIError(Exception):
         return {"error": {"message": self.message, "type": self.type, "param": self.param,
                           "code": self.code, **self.extra}}
 
+    def headers(self, extra: dict | None = None) -> dict | None:
+        """The answer's headers: `Retry-After` on a 503 (the server is busy, not broken)."""
+        if self.status == 503:
+            return {"Retry-After": str(RETRY_AFTER_S), **(extra or {})}
+        return extra
+
     def response(self, headers: dict | None = None) -> JSONResponse:
-        return JSONResponse(self.body(), status_code=self.status, headers=headers)
+        return JSONResponse(self.body(), status_code=self.status, headers=self.headers(headers))
+
+
+class _ErrorDetail(BaseModel):
+    message: str
+    type: str
+    param: Optional[str] = None
+    code: Optional[str] = None
+
+
+class ErrorBody(BaseModel):
+    """Every error answer's body (Anthropic's endpoints: `{"type": "error", "error": {type,
+    message}}`)."""
+
+    error: _ErrorDetail
+
+
+# The error statuses every endpoint may answer, for the OpenAPI document.
+OPENAPI_ERRORS: dict = {status: {"model": ErrorBody, "description": what} for status, what in (
+    (400, "a bad value: `param` names the field"), (401, "the API key is missing or wrong"),
+    (404, "no such model or endpoint"), (405, "the method is not allowed"), (408, "the body came too slowly"),
+    (413, "the body is over the limit"), (422, "the body does not have the request's shape"),
+    (500, "a server bug (logged)"), (503, "busy: retry after `Retry-After` seconds"))}
 
 
 def error_bytes(status: int, message: str, type_: str, code: str | None, param=None, path: str = "") -> bytes:
@@ -62,7 +93,8 @@ def shaped(path: str, err: APIError, headers: dict | None = None) -> JSONRespons
     malformed body is a 400 there), OpenAI's elsewhere."""
     if path in ANTHROPIC_PATHS:
         status = 400 if err.status == 422 else err.status
-        return JSONResponse(anthropic_body(status, err.message, err.param), status_code=status, headers=headers)
+        return JSONResponse(anthropic_body(status, err.message, err.param), status_code=status,
+                            headers=err.headers(headers))
     return err.response(headers=headers)
 
 

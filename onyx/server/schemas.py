@@ -1,9 +1,9 @@
 """Request bodies of the OpenAI-compatible endpoints (pydantic models).
 
-Only *types* are checked here: a body that does not have the right shape (not JSON, a missing
-`messages`, a string where a number belongs) is a 422. Values (temperature range, max_tokens
-bounds, regex syntax, schema keywords, ...) are checked by the app and the engine, and are 400s,
-as in OpenAI's API.
+Only *types* are checked here, strictly: a body that does not have the right shape (not JSON, a
+missing `messages`, a string where a number belongs, `true` or `1.5` where an integer belongs)
+is a 422. Values (temperature range, max_tokens bounds, regex syntax, schema keywords, ...) are
+checked by the app and the engine, and are 400s, as in OpenAI's API.
 
 Fields a client may send are of three kinds:
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
 
 class _Open(BaseModel):
@@ -51,8 +51,8 @@ class JSONSchemaFormat(_Open):
     name: Optional[str] = None
     description: Optional[str] = None
     # `schema` would shadow a BaseModel attribute: stored as schema_, spelt "schema" on the wire.
-    schema_: Union[dict[str, Any], bool, None] = Field(default=None, alias="schema")
-    strict: Optional[bool] = None
+    schema_: Union[dict[str, Any], StrictBool, None] = Field(default=None, alias="schema")
+    strict: Optional[StrictBool] = None
 
 
 class ResponseFormat(_Open):
@@ -61,13 +61,13 @@ class ResponseFormat(_Open):
 
 
 class StreamOptions(_Open):
-    include_usage: Optional[bool] = None
+    include_usage: Optional[StrictBool] = None
 
 
 class _OnyxFields(_Open):
     """Onyx's own fields, on every generating endpoint."""
 
-    seed: Optional[int] = None
+    seed: Optional[StrictInt] = None
     # `regex` is the paper's field: the output must fully match this regex.
     regex: Optional[str] = None
     # A grammar the output must match: GBNF text (llama.cpp's server takes it as `grammar`), or
@@ -75,12 +75,12 @@ class _OnyxFields(_Open):
     grammar: Optional[str] = None
     lark: Optional[str] = None
     speculative: Optional[str] = None
-    num_draft_tokens: Union[int, str, None] = None
+    num_draft_tokens: Union[StrictInt, str, None] = None
     jump_forward: Optional[StrictBool] = None
     phi: Optional[str] = None
-    top_k: Optional[int] = None
-    min_p: Optional[float] = None
-    max_whitespace: Optional[int] = None
+    top_k: Optional[StrictInt] = None
+    min_p: Optional[StrictFloat] = None
+    max_whitespace: Optional[StrictInt] = None
 
 
 class _Extensions(_OnyxFields):
@@ -88,36 +88,36 @@ class _Extensions(_OnyxFields):
 
     stop: Union[str, list[str], None] = None
     # OpenAI fields accepted only with values that ask for nothing Onyx lacks.
-    presence_penalty: Optional[float] = None
-    frequency_penalty: Optional[float] = None
+    presence_penalty: Optional[StrictFloat] = None
+    frequency_penalty: Optional[StrictFloat] = None
     logit_bias: Optional[dict[str, Any]] = None
 
 
 class _Common(_Extensions):
     model: Optional[str] = None
-    max_tokens: Optional[int] = None
-    temperature: Optional[float] = None
-    top_p: Optional[float] = None
-    stream: Optional[bool] = False
+    max_tokens: Optional[StrictInt] = None
+    temperature: Optional[StrictFloat] = None
+    top_p: Optional[StrictFloat] = None
+    stream: Optional[StrictBool] = False
     stream_options: Optional[StreamOptions] = None
-    n: Optional[int] = None  # samples of the prompt (forks of its KV, decoded side by side)
-    logprobs: Union[bool, int, None] = None
+    n: Optional[StrictInt] = None  # samples of the prompt (forks of its KV, decoded side by side)
+    logprobs: Union[StrictBool, StrictInt, None] = None
     # OpenAI fields with no effect here.
     user: Optional[str] = None
     metadata: Optional[dict[str, Any]] = None
-    store: Optional[bool] = None
+    store: Optional[StrictBool] = None
     service_tier: Optional[str] = None
 
 
 class ChatCompletionRequest(_Common):
     messages: list[ChatMessage]
-    max_completion_tokens: Optional[int] = None
+    max_completion_tokens: Optional[StrictInt] = None
     response_format: Optional[ResponseFormat] = None
-    top_logprobs: Optional[int] = None
+    top_logprobs: Optional[StrictInt] = None
     tools: Optional[list[Any]] = None
     tool_choice: Union[str, dict[str, Any], None] = None
     parallel_tool_calls: Optional[StrictBool] = None
-    max_reasoning_tokens: Optional[int] = None  # Onyx: at most this many tokens of thinking
+    max_reasoning_tokens: Optional[StrictInt] = None  # Onyx: at most this many tokens of thinking
     reasoning_effort: Optional[str] = None  # a bound on thinking where the template thinks
     prediction: Optional[dict[str, Any]] = None  # predicted output: a source of drafts
     # Legacy function calling, read as tools and tool_choice.
@@ -134,11 +134,11 @@ class ChatCompletionRequest(_Common):
 
 
 class CompletionRequest(_Common):
-    prompt: Union[str, list[str], list[int], list[list[int]]]
+    prompt: Union[str, list[str], list[StrictInt], list[list[StrictInt]]]
     response_format: Optional[ResponseFormat] = None  # an Onyx extension on /v1/completions
-    echo: Optional[bool] = None
+    echo: Optional[StrictBool] = None
     suffix: Optional[str] = None
-    best_of: Optional[int] = None
+    best_of: Optional[StrictInt] = None
 
 
 class RepairRequest(BaseModel):
@@ -148,15 +148,15 @@ class RepairRequest(BaseModel):
     text: str
     regex: Optional[str] = None
     json_schema: Union[dict[str, Any], str, None] = None
-    max_whitespace: int = 0
-    max_cost: Optional[int] = None
-    deadline_ms: Optional[float] = None
+    max_whitespace: StrictInt = 0
+    max_cost: Optional[StrictInt] = None
+    deadline_ms: Optional[StrictFloat] = None
     # No cost given: the default cost model (and, for a JSON Schema, json_repair's reading first
     # unless pre_parse is false). Any cost given: plain edit distance with those costs.
-    insert_cost: Optional[int] = None
-    delete_cost: Optional[int] = None
-    substitute_cost: Optional[int] = None
-    pre_parse: bool = True
+    insert_cost: Optional[StrictInt] = None
+    delete_cost: Optional[StrictInt] = None
+    substitute_cost: Optional[StrictInt] = None
+    pre_parse: StrictBool = True
 
 
 class ResponsesRequest(_Extensions):
@@ -170,14 +170,14 @@ class ResponsesRequest(_Extensions):
     tools: Optional[list[Any]] = None
     tool_choice: Union[str, dict[str, Any], None] = None
     parallel_tool_calls: Optional[StrictBool] = None
-    max_output_tokens: Optional[int] = None
-    temperature: Optional[float] = None
-    top_p: Optional[float] = None
-    stream: Optional[bool] = False
+    max_output_tokens: Optional[StrictInt] = None
+    temperature: Optional[StrictFloat] = None
+    top_p: Optional[StrictFloat] = None
+    stream: Optional[StrictBool] = False
     previous_response_id: Optional[str] = None
-    store: Optional[bool] = None  # false: this response is not kept for previous_response_id
+    store: Optional[StrictBool] = None  # false: this response is not kept for previous_response_id
     reasoning: Optional[dict[str, Any]] = None  # {effort, summary}: effort bounds the thinking block
-    background: Optional[bool] = None  # only false: answers are synchronous
+    background: Optional[StrictBool] = None  # only false: answers are synchronous
     # OpenAI fields with no effect here.
     metadata: Optional[dict[str, Any]] = None
     user: Optional[str] = None
@@ -188,7 +188,7 @@ class ResponsesRequest(_Extensions):
     truncation: Optional[str] = None
     include: Optional[list[str]] = None
     stream_options: Optional[dict[str, Any]] = None
-    max_reasoning_tokens: Optional[int] = None  # Onyx's; the other extensions are as on chat
+    max_reasoning_tokens: Optional[StrictInt] = None  # Onyx's; the other extensions are as on chat
 
 
 class MessagesRequest(_OnyxFields):
@@ -196,16 +196,16 @@ class MessagesRequest(_OnyxFields):
     (`onyx.server.anthropic_messages`), so its values are checked where chat's are."""
 
     model: Optional[str] = None
-    max_tokens: int
+    max_tokens: StrictInt
     messages: list[Any]
     system: Union[str, list[Any], None] = None
     tools: Optional[list[Any]] = None
     tool_choice: Optional[dict[str, Any]] = None
     stop_sequences: Optional[list[str]] = None
-    temperature: Optional[float] = None
-    top_p: Optional[float] = None
-    top_k: Optional[int] = None
-    stream: Optional[bool] = False
+    temperature: Optional[StrictFloat] = None
+    top_p: Optional[StrictFloat] = None
+    top_k: Optional[StrictInt] = None
+    stream: Optional[StrictBool] = False
     thinking: Optional[dict[str, Any]] = None  # {type: enabled, budget_tokens}: bounds the thinking block
     output_config: Optional[dict[str, Any]] = None  # {format: {type: json_schema, schema}, effort}
     # Anthropic fields with no effect here.

@@ -111,11 +111,12 @@ def test_bad_speculative_options(engine):
 
 def test_drafting_stats_survive_a_stop_string(engine):
     """A stop string closes the loop before its last event: the drafting counts must still be
-    in the stats (they were lost when they were filled after the loop)."""
-    full = engine.chat(ASK, json_schema=ORDER, max_tokens=60, speculative="aware", num_draft_tokens=4)
-    assert '"customer"' in full.text
-    cut = engine.chat(ASK, json_schema=ORDER, max_tokens=60, speculative="aware", num_draft_tokens=4,
-                      stop=['"customer"'])
-    assert cut.text == full.text[:full.text.index('"customer"')]
+    in the stats (they were lost when they were filled after the loop). Under a constraint a
+    stop string ends the text only where it is complete: here after the first number."""
+    ask, numbers = [{"role": "user", "content": "List three order numbers."}], r"ORD-[0-9]{4}(; ORD-[0-9]{4}){0,3}"
+    full = engine.chat(ask, regex=numbers, max_tokens=60, speculative="aware", num_draft_tokens=4)
+    assert "; " in full.text
+    cut = engine.chat(ask, regex=numbers, max_tokens=60, speculative="aware", num_draft_tokens=4, stop=["; "])
+    assert cut.text == full.text[:full.text.index("; ")] and cut.finish_reason == "stop"
     assert cut.stats["drafted"] > 0 and "acceptance_rate" in cut.stats and cut.stats["speculative"] == "aware"
     assert cut.stats["drafted_forced"] > 0

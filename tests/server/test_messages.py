@@ -50,9 +50,15 @@ def test_a_text_message(client):
 
 
 def test_stop_sequences_say_which_one_stopped(client):
-    r = client.messages.create(model="onyx", max_tokens=32, messages=[{"role": "user", "content": "Count to ten."}],
-                               stop_sequences=["3", "4"], extra_body={"temperature": 0, "regex": "1 2 3 4 5"})
+    # Under a constraint a stop sequence ends the text only where the text before it is complete:
+    # "1 2 " is (the group is optional), "1 2 3 " is not.
+    ask = [{"role": "user", "content": "Count to ten."}]
+    r = client.messages.create(model="onyx", max_tokens=32, messages=ask, stop_sequences=["3", "4"],
+                               extra_body={"temperature": 0, "regex": "1 2 (3 4 5)?"})
     assert r.stop_reason == "stop_sequence" and r.stop_sequence == "3" and r.content[0].text == "1 2 "
+    r = client.messages.create(model="onyx", max_tokens=32, messages=ask, stop_sequences=["4"],
+                               extra_body={"temperature": 0, "regex": "1 2 3 4 5"})
+    assert r.stop_reason == "end_turn" and r.stop_sequence is None and r.content[0].text == "1 2 3 4 5"
 
 
 class City(BaseModel):
