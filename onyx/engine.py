@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 from onyx.chat.setup import ChatFormat, ChatSetup, prepare_chat
 from onyx.decoding import ModelRunner
+from onyx.decoding.batch import PREFILL_SHARE
 from onyx.decoding.runner import PREFILL_CHUNK
 from onyx.decoding.sampling import mask_to_mlx
 from onyx.errors import ModelError, RequestError
@@ -43,13 +44,14 @@ class Engine:
     def __init__(self, model: str | None = None, draft_model: str | None = None, *,
                  grammar_cache_size: int = GRAMMAR_CACHE_SIZE, grammar_cache_bytes: int = GRAMMAR_CACHE_BYTES,
                  max_batch: int = DEFAULT_MAX_BATCH, max_queue: int | None = None,
-                 prefill_chunk: int = PREFILL_CHUNK) -> None:
+                 prefill_chunk: int = PREFILL_CHUNK, prefill_share: float = PREFILL_SHARE) -> None:
         """`grammar_cache_bytes`: what compiled grammars and their masks may hold (least
         recently used dropped past it; one grammar whose token index needs more is a
         `GrammarTooLargeError`); `max_batch`: sequences decoded together at most (more wait in
         the queue); `max_queue`: requests that may wait (more raise `QueueFullError`; None: no limit);
-        `prefill_chunk`: prompt tokens per batched step (the most a new prompt delays the
-        sequences already decoding)."""
+        `prefill_chunk`: prompt tokens per batched step; `prefill_share`: while other
+        sequences decode, the most a prompt's prefill may add to a step's time (0.25: a long
+        prompt arriving slows the running streams by at most a quarter)."""
         self.loaded: LoadedModel = load(model)
         self.runner = ModelRunner(self.loaded)
         self.vocab = self.loaded.vocabulary
@@ -61,7 +63,7 @@ class Engine:
         self.grammars = GrammarCache(self.vocab, grammar_cache_size, grammar_cache_bytes)
         self.chat_format = ChatFormat.from_tokenizer(self.loaded.tokenizer, self.vocab)
         self.scheduler = Scheduler(self.runner, self.draft_runner, vocab=self.vocab, max_batch=max_batch,
-                                   max_queue=max_queue, prefill_chunk=prefill_chunk)
+                                   max_queue=max_queue, prefill_chunk=prefill_chunk, prefill_share=prefill_share)
 
     @property
     def last_stats(self) -> dict:

@@ -11,8 +11,11 @@ One step:
    they add to the step (`gamma.fit_rows`: the measured step cost against rows, which on the
    CPU steps up past 32 rows).
 3. Prefilling generations take up to `prefill_chunk` prompt tokens in all, first come first
-   served: a long prompt delays the rows already decoding by at most one chunk per step. A
-   generation whose prompt ends within the chunk also brings its first round in the same rows.
+   served. While other generations decode, fewer, shortest prompt first: as many as add about
+   `prefill_share` of a decode step's time (both measured as the batch runs), so a long prompt
+   arriving slows the running streams by a share of a step, not by a whole chunk, and short
+   requests are not held behind it. A generation whose prompt ends within the chunk also
+   brings its first round in the same rows.
 4. One forward over all rows (`ModelRunner.forward`: ragged rows, attention per sequence),
    queued at once; while it runs, each generation's verification is prepared (grammar walk
    along the drafts, budget-aware row masks).
@@ -42,6 +45,10 @@ from onyx.decoding.verify import verify_many
 
 log = logging.getLogger("onyx.batch")
 
+PREFILL_SHARE = 0.25  # while others decode, the most a step's prefill adds to its time
+PROBE_PREFILL = 8  # prompt tokens a step takes while others decode, before a prefill is measured
+_EMA = 0.2  # weight of the newest step in the step-time averages
+
 
 @dataclass
 class StepInfo:
@@ -60,9 +67,13 @@ class StepInfo:
 class Batch:
     """Generations decoding together on one runner (one thread drives it)."""
 
-    def __init__(self, runner, *, prefill_chunk: int = PREFILL_CHUNK, log_size: int = 4096) -> None:
+    def __init__(self, runner, *, prefill_chunk: int = PREFILL_CHUNK, prefill_share: float = PREFILL_SHARE,
+                 log_size: int = 4096) -> None:
         self.runner = runner
         self.prefill_chunk = max(1, int(prefill_chunk))
+        self.prefill_share = float(prefill_share)
+        self._decode_step_s: float | None = None  # a step with decode rows only (average)
+        self._prefill_token_s: float | None = None  # what one prompt token adds to a step (average)
         self.gens: list[Generation] = []
         self.steps = 0
         self.log: collections.deque[StepInfo] = collections.deque(maxlen=log_size)
@@ -139,7 +150,11 @@ class Batch:
             tokens = self._guard(g, g.propose, row_cost)
             if tokens is not None:
                 entries.append((g, tokens, len(tokens), 0, g.seq.length))
-        budget = self.prefill_chunk
+        budget = self._prefill_budget(bool(decoding))
+        if decoding:
+            # Under a small budget the shortest prompts first: a short request does not wait
+            # for a long prompt to finish (FIFO among prompts of equal length).
+            prefilling.sort(key=lambda g: g.prompt_rest)
         for g in prefilling:
             rest = g.prompt_rest
             n = min(budget, rest)
@@ -183,11 +198,34 @@ class Batch:
                 self._guard(g, g.commit, *res)
             info.emitted[id(g)] = len(g.emitted)
         info.seconds = time.perf_counter() - t0
+        self._measure(info, decoding=any(e[2] and not e[3] for e in entries))
         self.log.append(info)
         self._collect(touched)
         return list(dict.fromkeys(touched))
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _prefill_budget(self, others_decoding: bool) -> int:
+        """Prompt tokens this step may feed: a whole chunk when nothing else decodes, else as
+        many as add at most `prefill_share` of a decode step's time."""
+        if not others_decoding:
+            return self.prefill_chunk
+        if self._decode_step_s is None or self._prefill_token_s is None:
+            return min(self.prefill_chunk, PROBE_PREFILL)
+        allowed = self.prefill_share * self._decode_step_s / max(self._prefill_token_s, 1e-9)
+        return max(1, min(self.prefill_chunk, int(allowed)))
+
+    def _measure(self, info: StepInfo, decoding: bool) -> None:
+        """Updates the averages `_prefill_budget` reads from a finished step."""
+        def ema(old: float | None, new: float) -> float:
+            return new if old is None else (1 - _EMA) * old + _EMA * new
+
+        if info.prefill_tokens == 0:
+            if decoding:
+                self._decode_step_s = ema(self._decode_step_s, info.seconds)
+            return
+        base = self._decode_step_s if decoding and self._decode_step_s is not None else 0.0
+        self._prefill_token_s = ema(self._prefill_token_s, max(info.seconds - base, 0.0) / info.prefill_tokens)
 
     def _fork_when_ready(self, g: Generation) -> None:
         """A waiting generation forks its leader's KV once the shared tokens are in. When the

@@ -35,7 +35,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Callable
 
-from onyx.decoding.batch import Batch
+from onyx.decoding.batch import PREFILL_SHARE, Batch
 from onyx.decoding.generation import Generation
 from onyx.decoding.runner import PREFILL_CHUNK
 from onyx.errors import QueueFullError, RequestError
@@ -121,7 +121,8 @@ class Scheduler:
     """The queue and the batch of one engine (see the module docstring)."""
 
     def __init__(self, runner, draft_runner=None, *, vocab, max_batch: int = DEFAULT_MAX_BATCH,
-                 max_queue: int | None = None, prefill_chunk: int = PREFILL_CHUNK) -> None:
+                 max_queue: int | None = None, prefill_chunk: int = PREFILL_CHUNK,
+                 prefill_share: float = PREFILL_SHARE) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")
         self.runner = runner
@@ -129,7 +130,7 @@ class Scheduler:
         self.vocab = vocab
         self.max_batch = int(max_batch)
         self.max_queue = max_queue
-        self.batch = Batch(runner, prefill_chunk=prefill_chunk)
+        self.batch = Batch(runner, prefill_chunk=prefill_chunk, prefill_share=prefill_share)
         self._queue: collections.deque[Request] = collections.deque()
         self._running: list[Request] = []
         self._cv = threading.Condition()

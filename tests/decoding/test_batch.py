@@ -119,10 +119,12 @@ def test_a_long_prompt_stalls_the_others_by_at_most_one_chunk():
         for s in log:
             assert s.prefill_tokens <= chunk
         # while B's prompt went in, A took part in every step and got its token(s) in each
+        # (but the step where A ends: it may commit only its end)
         overlap = [s for s in prefill_steps if id(ga) in s.emitted]
         assert overlap, "the long prompt did not arrive while A was decoding"
+        last_of_a = max(s.index for s in log if id(ga) in s.emitted)
         for s in overlap:
-            assert s.emitted[id(ga)] >= 1, s
+            assert s.emitted[id(ga)] >= 1 or s.index == last_of_a, s
     finally:
         eng.close()
 
