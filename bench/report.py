@@ -27,7 +27,7 @@ from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.report_tables import (r_cache, r_grammar, r_integrations, r_matmul, r_memory, r_overlap,  # noqa: E402
+from bench.report_tables import (r_cache, r_cobatch, r_grammar, r_integrations, r_matmul, r_memory, r_overlap,  # noqa: E402
                                  r_phi, r_repair, r_runtime, r_schema, r_serve, r_spec, r_structure, r_whitespace,
                                  suite_lines)
 
@@ -120,6 +120,15 @@ SOURCES: dict[str, Source] = {
         "words, `json` the order schema of `bench/corpus.py`. mlx-lm's server has no grammar, so it runs free text, "
         "with as many OpenBLAS threads as Onyx's products use. Single runs vary by 10-20%: compare within a run. "
         "JSON's inter-token latency is low because a step commits several tokens, streamed one delta each."),
+    "cobatch_bench.json": Source(
+        "Co-batch latency: a heavy request arriving while eight streams decode", "python bench/cobatch_bench.py",
+        r_cobatch,
+        "Eight greedy free-text streams; in the disturbed rounds a cold Kubernetes Deployment schema, a cold regex "
+        "with a token index of about 100 MB and a 2,500-token prompt arrive together one second in; quiet and "
+        "disturbed rounds alternate. Gaps between the streams' content deltas in the window from then to the end of "
+        "the heavy requests. While streams decode, a prompt takes as many tokens a step as add about a quarter of a "
+        "step's time (`prefill_share`), shortest prompt first. On 2 cores the compiles and the index build share the "
+        "decoding cores, and a step that feeds a long prompt pays for its whole key-value history each time."),
     "matmul_bench.json": Source(
         "Few-row products x @ Wᵀ: the BLAS shim's kernels", "python bench/matmul_bench.py", r_matmul,
         "SmolLM2-135M's weight shapes, each call on another copy of W from a 512 MB pool, variants interleaved call by "
