@@ -1,11 +1,12 @@
 """The one constraint stack: compiled grammars, their masks, and one sequence's walk.
 
 - `GrammarCache` compiles a `ConstraintSpec` (regex, JSON Schema or structure) for one
-  vocabulary, once per pattern, and counts compiles and hits. It is bounded in bytes (the
-  grammars' automata and token indexes, and the masks made from them, which grow as sequences
-  visit states): least recently used grammars are dropped past the bound, and one grammar whose
-  token index alone would pass it is a `GrammarTooLargeError`. The engine holds one; the
-  framework integrations hold one for every tokenizer.
+  vocabulary, once per pattern (requests for a pattern being compiled wait for that compile),
+  and counts compiles and hits. It is bounded in bytes (the grammars' automata and token
+  indexes, and the masks made from them, which grow as sequences visit states): least recently
+  used grammars are dropped past the bound, and one grammar whose token index alone would pass
+  it is a `GrammarTooLargeError`. The engine holds one; the framework integrations hold one for
+  every tokenizer.
 - `Compiled` is a grammar with what every sequence under it shares: its mask tables (one per
   framework and logits width) and which states admit nothing but EOS.
 - `MaskTable` turns the grammar's per-state bitmasks into one framework's mask, once per state,
@@ -23,6 +24,7 @@ No framework is imported here (numpy only), so each integration pulls in only it
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import threading
 from collections import OrderedDict
@@ -171,6 +173,15 @@ def compile_spec(vocab: Any, spec: ConstraintSpec, max_index_bytes: int | None =
     return grammar
 
 
+class _Pending:
+    """A compile in progress, which requests for the same pattern wait for."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.compiled: Compiled | None = None
+        self.error: BaseException | None = None
+
+
 class GrammarCache:
     """Compiled grammars by pattern: at most `size` of them and `max_bytes` bytes, least recently
     used dropped first (a grammar in use stays alive with its users, outside the count). The
@@ -189,6 +200,7 @@ class GrammarCache:
         self.hits = 0
         self.evictions = 0
         self._recording = threading.local()  # grammars compiled inside `kept_if_no_error`
+        self._compiling: dict[tuple, _Pending] = {}  # patterns being compiled now, by key
 
     def get(self, spec: ConstraintSpec, vocab: Any = None) -> Compiled:
         """The compiled grammar for `spec` over `vocab` (default: the cache's own). Raises a
@@ -202,11 +214,32 @@ class GrammarCache:
                 self.hits += 1
                 self._trim()
                 return hit
-        compiled = Compiled(compile_spec(vocab, spec, self.max_bytes), vocab, spec)
+            # Single flight: requests for a pattern already compiling wait for that compile.
+            pending = self._compiling.get(key)
+            owner = pending is None
+            if owner:
+                pending = self._compiling[key] = _Pending()
+        if not owner:
+            pending.done.wait()
+            if pending.error is not None:
+                raise copy.copy(pending.error)
+            with self._lock:
+                self.hits += 1
+            return pending.compiled
+        try:
+            compiled = pending.compiled = Compiled(compile_spec(vocab, spec, self.max_bytes), vocab, spec)
+        except BaseException as e:
+            pending.error = e
+            with self._lock:
+                self._compiling.pop(key, None)
+            pending.done.set()
+            raise
         with self._lock:
             self.compiles += 1
             self._entries[key] = compiled
+            self._compiling.pop(key, None)
             self._trim()
+        pending.done.set()
         recording = getattr(self._recording, "compiled", None)
         if recording is not None:
             recording.append(compiled)

@@ -180,3 +180,26 @@ def test_masks_are_the_budget_aware_definition_in_every_form(hf_tokenizers, smol
     assert table.get(states[0], 1000) is table.get(states[0])  # an unrestricting budget: the shared mask
     eos = table.eos_only()
     assert np.flatnonzero(eos).tolist() == sorted(g.eos_token_ids) and 2 in g.eos_token_ids
+
+
+def test_concurrent_requests_for_one_pattern_compile_it_once(smollm2):
+    import gzip
+    import json
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    schema = json.loads(gzip.open(Path(__file__).parents[1] / "data" / "kubernetes_deployment_schema.json.gz").read())
+    cache = GrammarCache(smollm2)
+    spec = ConstraintSpec.parse(json_schema=schema)
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda _: cache.get(spec), range(4)))
+    assert all(c is got[0] for c in got)
+    stats = cache.stats()
+    assert (stats["compiles"], stats["hits"]) == (1, 3), stats
+    # a failing compile fails every waiter with the same typed error, and is not kept
+    bad = ConstraintSpec.parse(regex="[a-z")
+    with ThreadPoolExecutor(3) as pool:
+        futures = [pool.submit(cache.get, bad) for _ in range(3)]
+    for f in futures:
+        assert isinstance(f.exception(), onyx.InvalidRegexError)
+    assert len(cache) == 1
