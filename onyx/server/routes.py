@@ -29,6 +29,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import sys
 import threading
 import time
 import traceback
@@ -66,6 +68,7 @@ async def health(request: Request):
         "models": state.model_names(),
         "device": state.description["device"],
         "uptime_s": round(time.time() - state.started, 3),
+        "rss_bytes": _rss_bytes(),
         "kv": kv,
         "used_blocks": kv.get("used_blocks"),
         "free_blocks": kv.get("free_blocks"),
@@ -252,6 +255,22 @@ async def repair(body: RepairRequest, request: Request):
         "lower_bound": r.lower_bound,
         "edits": [{"kind": k, "offset": o, "old": _byte(old), "new": _byte(new)} for k, o, old, new in r.edits],
     }
+
+
+def _rss_bytes() -> int | None:
+    """The process's resident memory now (Linux), else its peak (macOS reports it in bytes)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+    except (ImportError, OSError):
+        return None
 
 
 def _byte(b: int | None) -> str | None:
