@@ -46,6 +46,8 @@ from onyx.kv.pool import PagedLayerCache, PagedSequence
 # A segment of at most this many rows attends in the batched attention over the view slots;
 # a longer one (a prompt chunk) attends alone: padding every slot to its rows would cost more.
 BATCHED_ROWS = 16
+# An attention of its own costs about as much as this many padded key rows in the batch.
+ALONE_COST_KEYS = 4096
 
 
 @dataclass
@@ -56,6 +58,18 @@ class RaggedOffset:
     positions: mx.array  # (N,) int32
     segments: list[tuple[int, int, int]]
     max_position: int
+
+
+def _batched(candidates: list[int], ends: list[int]) -> list[int]:
+    """The short segments that attend together: every slot of the batch reads keys up to the
+    longest segment's end, so a segment far longer than the others (a prompt going in a few
+    tokens a step beside short decodes) attends alone when that padding would cost more than an
+    attention of its own."""
+    group = sorted(candidates, key=lambda i: ends[i])
+    while len(group) > 1 and (len(group) - 1) * (ends[group[-1]] - ends[group[-2]]) > ALONE_COST_KEYS:
+        group.pop()
+    kept = set(group)
+    return [i for i in candidates if i in kept]
 
 
 class RaggedStep:
@@ -93,7 +107,8 @@ class RaggedStep:
         self._pos = np.array(positions, dtype=np.int64)[in_shared]
         self._scatter: dict[int, tuple[mx.array, mx.array, mx.array]] = {}
         self._masks: dict[object, mx.array] = {}
-        short = [i for i, (_, n, _) in enumerate(segments) if n <= BATCHED_ROWS and shared[i]]
+        short = _batched([i for i, (_, n, _) in enumerate(segments) if n <= BATCHED_ROWS and shared[i]],
+                         [o + n for _, n, o in segments])
         self.short = short if len(short) > 1 else []  # one segment alone is cheaper on its slot
         self.long = [i for i in range(len(segments)) if i not in self.short]
         if self.short:

@@ -12,8 +12,8 @@ from kv_models import ATOL_FULL, close, full_logits, model, run, tiny, tokens  #
 from onyx.kv.pool import PagedKVPool
 
 
-@pytest.mark.parametrize("shared_capacity", [None, 12])
-def test_ragged_forward_matches_each_sequence_alone(model, shared_capacity, monkeypatch):
+@pytest.mark.parametrize("shared_capacity, alone_cost", [(None, None), (12, None), (None, 4)])
+def test_ragged_forward_matches_each_sequence_alone(model, shared_capacity, alone_cost, monkeypatch):
     """Several sequences in one forward (`onyx.kv.ragged`): segments of a few rows attend
     together over the view slots, a longer one alone, and every row's logits are those of its
     sequence run alone: on every architecture here (sliding windows too), across block
@@ -24,6 +24,8 @@ def test_ragged_forward_matches_each_sequence_alone(model, shared_capacity, monk
 
     if shared_capacity is not None:
         monkeypatch.setattr(paged_sequence, "SHARED_CAPACITY", shared_capacity)
+    if alone_cost is not None:  # short segments much longer than the others attend alone
+        monkeypatch.setattr(ragged, "ALONE_COST_KEYS", alone_cost)
     assert ragged.install(model)
     pool = PagedKVPool.for_model(model, block_size=4, num_blocks=8)
     seqs, history = [], []
@@ -55,6 +57,16 @@ def test_ragged_forward_matches_each_sequence_alone(model, shared_capacity, monk
         seq.free()
     assert pool.views.in_use == 0 and pool.views.slots == 0  # the arrays go with the last slot
     pool.check()
+
+
+def test_a_segment_far_longer_than_the_others_attends_alone():
+    from onyx.kv.ragged import ALONE_COST_KEYS, _batched
+
+    ends = [200, 260, 180, 2600, 240]  # eight-ish decodes and a prompt 2,600 tokens in
+    assert _batched([0, 1, 2, 3, 4], ends) == [0, 1, 2, 4]
+    near = [200, 260, 180, 260 + ALONE_COST_KEYS // 4, 240]  # padding for 4 slots: about the cost
+    assert _batched([0, 1, 2, 3, 4], near) == [0, 1, 2, 3, 4]
+    assert _batched([3, 1], ends) == [3, 1] and _batched([], ends) == []  # one slot of padding is cheaper
 
 
 def test_a_failed_write_is_written_again(tiny):
