@@ -16,11 +16,15 @@ import hmac
 import json
 import logging
 import math
+import re
 
 from onyx.server.errors import error_bytes
 from onyx.server.state import ServerState
 
 log = logging.getLogger("onyx.server")
+# What a body needs to hold a lone surrogate or a non-finite number: most bodies have none of
+# these, and are not parsed here.
+_SUSPECT = re.compile(rb"\\u[dD][89a-fA-F]|NaN|Infinity|[eE][+-]?[0-9]{3}|[0-9]{309}")
 
 
 class LimitsMiddleware:
@@ -131,6 +135,8 @@ def _float(text: str):
 def bad_value(body: bytes) -> tuple[str, str] | None:
     """(field, message) for the first value no request field may hold, or None. A body that is
     not JSON is left to the app (its 422 says why)."""
+    if not _SUSPECT.search(body):
+        return None
     try:
         doc = json.loads(body, parse_constant=_NonFinite, parse_float=_float)
     except (ValueError, RecursionError):
