@@ -26,13 +26,12 @@ from typing import Any, Iterator
 
 from onyx.chat.setup import ChatFormat, ChatSetup, prepare_chat
 from onyx.decoding import ModelRunner
-from onyx.decoding.batch import PREFILL_SHARE
 from onyx.decoding.runner import PREFILL_CHUNK
 from onyx.decoding.sampling import mask_to_mlx
 from onyx.errors import ModelError, RequestError
 from onyx.grammar.constraint import GRAMMAR_CACHE_BYTES, GRAMMAR_CACHE_SIZE, Constraint, GrammarCache
 from onyx.models.loader import LoadedModel, load
-from onyx.options import DEFAULT_MAX_BATCH, ConstraintSpec, GenerateOptions
+from onyx.options import DEFAULT_MAX_BATCH, PREFILL_SHARE, ConstraintSpec, GenerateOptions
 from onyx.scheduler import Chunk, Request, Result, Scheduler
 
 __all__ = ["Chunk", "Engine", "Result"]

@@ -72,6 +72,8 @@ def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
 # Bytes a grammar cache may hold: room beside a small model on a laptop. One grammar's token
 # index may use all of it (a larger one is refused while it is built).
 GRAMMAR_CACHE_BYTES = 1 << 30
+# While sequences decode, the most a new prompt's prefill may add to a batched step's time.
+PREFILL_SHARE = 0.25
 GREEDY_BELOW = 1e-6  # temperatures under this sample greedily
 
 

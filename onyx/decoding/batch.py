@@ -42,10 +42,10 @@ from onyx.decoding.gamma import batch_row_cost, fit_rows, row_limit
 from onyx.decoding.generation import Generation
 from onyx.decoding.runner import PREFILL_CHUNK
 from onyx.decoding.verify import verify_many
+from onyx.options import PREFILL_SHARE
 
 log = logging.getLogger("onyx.batch")
 
-PREFILL_SHARE = 0.25  # while others decode, the most a step's prefill adds to its time
 PROBE_PREFILL = 8  # prompt tokens a step takes while others decode, before a prefill is measured
 _EMA = 0.2  # weight of the newest step in the step-time averages
 
@@ -71,6 +71,8 @@ class Batch:
                  log_size: int = 4096) -> None:
         self.runner = runner
         self.prefill_chunk = max(1, int(prefill_chunk))
+        if not prefill_share > 0:
+            raise ValueError(f"prefill_share must be above 0, got {prefill_share}")
         self.prefill_share = float(prefill_share)
         self._decode_step_s: float | None = None  # a step with decode rows only (average)
         self._prefill_token_s: float | None = None  # what one prompt token adds to a step (average)

@@ -35,11 +35,11 @@ import weakref
 from dataclasses import dataclass
 from typing import Callable
 
-from onyx.decoding.batch import PREFILL_SHARE, Batch
+from onyx.decoding.batch import Batch
 from onyx.decoding.generation import Generation
 from onyx.decoding.runner import PREFILL_CHUNK
 from onyx.errors import QueueFullError, RequestError
-from onyx.options import DEFAULT_MAX_BATCH, GenerateOptions
+from onyx.options import DEFAULT_MAX_BATCH, PREFILL_SHARE, GenerateOptions
 from onyx.scheduler.output import SampleOutput
 from onyx.scheduler.results import cancelled
 

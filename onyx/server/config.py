@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from onyx.options import DEFAULT_MAX_BATCH, DEFAULT_MAX_TOKENS, GRAMMAR_CACHE_BYTES  # noqa: F401 (defaults the CLI shows)
+from onyx.options import DEFAULT_MAX_BATCH, DEFAULT_MAX_TOKENS, GRAMMAR_CACHE_BYTES, PREFILL_SHARE  # noqa: F401 (CLI defaults)
 
 DEFAULT_HOST = "127.0.0.1"  # this machine only
 DEFAULT_PORT = 8000

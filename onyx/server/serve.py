@@ -41,6 +41,10 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grammar-cache-bytes", type=int, default=config.GRAMMAR_CACHE_BYTES,
                    help=f"bytes compiled grammars and their masks may hold (default {config.GRAMMAR_CACHE_BYTES}); least "
                         f"recently used dropped past it, and one grammar needing more is a 400")
+    p.add_argument("--prefill-share", type=float, default=config.PREFILL_SHARE,
+                   help=f"while requests decode, the most a new prompt's prefill may add to a step's time "
+                        f"(default {config.PREFILL_SHARE:g}; higher: a faster first token for long prompts, slower "
+                        f"streams meanwhile)")
     p.add_argument("--body-timeout-s", type=float, default=config.DEFAULT_BODY_TIMEOUT_S,
                    help=f"seconds a request body may take to arrive (default {config.DEFAULT_BODY_TIMEOUT_S:g}); "
                         f"slower gets 408")
@@ -60,7 +64,8 @@ def serve(args: argparse.Namespace, *, make_engine=None) -> int:
     make_engine = make_engine or (lambda model, **kw: onyx.Engine(model=model, **kw))
 
     api_key = args.api_key or os.environ.get("ONYX_API_KEY") or None
-    kwargs = {"max_batch": args.max_batch, "grammar_cache_bytes": args.grammar_cache_bytes}
+    kwargs = {"max_batch": args.max_batch, "grammar_cache_bytes": args.grammar_cache_bytes,
+              "prefill_share": args.prefill_share}
     if args.draft_model is not None:
         kwargs["draft_model"] = args.draft_model
     for name, value in (("max-body-bytes", args.max_body_bytes), ("max-tokens-limit", args.max_tokens_limit),
@@ -69,6 +74,9 @@ def serve(args: argparse.Namespace, *, make_engine=None) -> int:
         if value < 1:
             print(f"onyx serve: --{name} must be positive", file=sys.stderr)
             return 2
+    if not 0 < args.prefill_share <= 100:
+        print("onyx serve: --prefill-share must be above 0 (and at most 100)", file=sys.stderr)
+        return 2
     if not args.body_timeout_s > 0:
         print("onyx serve: --body-timeout-s must be positive", file=sys.stderr)
         return 2

@@ -27,3 +27,5 @@ def test_a_draft_model_with_another_vocabulary_is_refused():
 def test_non_positive_limits_are_refused():
     r = serve("--max-queue", "0")
     assert r.returncode == 2 and "--max-queue must be positive" in r.stderr
+    r = serve("--prefill-share", "0")
+    assert r.returncode == 2 and "--prefill-share must be above 0" in r.stderr
