@@ -68,11 +68,11 @@ class MaskTable:
         self._budget_masks: dict[tuple[int, int], Any] = {}
         self._eos_only: Any = None
         self._mask_bytes = 0  # the converted masks held in `_masks`
+        self._one_mask = width  # bytes of one converted mask (known from the first)
 
     def memory_bytes(self) -> int:
         """Bytes of the converted masks held (budget masks included, at most MAX_BUDGET_MASKS)."""
-        one = next((_nbytes(m, self.width) for m in list(self._masks.values())[:1]), self.width)
-        return self._mask_bytes + len(self._budget_masks) * one
+        return self._mask_bytes + len(self._budget_masks) * self._one_mask
 
     def get(self, state: int, budget: int | None = None) -> Any:
         """The mask of `state`, restricted (when `budget` is given) to the tokens after which a
@@ -93,7 +93,8 @@ class MaskTable:
         mask = self._masks.get(key)
         if mask is None:
             mask = self._masks[key] = self.convert(self.grammar.token_bitmask(state), self.width)
-            self._mask_bytes += _nbytes(mask, self.width)
+            self._one_mask = _nbytes(mask, self.width)
+            self._mask_bytes += self._one_mask
         return mask
 
     def eos_only(self) -> Any:
@@ -264,21 +265,18 @@ class GrammarCache:
             if outer is not None:
                 outer.extend(compiled)
 
-    def memory_bytes(self) -> int:
-        """Bytes held by the cached grammars (they grow as sequences visit new states)."""
-        with self._lock:
-            return sum(c.memory_bytes() for c in self._entries.values())
-
-    def trim(self) -> None:
-        """Drops least recently used grammars until the cache is within its bounds."""
-        with self._lock:
-            self._trim()
+    def _bytes(self) -> int:
+        """Bytes held by the cached grammars (they grow as sequences visit new states); under
+        the lock."""
+        return sum(c.memory_bytes() for c in self._entries.values())
 
     def _trim(self) -> None:
+        """Drops least recently used grammars until the cache is within its bounds; under the
+        lock."""
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
             self.evictions += 1
-        total = sum(c.memory_bytes() for c in self._entries.values())
+        total = self._bytes()
         while total > self.max_bytes and len(self._entries) > 1:
             _, dropped = self._entries.popitem(last=False)  # the newest one (in use now) stays
             total -= dropped.memory_bytes()
@@ -294,7 +292,7 @@ class GrammarCache:
     def stats(self) -> dict:
         with self._lock:
             return {"size": len(self._entries), "compiles": self.compiles, "hits": self.hits,
-                    "evictions": self.evictions, "bytes": sum(c.memory_bytes() for c in self._entries.values()),
+                    "evictions": self.evictions, "bytes": self._bytes(),
                     "max_bytes": self.max_bytes}
 
 
