@@ -259,6 +259,11 @@ class RepairResult:
 def read_gguf_metadata(path: _Path) -> dict[str, Any]:
     """Reads the metadata of a GGUF file's header into a dict (arrays become lists)."""
 
+def set_compile_nice(nice: int) -> None:
+    """Sets the nice value (0 to 19, clamped) grammar compilations and eager index builds run
+    at from now on, so that they yield the cores to decoding; 0 runs them on the calling thread
+    at its priority. Linux only. The first lowered compilation fixes the value for the process."""
+
 class GrammarError(ValueError):
     """Base class of every grammar core error. An error raised by one part of a structure spec
     also has `structure_path`, the JSON pointer of that part."""

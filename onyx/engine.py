@@ -31,7 +31,8 @@ from onyx.decoding.sampling import mask_to_mlx
 from onyx.errors import ModelError, RequestError
 from onyx.grammar.constraint import GRAMMAR_CACHE_BYTES, GRAMMAR_CACHE_SIZE, Constraint, GrammarCache
 from onyx.models.loader import LoadedModel, load
-from onyx.options import DEFAULT_MAX_BATCH, PREFILL_SHARE, ConstraintSpec, GenerateOptions
+from onyx._grammar import set_compile_nice
+from onyx.options import COMPILE_NICE, DEFAULT_MAX_BATCH, PREFILL_SHARE, ConstraintSpec, GenerateOptions
 from onyx.scheduler import Chunk, Request, Result, Scheduler
 
 __all__ = ["Chunk", "Engine", "Result"]
@@ -43,14 +44,21 @@ class Engine:
     def __init__(self, model: str | None = None, draft_model: str | None = None, *,
                  grammar_cache_size: int = GRAMMAR_CACHE_SIZE, grammar_cache_bytes: int = GRAMMAR_CACHE_BYTES,
                  max_batch: int = DEFAULT_MAX_BATCH, max_queue: int | None = None,
-                 prefill_chunk: int = PREFILL_CHUNK, prefill_share: float = PREFILL_SHARE) -> None:
+                 prefill_chunk: int = PREFILL_CHUNK, prefill_share: float = PREFILL_SHARE,
+                 compile_nice: int = COMPILE_NICE) -> None:
         """`grammar_cache_bytes`: what compiled grammars and their masks may hold (least
         recently used dropped past it; one grammar whose token index needs more is a
         `GrammarTooLargeError`); `max_batch`: sequences decoded together at most (more wait in
         the queue); `max_queue`: requests that may wait (more raise `QueueFullError`; None: no limit);
         `prefill_chunk`: prompt tokens per batched step; `prefill_share`: while other
         sequences decode, the most a prompt's prefill may add to a step's time (0.25: a long
-        prompt arriving slows the running streams by at most a quarter)."""
+        prompt arriving slows the running streams by at most a quarter); `compile_nice`: the
+        nice value (0-19) grammar compilations run at, so that they yield the cores to the
+        sequences decoding (Linux only; 0 keeps the caller's priority). It applies to the whole
+        process, and the first value that lowered a compilation stays."""
+        if not 0 <= compile_nice <= 19:
+            raise ValueError(f"compile_nice must be between 0 and 19, got {compile_nice}")
+        set_compile_nice(compile_nice)
         self.loaded: LoadedModel = load(model)
         self.runner = ModelRunner(self.loaded)
         self.vocab = self.loaded.vocabulary

@@ -74,6 +74,8 @@ def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
 GRAMMAR_CACHE_BYTES = 1 << 30
 # While sequences decode, the most a new prompt's prefill may add to a batched step's time.
 PREFILL_SHARE = 0.25
+# Nice value grammar compilations run at while sequences decode (Linux; 0: the caller's own).
+COMPILE_NICE = 10
 GREEDY_BELOW = 1e-6  # temperatures under this sample greedily
 
 

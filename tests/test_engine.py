@@ -4,12 +4,16 @@ errors and KV blocks. No mocks: every output comes from SmolLM2-135M-Instruct.""
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
+import threading
 
 import jsonschema
 import pytest
 
 import onyx
+from onyx.options import COMPILE_NICE
 
 PERSON = {
     "type": "object",
@@ -165,3 +169,34 @@ def test_generations_may_run_on_any_thread(engine):
         t.join()
     assert out == {"a": first, "b": first}
     assert engine.chat(ask("Say hi."), max_tokens=4, regex=r"[a-z ]+").text == first
+
+
+def _threads() -> dict[int, tuple[str, int, int]]:
+    """This process's threads: id -> (name, nice value, user CPU ticks), from /proc."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:  # the thread ended meanwhile
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[int(tid)] = (name, int(fields[16]), int(fields[11]))
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
+def test_grammars_compile_below_the_decoding_priority(engine):
+    """The engine lowers compilations to COMPILE_NICE: they run on the core's compile threads at
+    that nice value, not on the caller's thread, which keeps its own priority."""
+    before = {t: v for t, v in _threads().items() if v[0].startswith("onyx-compile")}
+    engine.vocab.compile_json_schema({"type": "string", "maxLength": 3000, "description": str(os.getpid())})
+    after = {t: v for t, v in _threads().items() if v[0].startswith("onyx-compile")}
+    assert after, "no compile threads: the grammar compiled on the caller's thread"
+    assert {nice for _, nice, _ in after.values()} == {COMPILE_NICE}
+    worked = sum(ticks for _, _, ticks in after.values()) - sum(ticks for _, _, ticks in before.values())
+    assert worked > 0, "the compile threads did not run the compilation"
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == 0
+    with pytest.raises(ValueError, match="compile_nice"):
+        onyx.Engine(compile_nice=20)

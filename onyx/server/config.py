@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from onyx.options import DEFAULT_MAX_BATCH, DEFAULT_MAX_TOKENS, GRAMMAR_CACHE_BYTES, PREFILL_SHARE  # noqa: F401 (CLI defaults)
+from onyx.options import (  # noqa: F401 (CLI defaults)
+    COMPILE_NICE, DEFAULT_MAX_BATCH, DEFAULT_MAX_TOKENS, GRAMMAR_CACHE_BYTES, PREFILL_SHARE)
 
 DEFAULT_HOST = "127.0.0.1"  # this machine only
 DEFAULT_PORT = 8000

@@ -77,6 +77,12 @@ pub(super) fn to_py(py: Python<'_>, e: CoreError) -> PyErr {
     err
 }
 
+/// [`run`] for a compilation: `f` runs at the compile priority (see
+/// [`crate::util::background`]).
+pub(super) fn run_compile<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, CoreError> + Send) -> PyResult<T> {
+    run(py, move || crate::util::background::run(f))
+}
+
 /// Runs `f` with the GIL released, turning core errors and panics into Python exceptions.
 pub(super) fn run<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, CoreError> + Send) -> PyResult<T> {
     let out = py.detach(|| catch_unwind(AssertUnwindSafe(f)));

@@ -15,7 +15,7 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use super::errors::{run, to_py};
+use super::errors::{run, run_compile, to_py};
 use super::repair::{self, RepairResult, Validation};
 use crate::error::GrammarError as CoreError;
 use crate::grammar::{Grammar as CoreGrammar, OUTSIDE_VOCABULARY};
@@ -286,7 +286,7 @@ impl Grammar {
     /// Computes every state's row now, in parallel (the eager build).
     fn build_all(&self, py: Python<'_>) -> PyResult<()> {
         let g = self.inner.clone();
-        run(py, move || g.build_all())
+        run_compile(py, move || g.build_all())
     }
 
     fn __repr__(&self) -> String {

@@ -12,7 +12,8 @@
 //!   (regexes, JSON Schemas, structures);
 //! * `grammar`: `Grammar`, the per-token step API;
 //! * `repair`: `Grammar.validate` / `Grammar.repair` and their result classes;
-//! * `gguf`: `read_gguf_metadata`.
+//! * `gguf`: `read_gguf_metadata`;
+//! * here: `set_compile_nice`, the priority compilations run at.
 
 mod errors;
 mod gguf;
@@ -31,6 +32,15 @@ use grammar::Grammar;
 use repair::{RepairResult, Validation};
 use vocabulary::Vocabulary;
 
+/// Sets the nice value (0 to 19, clamped) that grammar compilations and eager index builds
+/// run at from now on, so that they yield the cores to decoding; 0 (the default) runs them on
+/// the calling thread at its priority. Linux only; elsewhere compilations keep the caller's
+/// priority. The first lowered compilation fixes the value for the process.
+#[pyfunction]
+fn set_compile_nice(nice: i32) {
+    crate::util::background::set_nice(nice);
+}
+
 #[pymodule]
 fn _grammar(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -39,6 +49,7 @@ fn _grammar(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Validation>()?;
     m.add_class::<RepairResult>()?;
     m.add_function(wrap_pyfunction!(gguf::read_gguf_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(set_compile_nice, m)?)?;
     m.add("GrammarError", py.get_type::<GrammarError>())?;
     m.add("InvalidRegexError", py.get_type::<InvalidRegexError>())?;
     m.add("UnsupportedRegexError", py.get_type::<UnsupportedRegexError>())?;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
-use super::errors::{run, InvalidSchemaError, InvalidStructureError, VocabularyError};
+use super::errors::{run, run_compile, InvalidSchemaError, InvalidStructureError, VocabularyError};
 use super::grammar::Grammar;
 use crate::automata::DfaConfig;
 use crate::error::GrammarError as CoreError;
@@ -112,7 +112,7 @@ impl Vocabulary {
     fn compile_regex(&self, py: Python<'_>, pattern: String, max_states: Option<usize>, max_index_bytes: Option<usize>) -> PyResult<Grammar> {
         let vocab = self.inner.clone();
         let config = config(max_states, max_index_bytes);
-        let g = run(py, move || CoreGrammar::from_regex(vocab, &pattern, &config))?;
+        let g = run_compile(py, move || CoreGrammar::from_regex(vocab, &pattern, &config))?;
         Ok(Grammar::wrap(g))
     }
 
@@ -123,7 +123,7 @@ impl Vocabulary {
     fn compile_gbnf(&self, py: Python<'_>, text: String, max_states: Option<usize>, max_index_bytes: Option<usize>) -> PyResult<Grammar> {
         let vocab = self.inner.clone();
         let config = config(max_states, max_index_bytes);
-        let g = run(py, move || CoreGrammar::from_gbnf(vocab, &text, &config))?;
+        let g = run_compile(py, move || CoreGrammar::from_gbnf(vocab, &text, &config))?;
         Ok(Grammar::wrap(g))
     }
 
@@ -137,7 +137,7 @@ impl Vocabulary {
     fn compile_lark(&self, py: Python<'_>, text: String, max_states: Option<usize>, max_index_bytes: Option<usize>) -> PyResult<Grammar> {
         let vocab = self.inner.clone();
         let config = config(max_states, max_index_bytes);
-        let g = run(py, move || CoreGrammar::from_lark(vocab, &text, &config))?;
+        let g = run_compile(py, move || CoreGrammar::from_lark(vocab, &text, &config))?;
         Ok(Grammar::wrap(g))
     }
 
@@ -175,7 +175,7 @@ impl Vocabulary {
         let vocab = self.inner.clone();
         let config = config(max_states, max_index_bytes);
         let options = JsonSchemaOptions { max_whitespace, max_any_depth, allow_restriction, ..JsonSchemaOptions::default() };
-        let g = run(py, move || {
+        let g = run_compile(py, move || {
             let value: serde_json::Value = serde_json::from_str(&text)
                 .map_err(|e| CoreError::InvalidSchema { path: "#".into(), reason: format!("not valid JSON: {e}") })?;
             CoreGrammar::from_json_schema(vocab, &value, &options, &config)
@@ -215,7 +215,7 @@ impl Vocabulary {
         let vocab = self.inner.clone();
         let config = config(max_states, max_index_bytes);
         let options = JsonSchemaOptions { max_whitespace, max_any_depth, ..JsonSchemaOptions::default() };
-        let g = run(py, move || {
+        let g = run_compile(py, move || {
             let value: serde_json::Value = serde_json::from_str(&text)
                 .map_err(|e| CoreError::InvalidStructure { path: "#".into(), reason: format!("not valid JSON: {e}") })?;
             CoreGrammar::from_structure(vocab, &value, &options, &config)
