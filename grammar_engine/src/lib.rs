@@ -32,7 +32,7 @@ pub(crate) mod vocab;
 #[cfg(feature = "python")]
 mod python;
 
-pub use automata::{Deadline, Dfa, DfaConfig, Expr, RegexMemo};
+pub use automata::{thread_cpu_time, CpuDeadline, Deadline, Dfa, DfaConfig, Expr, RegexMemo};
 pub use error::{GrammarError, Result};
 pub use grammar::{Grammar, GrammarConfig, Row};
 pub use json_escape::json_escape_bytes;

@@ -1,4 +1,4 @@
-//! Budgets of a construction: the deadline, the cancel flag, the state limits and the
+//! Budgets of a construction: the deadline (CPU time, with a wall-clock safety net), the cancel flag, the state limits and the
 //! states-reached counter of a [`DfaConfig`], checked as states appear.
 //!
 //! Every determinization (the subset construction, the lazy DFA walk, the products of the
@@ -6,24 +6,74 @@
 //! always the same typed [`GrammarError::TooLarge`] whichever construction hit it.
 
 use std::sync::atomic::Ordering;
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use super::minimize::MINIMIZE_MAX_ENTRIES;
 use super::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 
-/// A point in time past which a compilation gives up, with the limit it came from (for the
-/// error message).
+/// When a compilation gives up, with the limit it came from (for the error message).
+///
+/// A compile limit counts the CPU time of the compiling thread (`cpu`), so that whether a
+/// schema compiles does not depend on how busy the machine is; `at`, in wall-clock time, is a
+/// safety net far above it (a compilation starved of CPU still ends).
 #[derive(Debug, Clone, Copy)]
 pub struct Deadline {
+    /// Wall-clock time past which the work stops.
     pub at: Instant,
+    /// When set: the CPU time of one thread past which the work stops (checked on that thread;
+    /// elsewhere only `at` applies).
+    pub cpu: Option<CpuDeadline>,
     pub limit_ms: u64,
 }
 
+/// A point in the CPU time of one thread.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuDeadline {
+    thread: ThreadId,
+    at: Duration,
+}
+
+impl CpuDeadline {
+    /// `budget` of CPU time from now, on the calling thread; `None` where threads have no CPU
+    /// clock.
+    pub fn after(budget: Duration) -> Option<CpuDeadline> {
+        thread_cpu_time().map(|now| CpuDeadline { thread: std::thread::current().id(), at: now + budget })
+    }
+}
+
 impl Deadline {
-    /// `limit_ms` milliseconds from now.
+    /// `limit_ms` milliseconds of wall-clock time from now.
     pub fn after_ms(limit_ms: u64) -> Deadline {
-        Deadline { at: Instant::now() + Duration::from_millis(limit_ms), limit_ms }
+        Deadline { at: Instant::now() + Duration::from_millis(limit_ms), cpu: None, limit_ms }
+    }
+
+    /// Whether the deadline has passed: the wall-clock one, or the CPU one when called on its
+    /// thread.
+    pub fn passed(&self) -> bool {
+        if Instant::now() > self.at {
+            return true;
+        }
+        match self.cpu {
+            Some(c) if c.thread == std::thread::current().id() => thread_cpu_time().is_some_and(|now| now > c.at),
+            _ => false,
+        }
+    }
+}
+
+/// The CPU time the calling thread has used (`None` where there is no per-thread clock).
+pub fn thread_cpu_time() -> Option<Duration> {
+    #[cfg(unix)]
+    {
+        let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `t` is a valid timespec for the call to fill.
+        let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
+        ok.then(|| Duration::new(t.tv_sec as u64, t.tv_nsec as u32))
+    }
+    #[cfg(not(unix))]
+    {
+        None
     }
 }
 
@@ -57,14 +107,14 @@ impl DfaConfig {
     pub(crate) fn check_deadline(&self, what: &str) -> Result<()> {
         if self.cancelled() {
             return Err(GrammarError::TooLarge {
-                what: "compile time (ms)",
+                what: "compile CPU time (ms)",
                 limit: self.deadline.map_or(0, |d| d.limit_ms as usize),
                 detail: format!("cancelled while building {what}"),
             });
         }
         match self.deadline {
-            Some(d) if Instant::now() > d.at => Err(GrammarError::TooLarge {
-                what: "compile time (ms)",
+            Some(d) if d.passed() => Err(GrammarError::TooLarge {
+                what: "compile CPU time (ms)",
                 limit: d.limit_ms as usize,
                 detail: format!("gave up while building {what}"),
             }),

@@ -34,7 +34,7 @@ pub(crate) mod subset;
 mod tests;
 
 pub use algebra::Expr;
-pub use budget::Deadline;
+pub use budget::{thread_cpu_time, CpuDeadline, Deadline};
 pub use config::DfaConfig;
 pub use dfa::Dfa;
 pub use regex_memo::RegexMemo;

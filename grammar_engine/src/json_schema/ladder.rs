@@ -9,6 +9,12 @@
 //! failed, and a fitting attempt cancels the more restricted ones still running. Only the
 //! predictions ([`Overflow`]) may see fewer failed attempts than in a sequential run, and they
 //! only ever skip work.
+//!
+//! Each attempt may use half of `max_compile_ms` of its own thread's CPU time, whatever the
+//! others used, so whether a schema compiles, and how restricted, depends on the schema alone,
+//! not on how busy the machine is or how the attempts were spread over threads. A wall-clock
+//! limit of [`WALL_SAFETY`] times `max_compile_ms` for the whole ladder still ends a
+//! compilation starved of CPU.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,13 +25,16 @@ use serde_json::Value;
 
 use super::walk::Taken;
 use super::{walk, JsonSchemaOptions};
-use crate::automata::{Deadline, DfaConfig};
+use crate::automata::{CpuDeadline, Deadline, DfaConfig};
 use crate::error::{GrammarError, Result};
 use crate::pushdown::{Compiled, RtnBuilder};
 
 /// How long the attempt running alone may take before helpers start the next ones: most
 /// schemas compile well within it, and then no second thread does any work.
 const HELP_AFTER: Duration = Duration::from_millis(50);
+
+/// The wall-clock safety net of a compilation, in multiples of `max_compile_ms`.
+const WALL_SAFETY: u32 = 8;
 
 /// The sound restrictions tried, in turn, when the exact automaton is over a limit.
 ///
@@ -89,8 +98,7 @@ impl Restriction {
 
 /// Compiles `schema` by the ladder (see the module docs); the restriction taken, in words.
 ///
-/// The whole compilation has `max_compile_ms`: the exact attempt may use half of it, each later
-/// one half of what is left when it starts, the last one all of it.
+/// Each attempt may use half of `max_compile_ms` of CPU time (see the module docs).
 /// With `rules`, recursive references are calls of rules (the answer may be a pushdown
 /// grammar, see `walk`); without, they unroll.
 pub(super) fn compile(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig, rules: bool) -> Result<(Compiled, Option<String>)> {
@@ -155,7 +163,7 @@ pub(super) fn compile_helped_after(
 /// What became of one attempt.
 enum Outcome {
     /// Not determinized: nothing to cap or prune (the same automaton as a less restricted
-    /// attempt), or out of time before it started.
+    /// attempt).
     Skipped,
     /// Over the state limit or out of time: a more restricted attempt may fit.
     TooLarge(GrammarError),
@@ -315,18 +323,13 @@ impl Ladder<'_> {
         if r.caps_only() && large_bounds == Some(false) {
             return Outcome::Skipped;
         }
-        let now = Instant::now();
-        let left = self.total.saturating_sub(now - self.started);
-        if left.is_zero() {
-            return Outcome::Skipped;
-        }
         let last_try = i + 1 == self.steps;
         let reached = Arc::new(AtomicU64::new(0));
+        // Without a CPU clock, the budget is wall-clock time from now.
+        let cpu = CpuDeadline::after(self.total / 2);
+        let at = if cpu.is_some() { self.started + self.total * WALL_SAFETY } else { Instant::now() + self.total / 2 };
         let config = DfaConfig {
-            deadline: Some(Deadline {
-                at: if last_try { self.started + self.total } else { now + left / 2 },
-                limit_ms: self.opts.max_compile_ms,
-            }),
+            deadline: Some(Deadline { at, cpu, limit_ms: self.opts.max_compile_ms }),
             nfa_states_factor: Some(2),
             states_reached: Some(reached.clone()),
             cancel: Some(self.cancels[i].clone()),

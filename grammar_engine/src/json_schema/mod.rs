@@ -83,7 +83,10 @@ pub struct JsonSchemaOptions {
     /// schemas are unrolled this deep; the deepest level keeps only the non-recursive
     /// alternatives); compiled as rules, a reference is a call and recursion has no limit.
     pub max_recursion_depth: u32,
-    /// Compile time limit, in milliseconds (past it: a typed `TooLarge` error).
+    /// Compile time limit, in milliseconds of CPU time: each attempt of the restriction ladder
+    /// may use half of it on its own thread (past it: a typed `TooLarge` error, or the next
+    /// restriction). Counting CPU rather than wall-clock time makes the outcome the same on a
+    /// busy machine.
     pub max_compile_ms: u64,
     /// Whether a schema whose exact automaton is over a limit may be compiled under a sound
     /// restriction (`RESTRICTIONS` in `ladder.rs`); when false it is a typed `TooLarge` error.
@@ -110,8 +113,8 @@ impl Default for JsonSchemaOptions {
 /// Compiles `schema` into a DFA over UTF-8 bytes whose full matches are JSON texts valid under
 /// the schema.
 ///
-/// The whole compilation, restricted retries included, has `max_compile_ms`: the exact
-/// attempt may use half of it, each later one half of what is left, the last one all of it.
+/// Each attempt, the exact one and each restricted retry, may use half of `max_compile_ms` of
+/// CPU time.
 /// An attempt whose automaton expression is far past the state limit gives up before
 /// determinizing (see `Expr::to_dfa`), one predicted from an attempt that
 /// did not fit to be over the limit too is skipped, and slow attempts get the next ones

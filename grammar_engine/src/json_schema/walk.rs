@@ -332,12 +332,12 @@ impl<'a> Compiler<'a> {
         let ms = self.started.elapsed().as_millis() as u64;
         let past = self.config.cancelled()
             || match self.config.deadline {
-                Some(d) => std::time::Instant::now() > d.at,
+                Some(d) => d.passed(),
                 None => ms > self.opts.max_compile_ms,
             };
         if past {
             return Err(GrammarError::TooLarge {
-                what: "compile time (ms)",
+                what: "compile CPU time (ms)",
                 limit: self.opts.max_compile_ms as usize,
                 detail: format!("still compiling at {} after {ms} ms", ctx.path),
             });
