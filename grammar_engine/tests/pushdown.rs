@@ -244,3 +244,25 @@ fn ambiguity_and_nullable_rules_are_read_exactly() {
         assert!(g.check_text(bad.as_bytes()).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn shared_parts_of_an_expression_are_walked_once() {
+    use grammar_engine::RuleId;
+    // Each level uses the one below twice: 2^48 paths through 48 shared parts. Walking it as
+    // a tree would not finish.
+    let a = RuleId::new(0);
+    let mut e = Expr::union(vec![Expr::Call(a), Expr::literal("z")]);
+    for _ in 0..48 {
+        e = Expr::union(vec![
+            Expr::concat(vec![Expr::literal("x"), e.clone(), Expr::literal("y")]),
+            Expr::concat(vec![Expr::literal("w"), e]),
+        ]);
+    }
+    assert!(e.has_calls());
+    assert_eq!(e.calls(), vec![a]);
+    let replaced = e.substitute(&|r| (r == a).then(|| Expr::literal("q")));
+    assert!(!replaced.has_calls());
+    assert!(replaced.calls().is_empty());
+    let kept = e.substitute(&|_| None);
+    assert_eq!(kept.calls(), vec![a]);
+}

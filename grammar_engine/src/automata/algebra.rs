@@ -18,7 +18,7 @@
 //! Empty languages are values here ([`Expr::Empty`]), not errors: an intersection may well be
 //! empty, and a union simply drops an empty branch.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use crate::automata::{Dfa, DfaConfig};
@@ -31,6 +31,9 @@ use crate::automata::subset::NodeId;
 
 /// Longest regex text rendered for a regex-only subtree.
 const MAX_REGEX_LEN: usize = 16 << 20;
+
+/// A shared part of an expression, by address (and, for a repeat, its bounds).
+type SharedKey = (usize, u64, Option<u32>);
 
 /// A language, as an expression over regexes and DFAs.
 #[derive(Debug, Clone)]
@@ -128,17 +131,23 @@ impl Expr {
     /// True when the language calls a rule somewhere ([`Expr::Call`]): it is then a rule body
     /// of a pushdown grammar, not a regular language, and cannot enter a product.
     pub fn has_calls(&self) -> bool {
-        match self {
-            Expr::Call(_) => true,
-            Expr::Regex(_) | Expr::Dfa(_) | Expr::Empty => false,
-            Expr::Concat(parts) | Expr::Union(parts) => parts.iter().any(Expr::has_calls),
-            Expr::Repeat(inner, _, _) => inner.has_calls(),
+        fn walk(e: &Expr, seen: &mut HashSet<usize>) -> bool {
+            match e {
+                Expr::Call(_) => true,
+                Expr::Regex(_) | Expr::Dfa(_) | Expr::Empty => false,
+                // A shared part already seen had no call (else the walk would have stopped).
+                Expr::Concat(parts) | Expr::Union(parts) => {
+                    seen.insert(parts.as_ptr() as usize) && parts.iter().any(|p| walk(p, seen))
+                }
+                Expr::Repeat(inner, _, _) => seen.insert(Rc::as_ptr(inner) as usize) && walk(inner, seen),
+            }
         }
+        walk(self, &mut HashSet::new())
     }
 
     /// The rules this expression calls, each once, in order of first appearance.
     pub fn calls(&self) -> Vec<RuleId> {
-        fn walk(e: &Expr, out: &mut Vec<RuleId>) {
+        fn walk(e: &Expr, out: &mut Vec<RuleId>, seen: &mut HashSet<usize>) {
             match e {
                 Expr::Call(r) => {
                     if !out.contains(r) {
@@ -146,40 +155,57 @@ impl Expr {
                     }
                 }
                 Expr::Regex(_) | Expr::Dfa(_) | Expr::Empty => {}
-                Expr::Concat(parts) | Expr::Union(parts) => parts.iter().for_each(|p| walk(p, out)),
-                Expr::Repeat(inner, _, _) => walk(inner, out),
+                Expr::Concat(parts) | Expr::Union(parts) => {
+                    if seen.insert(parts.as_ptr() as usize) {
+                        parts.iter().for_each(|p| walk(p, out, seen))
+                    }
+                }
+                Expr::Repeat(inner, _, _) => {
+                    if seen.insert(Rc::as_ptr(inner) as usize) {
+                        walk(inner, out, seen)
+                    }
+                }
             }
         }
         let mut out = Vec::new();
-        walk(self, &mut out);
+        walk(self, &mut out, &mut HashSet::new());
         out
     }
 
     /// The same expression with every call of a rule that `body` gives a body for replaced by
     /// that body (shared, not copied); other calls stay.
     pub fn substitute(&self, body: &dyn Fn(RuleId) -> Option<Expr>) -> Expr {
-        match self {
-            Expr::Call(r) => body(*r).unwrap_or_else(|| self.clone()),
-            Expr::Regex(_) | Expr::Dfa(_) | Expr::Empty => self.clone(),
-            Expr::Concat(parts) => {
-                if !self.has_calls() {
-                    return self.clone();
-                }
-                Expr::concat(parts.iter().map(|p| p.substitute(body)).collect())
-            }
-            Expr::Union(parts) => {
-                if !self.has_calls() {
-                    return self.clone();
-                }
-                Expr::union(parts.iter().map(|p| p.substitute(body)).collect())
-            }
-            Expr::Repeat(inner, min, max) => {
-                if !inner.has_calls() {
-                    return self.clone();
-                }
-                Expr::repeat(inner.substitute(body), *min, *max)
-            }
+        self.substituted(body, &mut HashMap::new()).unwrap_or_else(|| self.clone())
+    }
+
+    /// [`Expr::substitute`] in one pass over the expression, each shared part visited once
+    /// (`memo`, by the part's address): `None` when nothing under `self` changed.
+    fn substituted(&self, body: &dyn Fn(RuleId) -> Option<Expr>, memo: &mut HashMap<SharedKey, Option<Expr>>) -> Option<Expr> {
+        let key = match self {
+            Expr::Call(r) => return body(*r),
+            Expr::Regex(_) | Expr::Dfa(_) | Expr::Empty => return None,
+            Expr::Concat(p) => (p.as_ptr() as usize, 0, None),
+            Expr::Union(p) => (p.as_ptr() as usize, 1, None),
+            Expr::Repeat(inner, min, max) => (Rc::as_ptr(inner) as usize, 2 + *min as u64, *max),
+        };
+        if let Some(done) = memo.get(&key) {
+            return done.clone();
         }
+        let out = match self {
+            Expr::Concat(parts) | Expr::Union(parts) => {
+                let new: Vec<Option<Expr>> = parts.iter().map(|p| p.substituted(body, memo)).collect();
+                if new.iter().all(Option::is_none) {
+                    None
+                } else {
+                    let parts = new.into_iter().zip(parts.iter()).map(|(n, p)| n.unwrap_or_else(|| p.clone())).collect();
+                    Some(if matches!(self, Expr::Concat(_)) { Expr::concat(parts) } else { Expr::union(parts) })
+                }
+            }
+            Expr::Repeat(inner, min, max) => inner.substituted(body, memo).map(|i| Expr::repeat(i, *min, *max)),
+            _ => unreachable!("returned above"),
+        };
+        memo.insert(key, out.clone());
+        out
     }
 
     /// The strings both languages contain (built now: a DFA leaf, or [`Expr::Empty`]). Neither
