@@ -127,8 +127,10 @@ SOURCES: dict[str, Source] = {
         "with a token index of about 100 MB and a 2,500-token prompt arrive together one second in; quiet and "
         "disturbed rounds alternate. Gaps between the streams' content deltas in the window from then to the end of "
         "the heavy requests. While streams decode, a prompt takes as many tokens a step as add about a quarter of a "
-        "step's time (`prefill_share`), shortest prompt first. On 2 cores the compiles and the index build share the "
-        "decoding cores, and a step that feeds a long prompt pays for its whole key-value history each time."),
+        "step's time (`prefill_share`), shortest prompt first. Compiles and index builds run at nice 10 "
+        "(`compile_nice`), taking the cores the decoding leaves idle. What remains on 2 cores: a step that feeds a "
+        "few prompt tokens pays a fixed cost for its attention over the prompt's key-value history besides the "
+        "tokens themselves, and the short phases where a compile still competes."),
     "matmul_bench.json": Source(
         "Few-row products x @ Wᵀ: the BLAS shim's kernels", "python bench/matmul_bench.py", r_matmul,
         "SmolLM2-135M's weight shapes, each call on another copy of W from a 512 MB pool, variants interleaved call by "
