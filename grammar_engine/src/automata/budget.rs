@@ -1,5 +1,6 @@
-//! Budgets of a construction: the deadline (CPU time, with a wall-clock safety net), the cancel flag, the state limits and the
-//! states-reached counter of a [`DfaConfig`], checked as states appear.
+//! Budgets of a construction: the deadline (CPU time, with a wall-clock safety net), the cancel
+//! flag, the state limits and the states-reached counter of a [`DfaConfig`], checked as states
+//! appear.
 //!
 //! Every determinization (the subset construction, the lazy DFA walk, the products of the
 //! algebra) asks here whether it may go on, and reports here how far it got, so a limit is

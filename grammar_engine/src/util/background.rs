@@ -36,10 +36,11 @@ pub fn run<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     if nice == 0 || !cfg!(target_os = "linux") {
         return f();
     }
+    // `install` from one of the pool's own threads (a compilation inside a compilation) runs
+    // `f` in place.
     match pool(nice) {
-        // Already on a pool thread (a compilation inside a compilation): stay there.
-        Some(p) if p.current_thread_index().is_none() => p.install(f),
-        _ => f(),
+        Some(p) => p.install(f),
+        None => f(),
     }
 }
 
