@@ -79,9 +79,8 @@ class _StackedCache:
                 bs = seq.pool.block_size
                 pos = np.arange(k.shape[2])
                 table = np.asarray(seq.blocks, dtype=np.int64)
-                idx = mx.array((table[pos // bs] * bs + pos % bs).astype(np.int32))
-                k = mx.take(seq.pool.k[c.layer], idx, axis=0).transpose(1, 0, 2)[None]
-                v = mx.take(seq.pool.v[c.layer], idx, axis=0).transpose(1, 0, 2)[None]
+                k, v = seq.pool.take(c.layer, seq.pool.locate(table[pos // bs] * bs + pos % bs))
+                k, v = k.transpose(1, 0, 2)[None], v.transpose(1, 0, 2)[None]
             pad = t_max - k.shape[2]
             if pad:
                 k = mx.pad(k, [(0, 0), (0, 0), (0, pad), (0, 0)])

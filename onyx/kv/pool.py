@@ -14,11 +14,14 @@ a prefix cache.
 
 Storage
 -------
-The pool owns, per layer, one K and one V array of shape ``(num_blocks * block_size, kv_heads,
-head_dim)``: block ``b`` is the rows ``[b * block_size, (b + 1) * block_size)``. A sequence is a
-block table (list of block ids) and a length. Token-major rows make a write one ``slice_update``
-(a run inside one block) or one scatter with a single index array (a run across blocks); MLX's
-in-place update applies because the pool is the only holder of its arrays.
+The pool owns, per layer, K and V arrays of shape ``(segment_blocks * block_size, kv_heads,
+head_dim)``, one pair per *segment*: block ``b`` is the rows ``[r, r + block_size)`` of segment
+``b // segment_blocks``, ``r = (b % segment_blocks) * block_size``. The pool grows by adding
+segments, so growing copies nothing (one array of every block, grown by doubling, would copy
+every block each time: a pause of every stream that lengthens with the pool). A sequence is a
+block table (list of block ids) and a length. Token-major rows make a write one
+``slice_update`` (a run inside one block) or one scatter per segment it touches (a run across
+blocks); MLX's in-place update applies because the pool is the only holder of its arrays.
 
 Each sequence also keeps, per layer, a contiguous *working view* ``(1, kv_heads, capacity,
 head_dim)`` of its tokens, updated in place exactly like mlx-lm's ``KVCache``; attention reads the
@@ -80,10 +83,11 @@ class PagedKVPool:
         num_kv_heads, head_dim: an int, or one value per layer. ``v_head_dim`` defaults to
             ``head_dim``.
         block_size: tokens per block.
-        num_blocks: blocks allocated up front.
-        max_blocks: the pool grows (doubling) up to this many blocks when it runs out; at the
-            cap, least-recently-used prefix-cache entries are evicted, then ``CacheFullError``.
-            ``None``: ``max(num_blocks, 4096)``.
+        num_blocks: blocks allocated up front; also the size of each segment the pool grows by.
+        max_blocks: when the free blocks run out, the pool grows (a segment at a time) up to
+            this many blocks, unless the prefix cache alone holds more blocks than the live sequences:
+            then its least-recently-used entries are evicted first. At the cap, eviction, then
+            ``CacheFullError``. ``None``: ``max(num_blocks, 4096)``.
         windows: per-layer sliding-window size (``None`` = full attention). Layers with a window
             store every token (rollback and sharing need them) but give attention only the
             window. ``for_model`` reads them from the model's own ``make_cache()``.
@@ -111,9 +115,11 @@ class PagedKVPool:
         if self.max_blocks < num_blocks:
             raise ValueError("max_blocks must be >= num_blocks")
         self.num_blocks = num_blocks
+        self.segment_blocks = num_blocks
         rows = num_blocks * block_size
-        self.k = [mx.zeros((rows, h, d), dtype) for h, d in zip(self.kv_heads, self.head_dims)]
-        self.v = [mx.zeros((rows, h, d), dtype) for h, d in zip(self.kv_heads, self.v_head_dims)]
+        # per layer, the segments' arrays (see Storage)
+        self.k = [[mx.zeros((rows, h, d), dtype)] for h, d in zip(self.kv_heads, self.head_dims)]
+        self.v = [[mx.zeros((rows, h, d), dtype)] for h, d in zip(self.kv_heads, self.v_head_dims)]
         # every sequence's working view, as one slot of these arrays (onyx.kv.views)
         self.views = ViewSlots(self.kv_heads, self.head_dims, self.v_head_dims, dtype)
         self.materialize()
@@ -250,10 +256,15 @@ class PagedKVPool:
 
     def _make_room(self, n: int) -> None:
         """Gets the free list to at least ``n`` blocks: grow (up to max_blocks), then evict LRU
-        prefix-cache entries, then give up."""
-        if self.num_blocks < self.max_blocks:
-            short = n - len(self._free)
-            self._grow(min(self.max_blocks, max(self.num_blocks * 2, self.num_blocks + short)))
+        prefix-cache entries, then give up. When the cache alone holds more blocks than the
+        live sequences, its LRU entries go before the pool grows: growing copies every block (a
+        pause of every stream that lengthens with the pool), and a cache filling with distinct
+        prompts would otherwise bring it again and again, up to max_blocks."""
+        cached_only = sum(1 for b in self._prefix.values() if self.refs[b] == 1)
+        if cached_only > self.num_used_blocks - cached_only:
+            self._evict(n - len(self._free))
+        if len(self._free) < n and self.num_blocks < self.max_blocks:
+            self._grow(min(self.max_blocks, self.num_blocks + n - len(self._free)))
         if len(self._free) < n:
             self._evict(n - len(self._free))
         if len(self._free) < n:
@@ -263,20 +274,51 @@ class PagedKVPool:
                 f"by live sequences: free sequences or raise max_blocks")
 
     def _grow(self, new_num: int) -> None:
-        extra = (new_num - self.num_blocks) * self.block_size
-        if extra <= 0:
+        """Adds segments until the pool has at least `new_num` blocks (at most max_blocks; the
+        last segment may be shorter, and it is the last one)."""
+        if new_num <= self.num_blocks:
             return
-        for l in range(self.num_layers):
-            k, v = self.k[l], self.v[l]
-            self.k[l] = mx.concatenate([k, mx.zeros((extra,) + k.shape[1:], k.dtype)])
-            self.v[l] = mx.concatenate([v, mx.zeros((extra,) + v.shape[1:], v.dtype)])
-        del k, v
-        mx.eval(self.k, self.v)
         old = self.num_blocks
-        self.refs.extend([0] * (new_num - old))
-        self._free[:0] = range(new_num - 1, old - 1, -1)  # keep handing out the lowest ids first
-        self.num_blocks = new_num
+        while self.num_blocks < new_num:
+            n = min(self.segment_blocks, self.max_blocks - self.num_blocks)
+            rows = n * self.block_size
+            for arrays, dims in ((self.k, self.head_dims), (self.v, self.v_head_dims)):
+                for segments, h, d in zip(arrays, self.kv_heads, dims):
+                    segments.append(mx.zeros((rows, h, d), self.dtype))
+            self.num_blocks += n
+        mx.eval([segments[-1] for segments in self.k + self.v])
+        self.refs.extend([0] * (self.num_blocks - old))
+        self._free[:0] = range(self.num_blocks - 1, old - 1, -1)  # keep handing out the lowest ids first
         self.counters["grows"] += 1
+
+    def block_row(self, b: int) -> tuple[int, int]:
+        """(segment, first row within it) of block `b`."""
+        s, i = divmod(b, self.segment_blocks)
+        return s, i * self.block_size
+
+    def locate(self, rows: np.ndarray) -> list[tuple[int, mx.array, Optional[mx.array]]]:
+        """Pool rows (``block * block_size + offset``) by segment: (segment, the rows within it,
+        their places in `rows`, or None when every row is in that one segment)."""
+        per = self.segment_blocks * self.block_size
+        seg = rows // per
+        if seg.size and seg.min() == seg.max():
+            s = int(seg[0])
+            return [(s, mx.array((rows - s * per).astype(np.int32)), None)]
+        out = []
+        for s in np.unique(seg):
+            at = np.flatnonzero(seg == s)
+            out.append((int(s), mx.array((rows[at] - s * per).astype(np.int32)), mx.array(at.astype(np.int32))))
+        return out
+
+    def take(self, layer: int, parts: list[tuple[int, mx.array, Optional[mx.array]]]) -> tuple[mx.array, mx.array]:
+        """The (n, kv_heads, head_dim) K and V rows of one layer at `parts` (from `locate`), in
+        the order of the rows given to `locate`."""
+        ks = [mx.take(self.k[layer][s], local, axis=0) for s, local, _ in parts]
+        vs = [mx.take(self.v[layer][s], local, axis=0) for s, local, _ in parts]
+        if len(parts) == 1 and parts[0][2] is None:
+            return ks[0], vs[0]
+        order = mx.argsort(mx.concatenate([at for _, _, at in parts]))
+        return mx.concatenate(ks)[order], mx.concatenate(vs)[order]
 
     def _evict(self, want: int) -> int:
         """Drops least-recently-used prefix entries whose block nobody else uses, until ``want``

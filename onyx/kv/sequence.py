@@ -225,14 +225,16 @@ class PagedSequence:
         self._plan_key = None
 
     def _rows_plan(self, a: int, b: int):
-        """Where rows [a, b) of this sequence live in the pool arrays: (True, first row) when they
-        are consecutive (one block), else (False, index array) for a scatter."""
+        """Where rows [a, b) of this sequence live in the pool arrays: (True, (segment, first
+        row)) when they are consecutive (one block), else (False, `pool.locate`'s parts) for a
+        scatter per segment."""
         bs = self.pool.block_size
         if a // bs == (b - 1) // bs:
-            return True, self.blocks[a // bs] * bs + a % bs
+            s, r = self.pool.block_row(self.blocks[a // bs])
+            return True, (s, r + a % bs)
         pos = np.arange(a, b)
         table = np.asarray(self.blocks, dtype=np.int64)
-        return False, mx.array((table[pos // bs] * bs + pos % bs).astype(np.int32))
+        return False, self.pool.locate(table[pos // bs] * bs + pos % bs)
 
     def _release_tail(self) -> None:
         self._plan_key = None
@@ -305,13 +307,14 @@ class PagedSequence:
         bs = pool.block_size
         old = self.blocks[i]
         (nb,) = pool.allocate(1)
+        seg, row = pool.block_row(nb)
         start = i * bs
         views, slot = self.views, self.slot
         for c in self._caches:
             k = views.k[c.layer][slot, :, start:o, :].transpose(1, 0, 2)
             v = views.v[c.layer][slot, :, start:o, :].transpose(1, 0, 2)
-            pool.k[c.layer][nb * bs: nb * bs + (o - start)] = k
-            pool.v[c.layer][nb * bs: nb * bs + (o - start)] = v
+            pool.k[c.layer][seg][row: row + (o - start)] = k
+            pool.v[c.layer][seg][row: row + (o - start)] = v
         # evaluate now: the view slices read above must not be pending when the same step writes
         # the views in place (MLX would copy a buffer that is still read)
         mx.eval([pool.k[c.layer] for c in self._caches] + [pool.v[c.layer] for c in self._caches])
@@ -330,13 +333,14 @@ class PagedSequence:
         nblk = -(-o // bs)
         table = np.asarray(self.blocks[:nblk], dtype=np.int64)
         rows = (table[:, None] * bs + np.arange(bs)[None, :]).reshape(-1)[:o]
-        idx = mx.array(rows.astype(np.int32))
+        parts = pool.locate(rows)
 
         def gather(views: ViewSlots, slot: int) -> None:
             for c in self._caches:
                 l = c.layer
-                views.k[l][slot, :, :o, :] = mx.take(pool.k[l], idx, axis=0).transpose(1, 0, 2)
-                views.v[l][slot, :, :o, :] = mx.take(pool.v[l], idx, axis=0).transpose(1, 0, 2)
+                k, v = pool.take(l, parts)
+                views.k[l][slot, :, :o, :] = k.transpose(1, 0, 2)
+                views.v[l][slot, :, :o, :] = v.transpose(1, 0, 2)
             mx.eval(views.k, views.v)
 
         self._take_slot(o, gather)
@@ -406,16 +410,21 @@ class PagedLayerCache:
         pool = self._seq.pool
         kt = k_rows.transpose(1, 0, 2)  # the views are in the pool's dtype
         vt = v_rows.transpose(1, 0, 2)
-        pk, pv = pool.k[self.layer], pool.v[self.layer]
         contiguous, where = plan
         if contiguous:
+            s, r = where
+            pk, pv = pool.k[self.layer][s], pool.v[self.layer][s]
             n = kt.shape[0]
-            pk[where: where + n] = kt
-            pv[where: where + n] = vt
-        else:
-            pk[where] = kt
-            pv[where] = vt
-        return pk, pv
+            pk[r: r + n] = kt
+            pv[r: r + n] = vt
+            return pk, pv
+        written = []
+        for s, local, at in where:
+            pk, pv = pool.k[self.layer][s], pool.v[self.layer][s]
+            pk[local] = kt if at is None else kt[at]
+            pv[local] = vt if at is None else vt[at]
+            written += [pk, pv]
+        return tuple(written)
 
     def make_mask(self, N: int, window_size: Optional[int] = None, return_array: bool = False):
         o = self.offset
@@ -456,7 +465,7 @@ class PagedLayerCache:
     @property
     def state(self):
         seq = self._seq
-        arrs = [seq.pool.k[self.layer], seq.pool.v[self.layer]]
+        arrs = [*seq.pool.k[self.layer], *seq.pool.v[self.layer]]
         if seq.slot is not None:
             arrs += [seq.views.k[self.layer], seq.views.v[self.layer]]
         return arrs

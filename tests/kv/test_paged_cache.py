@@ -536,3 +536,29 @@ def test_real_model_greedy_equals_mlx_lm_cache():
     assert seq.length == len(prompt) + 64
     seq.free()
     assert pool.num_free_blocks == pool.num_blocks
+
+
+def test_the_cache_gives_way_before_the_pool_grows_past_what_live_sequences_hold(tiny):
+    """Growing the pool copies every block (a pause of every stream), so the pool grows for the
+    live sequences, not for a prefix cache that already holds more blocks than they do."""
+    pool = PagedKVPool(3, 2, 16, block_size=4, num_blocks=8, max_blocks=64)
+    for seed in (30, 31, 32):
+        _cached_prefix(tiny, pool, tokens(8, seed=seed))  # 6 blocks held by the cache alone
+    live = pool.sequence()
+    run(tiny, live, tokens(8, seed=33))  # the last 2 free blocks
+    other = pool.sequence()
+    run(tiny, other, tokens(8, seed=34))  # cache 6 > live 2: the LRU entry goes
+    assert pool.stats()["grows"] == 0 and pool.stats()["prefix_evictions"] == 2
+    s, n = pool.lookup_prefix(tokens(8, seed=30) + [1])
+    assert n == 0  # the least recently used prompt
+    s.free()
+    more = pool.sequence()
+    run(tiny, more, tokens(16, seed=35))  # cache 4, live 4: now the pool grows
+    assert pool.stats()["grows"] == 1 and pool.stats()["prefix_evictions"] == 2
+    for seed in (31, 32):
+        s, n = pool.lookup_prefix(tokens(8, seed=seed) + [1])
+        assert n == 8
+        s.free()
+    for seq in (live, other, more):
+        seq.free()
+    pool.check()
