@@ -170,8 +170,9 @@ class PagedKVPool:
         return cls(len(layers), heads, dims, **kwargs)
 
     def private_views(self) -> ViewSlots:
-        """View arrays for one sequence longer than the shared ones hold."""
-        return ViewSlots(self.kv_heads, self.head_dims, self.v_head_dims, self.dtype)
+        """View arrays for one sequence longer than the shared ones hold (grown by a quarter at
+        least, so a long sequence copies its rows a few times, not once per `STEP` tokens)."""
+        return ViewSlots(self.kv_heads, self.head_dims, self.v_head_dims, self.dtype, headroom=0.25)
 
     def sequence(self, prefix: Optional["PagedSequence"] = None) -> "PagedSequence":
         """A new empty sequence, or (``prefix=seq``) a copy-on-write fork of ``seq``."""

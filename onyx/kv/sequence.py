@@ -52,6 +52,10 @@ class PagedSequence:
         # or arrays of its own once it is longer than they hold: onyx.kv.views)
         self.views: Optional[ViewSlots] = None
         self.slot: Optional[int] = None
+        # the length this sequence is known to reach soon (its whole prompt, while the prompt
+        # goes in a chunk at a time): a sequence that will outgrow the shared view arrays takes
+        # arrays of its own at once, sized for it, instead of growing every slot on its way
+        self.expected_length = 0
         self._caches = [PagedLayerCache(self, l, pool.windows[l]) for l in range(pool.num_layers)]
         pool.live_sequences += 1
 
@@ -159,9 +163,14 @@ class PagedSequence:
 
     def _take_slot(self, length: int, fill) -> None:
         """A working view with room for `length` tokens (a slot of the pool's shared arrays, or
-        arrays of its own past what they hold), filled by `fill(views, slot)` before it becomes
-        this sequence's: if filling fails, the slot goes back."""
-        views = self.pool.views if length <= SHARED_CAPACITY else self.pool.private_views()
+        arrays of their own for a sequence longer than they hold or expected to be), filled by
+        `fill(views, slot)` before it becomes this sequence's: if filling fails, the slot goes
+        back."""
+        expected = max(length, self.expected_length)
+        if expected <= SHARED_CAPACITY:
+            views = self.pool.views
+        else:
+            views, length = self.pool.private_views(), expected
         slot = views.acquire(length)
         try:
             fill(views, slot)

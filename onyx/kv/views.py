@@ -13,7 +13,10 @@ would be a large part of a step of several one-row sequences.
 The price is padding: every slot has the capacity of the longest view (grown in steps of
 ``STEP`` tokens). So the shared arrays hold at most ``SHARED_CAPACITY`` tokens a slot, and a
 sequence that outgrows them moves to arrays of its own (its rows copied once) and attends alone:
-one long prompt does not make every slot as long. Slots are handed out lowest first and the
+one long prompt does not make every slot as long. A sequence known to outgrow them (a long
+prompt going in a chunk at a time) takes its own arrays from the start, and arrays of one
+sequence grow by a quarter at least, so a long sequence copies its rows a few times, not once
+per ``STEP`` tokens. Slots are handed out lowest first and the
 arrays are dropped when no slot is in use. Growing either axis copies the arrays (rare: once per
 ``STEP`` tokens of the longest view, and when more sequences hold views at once than ever
 before).
@@ -34,8 +37,10 @@ SHARED_CAPACITY = 2048
 class ViewSlots:
     """Per layer, one K and one V array ``(slots, kv_heads[l], capacity, head_dim[l])``."""
 
-    def __init__(self, kv_heads: list[int], head_dims: list[int], v_head_dims: list[int], dtype: mx.Dtype) -> None:
+    def __init__(self, kv_heads: list[int], head_dims: list[int], v_head_dims: list[int], dtype: mx.Dtype,
+                 *, headroom: float = 0.0) -> None:
         self.kv_heads = kv_heads
+        self.headroom = headroom  # growing the capacity adds at least this share of it
         self.head_dims = head_dims
         self.v_head_dims = v_head_dims
         self.dtype = dtype
@@ -81,6 +86,7 @@ class ViewSlots:
     def reserve(self, length: int) -> None:
         """Makes every slot hold at least `length` tokens."""
         if length > self.capacity:
+            length = max(length, int(self.capacity * (1 + self.headroom)))
             self._grow(self.slots, -(-length // STEP) * STEP)
 
     def _grow(self, slots: int, capacity: int) -> None:

@@ -85,3 +85,47 @@ def test_a_failed_write_is_written_again(tiny):
     child.free()
     seq.free()
     pool.check()
+
+
+def test_a_sequence_expected_to_outgrow_the_shared_views_takes_its_own_at_once(tiny, monkeypatch):
+    """A long prompt going in a chunk at a time (`expected_length`) takes view arrays of its own
+    at its first chunk, sized for the whole prompt: it neither grows the shared arrays (every
+    slot's copy) on its way nor copies its own rows once per chunk; arrays of one sequence then
+    grow by a quarter at least."""
+    from onyx.kv import sequence as paged_sequence
+    from onyx.kv import views as kv_views
+
+    monkeypatch.setattr(paged_sequence, "SHARED_CAPACITY", 300)
+    grows = []
+    original = kv_views.ViewSlots._grow
+
+    def counted(self, slots, capacity):
+        grows.append((self.headroom, slots, capacity))
+        return original(self, slots, capacity)
+
+    monkeypatch.setattr(kv_views.ViewSlots, "_grow", counted)
+    pool = PagedKVPool.for_model(tiny, block_size=16)
+    short = pool.sequence()
+    run(tiny, short, tokens(5, seed=60))
+    assert short.views is pool.views and pool.views.capacity == kv_views.STEP
+    prompt = tokens(700, seed=61)
+    for expected in (len(prompt), 0):
+        grows.clear()
+        seq = pool.sequence()
+        seq.expected_length = expected
+        outs = mx.concatenate([run(tiny, seq, prompt[a:a + 50]) for a in range(0, len(prompt), 50)])
+        assert seq.views is not pool.views
+        shared_grows = [g for g in grows if g[0] == 0]
+        own_grows = [g for g in grows if g[0] > 0]
+        if expected:
+            assert shared_grows == [] and [g[2] for g in own_grows] == [768]  # one allocation
+            assert pool.views.capacity == kv_views.STEP
+            first = outs
+        else:  # without the hint: the shared arrays grow on its way to 300, then its own arrays
+            assert shared_grows and len(own_grows) >= 2
+            assert close(outs, first, ATOL_FULL)
+        run(tiny, seq, tokens(200, seed=62))  # 900 tokens: its own arrays grow by a quarter
+        assert seq.views.capacity >= 1024
+        seq.free()
+    short.free()
+    pool.check()
