@@ -9,7 +9,8 @@ tests/data, made cold by a fresh `description`), a cold regex whose token index 
 share the machine's load. Reported per kind:
 
     ITL p50 / p99      gaps between the eight streams' consecutive content deltas, from one
-                       second in to the end of the heavy requests (quiet rounds: the same window)
+                       second in to the end of the heavy requests (quiet rounds: to the
+                       streams' end, so both kinds cover the same part of the streams' lives)
     max gap            the longest stall of any stream in that window
     health p99         GET /health latency sampled every 50 ms in the window
 
@@ -17,6 +18,7 @@ and the ratio disturbed / quiet of the ITL p99 (the issue's gate: at most 1.25).
 
     python bench/cobatch_bench.py              # 3 rounds of each kind, about 5 minutes
     python bench/cobatch_bench.py --rounds 1 --out /tmp/cb
+    python bench/cobatch_bench.py --heavy prompt --server-arg=--compile-nice=0
 
 Writes cobatch_bench.json to --out (default bench/results).
 """
@@ -132,8 +134,8 @@ def one_round(base: str, disturbed: bool, round_no: int, long_prompt: str, kinds
         t.join()
     stop.set()
     sampler.join()
-    if window_end is None:
-        window_end = window_start + 3.0
+    if window_end is None:  # quiet: the same part of the streams' lives, to their end
+        window_end = max(a[-1] for a in arrivals if a)
     gaps = []
     for a in arrivals:
         a = np.array(a)
@@ -159,6 +161,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     p.add_argument("--heavy", default=",".join(HEAVY), help=f"which heavy requests arrive (default {','.join(HEAVY)})")
+    p.add_argument("--server-arg", action="append", default=[],
+                   help="an argument for the server (repeatable), e.g. --server-arg=--compile-nice=0")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -167,11 +171,14 @@ def main() -> int:
     long_prompt = "Summarize this in one word. " + (STORY + "\n") * (LONG_PROMPT_TOKENS * 4 // len(STORY) + 1)
 
     log_dir = Path(tempfile.mkdtemp(prefix="cobatch-"))
-    server = Server("onyx", [sys.executable, "-m", "onyx.server", "--log-level", "warning", "--max-batch", "16"],
-                    cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, log_dir=log_dir)
+    command = [sys.executable, "-m", "onyx.server", "--log-level", "warning", "--max-batch", "16", *args.server_arg]
+    server = Server("onyx", command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, log_dir=log_dir)
     try:
         server.wait_ready()
-        one_round(server.base, False, -1, long_prompt)  # warm-up
+        # warm-up: one round of each kind, so the KV pool and the view arrays have grown to
+        # what this load holds (a one-time cost of a server's first minutes) before measuring
+        one_round(server.base, False, -2, long_prompt)
+        one_round(server.base, True, -1, long_prompt, args.heavy.split(","))
         rounds = []
         for k in range(args.rounds):
             for disturbed in (False, True):
