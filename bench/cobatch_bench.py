@@ -161,6 +161,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     p.add_argument("--heavy", default=",".join(HEAVY), help=f"which heavy requests arrive (default {','.join(HEAVY)})")
+    p.add_argument("--before", type=Path, help="a cobatch_bench.json of an earlier commit, kept beside this run's")
     p.add_argument("--server-arg", action="append", default=[],
                    help="an argument for the server (repeatable), e.g. --server-arg=--compile-nice=0")
     args = p.parse_args()
@@ -201,6 +202,9 @@ def main() -> int:
     print("heavy requests (s): " + ", ".join(f"{h['s']:.2f}" for h in heavy))
     result = {"meta": {**harness.machine_meta(), "commit": harness.checkout_commit()}, "quiet": quiet,
               "disturbed": busy, "itl_p99_ratio": ratio, "heavy": heavy}
+    if args.before is not None:
+        b = json.loads(args.before.read_text())
+        result["before"] = {"commit": b["meta"]["commit"], **{k: b[k] for k in ("quiet", "disturbed", "itl_p99_ratio")}}
     harness.write_json(args.out / "cobatch_bench.json", result)
     return 0
 

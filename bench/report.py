@@ -125,12 +125,15 @@ SOURCES: dict[str, Source] = {
         r_cobatch,
         "Eight greedy free-text streams; in the disturbed rounds a cold Kubernetes Deployment schema, a cold regex "
         "with a token index of about 100 MB and a 2,500-token prompt arrive together one second in; quiet and "
-        "disturbed rounds alternate. Gaps between the streams' content deltas in the window from then to the end of "
-        "the heavy requests. While streams decode, a prompt takes as many tokens a step as add about a quarter of a "
-        "step's time (`prefill_share`), shortest prompt first. Compiles and index builds run at nice 10 "
-        "(`compile_nice`), taking the cores the decoding leaves idle. What remains on 2 cores: a step that feeds a "
-        "few prompt tokens pays a fixed cost for its attention over the prompt's key-value history besides the "
-        "tokens themselves, and the short phases where a compile still competes."),
+        "disturbed rounds alternate, after a warm-up round of each. Gaps between the streams' content deltas from "
+        "then to the end of the heavy requests (quiet rounds: to the streams' end, the same part of their lives). "
+        "While streams decode, a prompt takes as many tokens a step as add about a quarter of a step's time "
+        "(`prefill_share`), shortest prompt first; compiles and index builds run at nice 10 (`compile_nice`). The "
+        "row before: the same bench on the commit before the KV pool's segments and long prompts' own view arrays, "
+        "whose growth copies paused every stream (up to 0.7 s). What remains on 2 cores: the median gap is about 1.6 "
+        "times the quiet one, as steps run longer while a compile or an index build takes CPU time beside them; a step that feeds prompt "
+        "tokens costs more than their share when the prompt's history is long, and the long prompt's own view "
+        "arrays are allocated in one step (0.1-0.4 s here)."),
     "matmul_bench.json": Source(
         "Few-row products x @ Wᵀ: the BLAS shim's kernels", "python bench/matmul_bench.py", r_matmul,
         "SmolLM2-135M's weight shapes, each call on another copy of W from a 512 MB pool, variants interleaved call by "

@@ -441,9 +441,12 @@ def r_memory(d: dict) -> list[str]:
 
 
 def r_cobatch(d: dict) -> list[str]:
-    rows = [[name, n(x["itl_p50_ms"]), n(x["itl_p99_ms"]), n(x["max_gap_ms"]), n(x["health_p99_ms"]),
-             n(x["window_s"], 2), x["gaps"]] for name, x in (("quiet", d["quiet"]), ("disturbed", d["disturbed"]))]
-    out = table(["rounds", "ITL p50 ms", "ITL p99 ms", "max gap ms", "/health p99 ms", "window s", "gaps"], rows)
+    runs = [("", d)] + ([(f" at {d['before']['commit']}", d["before"])] if "before" in d else [])
+    rows = [[name + at, n(x["itl_p50_ms"]), n(x["itl_p99_ms"]), n(x["max_gap_ms"]), n(x["health_p99_ms"]),
+             n(x["window_s"], 2), x["gaps"], n(r["itl_p99_ratio"], 2)]
+            for at, r in runs for name, x in (("quiet", r["quiet"]), ("disturbed", r["disturbed"]))]
+    out = table(["rounds", "ITL p50 ms", "ITL p99 ms", "max gap ms", "/health p99 ms", "window s", "gaps",
+                 "p99 disturbed / quiet"], rows)
     heavy = ", ".join(n(h["s"], 1) for h in d["heavy"])
     return out + [f"ITL p99 disturbed / quiet: **{n(d['itl_p99_ratio'], 2)}** (the issue's gate: at most 1.25). "
                       f"The heavy requests took (s, schema / regex / prompt per round): {heavy}."]
