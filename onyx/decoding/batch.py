@@ -158,6 +158,8 @@ class Batch:
             # for a long prompt to finish (FIFO among prompts of equal length).
             prefilling.sort(key=lambda g: g.prompt_rest)
         for g in prefilling:
+            if decoding and not g.seq.views_ready:
+                continue  # its view arrays are being allocated (PagedSequence.expect): no stall
             rest = g.prompt_rest
             n = min(budget, rest)
             if n < rest:

@@ -108,7 +108,7 @@ class Generation:
             return  # waiting: `try_fork` once the sibling's prompt is in
         self.fork_of = None
         self.seq, cached = self.runner.pool.lookup_prefix(self.prompt_ids[:-1], leave_last=False)
-        self.seq.expected_length = len(self.prompt_ids)
+        self.seq.expect(len(self.prompt_ids))
         self.fed = self.stats.cached_prompt_tokens = cached
         self.phase = "prefill"
 
@@ -138,7 +138,7 @@ class Generation:
             return False
         self.seq = leader.seq.fork()
         self.seq.truncate(self.fork_at)
-        self.seq.expected_length = len(self.prompt_ids)
+        self.seq.expect(len(self.prompt_ids))
         self.fed = self.stats.cached_prompt_tokens = self.fork_at
         self.fork_of = None
         self.phase = "prefill"

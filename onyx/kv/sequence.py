@@ -9,6 +9,7 @@ its cache (``update_and_fetch``, ``make_mask``, ``trim``), in the shape of mlx-l
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Optional
 
 import mlx.core as mx
@@ -55,7 +56,9 @@ class PagedSequence:
         # the length this sequence is known to reach soon (its whole prompt, while the prompt
         # goes in a chunk at a time): a sequence that will outgrow the shared view arrays takes
         # arrays of its own at once, sized for it, instead of growing every slot on its way
+        # (`expect`), allocated beforehand on another thread
         self.expected_length = 0
+        self._own_views: Optional[tuple[ViewSlots, threading.Event]] = None
         self._caches = [PagedLayerCache(self, l, pool.windows[l]) for l in range(pool.num_layers)]
         pool.live_sequences += 1
 
@@ -123,6 +126,30 @@ class PagedSequence:
         self._plan_key = None
         self._release_slot()
 
+    def expect(self, length: int) -> None:
+        """This sequence will soon hold `length` tokens (its prompt). Past what the shared view
+        arrays hold, its own view arrays are allocated now on another thread (zero-filling a
+        long prompt's arrays takes a noticeable part of a second), so the step that first writes
+        it finds them ready; until then `views_ready` is False."""
+        self.expected_length = length
+        if length <= SHARED_CAPACITY or self.views is not None or self._own_views is not None:
+            return
+        views, done = self.pool.private_views(), threading.Event()
+
+        def allocate() -> None:
+            try:
+                views.reserve(length)
+            finally:
+                done.set()
+
+        self._own_views = (views, done)
+        threading.Thread(target=allocate, name="onyx-kv-views", daemon=True).start()
+
+    @property
+    def views_ready(self) -> bool:
+        """False while the view arrays `expect` started are being allocated."""
+        return self._own_views is None or self._own_views[1].is_set()
+
     def free(self) -> None:
         """Returns every block to the pool. Idempotent."""
         if self._closed:
@@ -137,6 +164,7 @@ class PagedSequence:
         for c in self._caches:
             c.offset = 0
         self._release_slot()
+        self._own_views = None
         pool.live_sequences -= 1
 
     def __enter__(self):
@@ -170,7 +198,7 @@ class PagedSequence:
         if expected <= SHARED_CAPACITY:
             views = self.pool.views
         else:
-            views, length = self.pool.private_views(), expected
+            views, length = self._take_own_views(expected), expected
         slot = views.acquire(length)
         try:
             fill(views, slot)
@@ -178,6 +206,16 @@ class PagedSequence:
             views.release(slot)
             raise
         self.views, self.slot = views, slot
+
+    def _take_own_views(self, length: int) -> ViewSlots:
+        """The arrays `expect` allocated, when they hold `length` tokens; else new ones."""
+        own, self._own_views = self._own_views, None
+        if own is not None:
+            views, done = own
+            done.wait()
+            if views.capacity >= length:
+                return views
+        return self.pool.private_views()
 
     def _release_slot(self) -> None:
         if self.slot is not None:

@@ -338,3 +338,32 @@ def test_n_samples_fork_one_prompt(engine):
     assert {c.index for c in chunks} == {0, 1} and sum(c.result is not None for c in chunks) == 2
     with pytest.raises(onyx.RequestError, match="max_batch"):
         engine.chat(messages, n=engine.scheduler.max_batch + 1)
+
+
+def test_a_prompt_waits_for_its_own_view_arrays_while_others_decode(engine):
+    # A long prompt's view arrays are allocated on another thread (`PagedSequence.expect`);
+    # until they are ready the prompt feeds nothing and the running generation keeps stepping.
+    from onyx.decoding.batch import Batch
+    from onyx.decoding.generation import Generation
+
+    batch = Batch(engine.runner)
+    running = Generation(engine.runner, engine.chat_ids(ask("Count from one to ten.")),
+                         GenerateOptions.parse(max_tokens=12, temperature=0.0))
+    batch.add(running)
+    while running.phase != "decode":
+        batch.step()
+    waiting = Generation(engine.runner, engine.chat_ids(ask("Name three rivers, 7121.")),
+                         GenerateOptions.parse(max_tokens=2, temperature=0.0))
+    batch.add(waiting)
+    allocated = threading.Event()
+    waiting.seq._own_views = (engine.runner.pool.private_views(), allocated)  # still allocating
+    fed, emitted = waiting.fed, len(running.context)
+    batch.step()
+    batch.step()
+    assert waiting.fed == fed and waiting.phase == "prefill"
+    assert len(running.context) > emitted
+    allocated.set()
+    while batch.gens:
+        batch.step()
+    assert waiting.finish == "length" and running.finish in ("length", "stop")
+    assert engine.runner.pool.stats()["live_sequences"] == 0

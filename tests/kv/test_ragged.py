@@ -88,8 +88,8 @@ def test_a_failed_write_is_written_again(tiny):
 
 
 def test_a_sequence_expected_to_outgrow_the_shared_views_takes_its_own_at_once(tiny, monkeypatch):
-    """A long prompt going in a chunk at a time (`expected_length`) takes view arrays of its own
-    at its first chunk, sized for the whole prompt: it neither grows the shared arrays (every
+    """A long prompt going in a chunk at a time (`expect`) takes view arrays of its own at its
+    first chunk, sized for the whole prompt and allocated beforehand on another thread: it neither grows the shared arrays (every
     slot's copy) on its way nor copies its own rows once per chunk; arrays of one sequence then
     grow by a quarter at least."""
     from onyx.kv import sequence as paged_sequence
@@ -112,7 +112,11 @@ def test_a_sequence_expected_to_outgrow_the_shared_views_takes_its_own_at_once(t
     for expected in (len(prompt), 0):
         grows.clear()
         seq = pool.sequence()
-        seq.expected_length = expected
+        seq.expect(expected)  # past the shared arrays: allocated on another thread
+        if expected:
+            assert seq._own_views is not None
+            seq._own_views[1].wait(60)
+            assert seq.views_ready and seq.views is None
         outs = mx.concatenate([run(tiny, seq, prompt[a:a + 50]) for a in range(0, len(prompt), 50)])
         assert seq.views is not pool.views
         shared_grows = [g for g in grows if g[0] == 0]
@@ -129,3 +133,7 @@ def test_a_sequence_expected_to_outgrow_the_shared_views_takes_its_own_at_once(t
         seq.free()
     short.free()
     pool.check()
+    unused = pool.sequence()
+    unused.expect(900)
+    unused.free()  # before its arrays were used: they are dropped with it
+    assert unused._own_views is None and pool.views.in_use == 0
