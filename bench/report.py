@@ -129,11 +129,11 @@ SOURCES: dict[str, Source] = {
         "then to the end of the heavy requests (quiet rounds: to the streams' end, the same part of their lives). "
         "While streams decode, a prompt takes as many tokens a step as add about a quarter of a step's time "
         "(`prefill_share`), shortest prompt first; compiles and index builds run at nice 10 (`compile_nice`). The "
-        "row before: the same bench on the commit before the KV pool's segments and long prompts' own view arrays, "
-        "whose growth copies paused every stream (up to 0.7 s). What remains on 2 cores: the median gap is about 1.6 "
-        "times the quiet one, as steps run longer while a compile or an index build takes CPU time beside them; a step that feeds prompt "
-        "tokens costs more than their share when the prompt's history is long, and the long prompt's own view "
-        "arrays are allocated in one step (0.1-0.4 s here)."),
+        "rows at 81abd0f: the same bench on the commit before the KV pool's segments and long prompts' own view "
+        "arrays, whose growth copies and allocation paused every stream (up to 0.7 s). What remains on 2 cores: the "
+        "median gap is about twice the quiet one, as steps run longer while a compile or an index build takes CPU "
+        "time beside them and while prompt tokens go in; a step that feeds prompt "
+        "tokens costs more than their share when the prompt's history is long."),
     "matmul_bench.json": Source(
         "Few-row products x @ Wᵀ: the BLAS shim's kernels", "python bench/matmul_bench.py", r_matmul,
         "SmolLM2-135M's weight shapes, each call on another copy of W from a 512 MB pool, variants interleaved call by "

@@ -14,7 +14,8 @@ The price is padding: every slot has the capacity of the longest view (grown in 
 ``STEP`` tokens). So the shared arrays hold at most ``SHARED_CAPACITY`` tokens a slot, and a
 sequence that outgrows them moves to arrays of its own (its rows copied once) and attends alone:
 one long prompt does not make every slot as long. A sequence known to outgrow them (a long
-prompt going in a chunk at a time) takes its own arrays from the start, and arrays of one
+prompt going in a chunk at a time) takes its own arrays from the start, allocated on another
+thread beforehand (``PagedSequence.expect``), and arrays of one
 sequence grow by a quarter at least, so a long sequence copies its rows a few times, not once
 per ``STEP`` tokens. Slots are handed out lowest first and the
 arrays are dropped when no slot is in use. Growing either axis copies the arrays (rare: once per
