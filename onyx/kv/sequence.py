@@ -143,7 +143,9 @@ class PagedSequence:
                 done.set()
 
         self._own_views = (views, done)
-        threading.Thread(target=allocate, name="onyx-kv-views", daemon=True).start()
+        # not a daemon: one that exits (or is frozen) while the interpreter finalizes could stop
+        # inside MLX; the allocation ends well within a second, and an exit waits for it
+        threading.Thread(target=allocate, name="onyx-kv-views", daemon=False).start()
 
     @property
     def views_ready(self) -> bool:
