@@ -258,9 +258,9 @@ class PagedKVPool:
     def _make_room(self, n: int) -> None:
         """Gets the free list to at least ``n`` blocks: grow (up to max_blocks), then evict LRU
         prefix-cache entries, then give up. When the cache alone holds more blocks than the
-        live sequences, its LRU entries go before the pool grows: growing copies every block (a
-        pause of every stream that lengthens with the pool), and a cache filling with distinct
-        prompts would otherwise bring it again and again, up to max_blocks."""
+        live sequences, its LRU entries go before the pool grows: a cache filling with distinct
+        prompts would otherwise grow the pool (a segment's allocation each time, a pause of every
+        stream) again and again, up to max_blocks."""
         cached_only = sum(1 for b in self._prefix.values() if self.refs[b] == 1)
         if cached_only > self.num_used_blocks - cached_only:
             self._evict(n - len(self._free))
