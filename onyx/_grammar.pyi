@@ -317,3 +317,14 @@ class InvalidGrammarError(GrammarError):
     line: int
     column: int
     rule: str | None
+
+def hold_compiles() -> None:
+    """Holds compilations running on the lowered-priority pool: each pauses at its next pause
+    point until every hold is released (at most a second at a time). Counted: each call needs
+    one `release_compiles`."""
+
+def release_compiles() -> None:
+    """Ends one `hold_compiles` (a release without a hold does nothing)."""
+
+def compiles_running() -> int:
+    """How many compilations are running on the lowered-priority pool now."""

@@ -13,16 +13,21 @@ use std::time::{Duration, Instant};
 use super::minimize::MINIMIZE_MAX_ENTRIES;
 use super::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
+use crate::util::background;
 
 /// When a compilation gives up, with the limit it came from (for the error message).
 ///
 /// A compile limit counts the CPU time of the compiling thread (`cpu`), so that whether a
 /// schema compiles does not depend on how busy the machine is; `at`, in wall-clock time, is a
-/// safety net far above it (a compilation starved of CPU still ends).
+/// safety net far above it (a compilation starved of CPU still ends). Time during which a
+/// decoder held compilations ([`crate::util::background::hold`]) moves `at` later.
 #[derive(Debug, Clone, Copy)]
 pub struct Deadline {
-    /// Wall-clock time past which the work stops.
+    /// Wall-clock time past which the work stops (plus the time compilations were held since
+    /// the deadline was made).
     pub at: Instant,
+    /// [`background::held_time`] when the deadline was made.
+    held_from: Duration,
     /// When set: the CPU time of one thread past which the work stops (checked on that thread;
     /// elsewhere only `at` applies).
     pub cpu: Option<CpuDeadline>,
@@ -45,15 +50,21 @@ impl CpuDeadline {
 }
 
 impl Deadline {
+    /// A deadline at `at` in wall-clock time and, when given, at `cpu` in one thread's CPU time.
+    pub fn new(at: Instant, cpu: Option<CpuDeadline>, limit_ms: u64) -> Deadline {
+        Deadline { at, held_from: background::held_time(), cpu, limit_ms }
+    }
+
     /// `limit_ms` milliseconds of wall-clock time from now.
     pub fn after_ms(limit_ms: u64) -> Deadline {
-        Deadline { at: Instant::now() + Duration::from_millis(limit_ms), cpu: None, limit_ms }
+        Deadline::new(Instant::now() + Duration::from_millis(limit_ms), None, limit_ms)
     }
 
     /// Whether the deadline has passed: the wall-clock one, or the CPU one when called on its
     /// thread.
     pub fn passed(&self) -> bool {
-        if Instant::now() > self.at {
+        let now = Instant::now();
+        if now > self.at && now > self.at + background::held_time().saturating_sub(self.held_from) {
             return true;
         }
         match self.cpu {
@@ -104,8 +115,10 @@ impl DfaConfig {
     }
 
     /// A typed error when the deadline (if any) has passed or the work was cancelled. Cheap
-    /// enough to call every few hundred states.
+    /// enough to call every few hundred states. Also where a compilation pauses while a
+    /// decoder holds compilations ([`background::pause_point`]).
     pub(crate) fn check_deadline(&self, what: &str) -> Result<()> {
+        background::pause_point();
         if self.cancelled() {
             return Err(GrammarError::TooLarge {
                 what: "compile CPU time (ms)",

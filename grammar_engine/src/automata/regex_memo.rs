@@ -102,7 +102,7 @@ mod tests {
         let config = DfaConfig { memo: Some(Arc::new(RegexMemo::default())), ..DfaConfig::default() };
         let first = Dfa::from_regex("[a-c]{2,4}x", &config).expect("builds");
         // A deadline already past stops any determinization: only a stored result comes back.
-        let past = Deadline { at: Instant::now() - Duration::from_secs(1), cpu: None, limit_ms: 1 };
+        let past = Deadline::new(Instant::now() - Duration::from_secs(1), None, 1);
         let late = DfaConfig { deadline: Some(past), ..config.clone() };
         let again = Dfa::from_regex("[a-c]{2,4}x", &late).expect("stored");
         assert_eq!(again.num_states(), first.num_states());

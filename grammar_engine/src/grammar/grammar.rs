@@ -422,6 +422,7 @@ impl Grammar {
         if let Some(row) = cell.get() {
             return Ok(row);
         }
+        crate::util::background::pause_point();
         let row = self.compute(state, |s| self.is_live(s));
         let size = row.memory_bytes();
         let total = self.index_bytes.fetch_add(size, Ordering::Relaxed) + size;

@@ -28,6 +28,7 @@ use super::{walk, JsonSchemaOptions};
 use crate::automata::{CpuDeadline, Deadline, DfaConfig};
 use crate::error::{GrammarError, Result};
 use crate::pushdown::{Compiled, RtnBuilder};
+use crate::util::background;
 
 /// How long the attempt running alone may take before helpers start the next ones: most
 /// schemas compile well within it, and then no second thread does any work.
@@ -136,9 +137,11 @@ pub(super) fn compile_helped_after(
         changed: Condvar::new(),
     };
     let helpers = opts.threads.max(1).min(steps) - 1;
+    let pauses = background::pauses();
     std::thread::scope(|scope| {
         for _ in 0..helpers {
             scope.spawn(|| {
+                background::inherit(pauses);
                 if ladder.wait_for_help_needed() {
                     ladder.work();
                 }
@@ -329,7 +332,7 @@ impl Ladder<'_> {
         let cpu = CpuDeadline::after(self.total / 2);
         let at = if cpu.is_some() { self.started + self.total * WALL_SAFETY } else { Instant::now() + self.total / 2 };
         let config = DfaConfig {
-            deadline: Some(Deadline { at, cpu, limit_ms: self.opts.max_compile_ms }),
+            deadline: Some(Deadline::new(at, cpu, self.opts.max_compile_ms)),
             nfa_states_factor: Some(2),
             states_reached: Some(reached.clone()),
             cancel: Some(self.cancels[i].clone()),

@@ -13,7 +13,9 @@
 //! * `grammar`: `Grammar`, the per-token step API;
 //! * `repair`: `Grammar.validate` / `Grammar.repair` and their result classes;
 //! * `gguf`: `read_gguf_metadata`;
-//! * here: `set_compile_nice`, the priority compilations run at.
+//! * here: `set_compile_nice`, the priority compilations run at, and `hold_compiles` /
+//!   `release_compiles` / `compiles_running`, with which a decoder keeps compilations off the
+//!   cores during its steps.
 
 mod errors;
 mod gguf;
@@ -41,6 +43,27 @@ fn set_compile_nice(nice: i32) {
     crate::util::background::set_nice(nice);
 }
 
+/// Holds compilations running on the lowered-priority pool (see `set_compile_nice`): each
+/// pauses at its next pause point until every hold is released (at most a second at a time).
+/// Counted: each call needs one `release_compiles`. Compilations on the caller's thread (nice
+/// 0) and rows built while decoding never pause.
+#[pyfunction]
+fn hold_compiles() {
+    crate::util::background::hold();
+}
+
+/// Ends one `hold_compiles` (a release without a hold does nothing).
+#[pyfunction]
+fn release_compiles() {
+    crate::util::background::release();
+}
+
+/// How many compilations are running on the lowered-priority pool now.
+#[pyfunction]
+fn compiles_running() -> usize {
+    crate::util::background::running()
+}
+
 #[pymodule]
 fn _grammar(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -50,6 +73,9 @@ fn _grammar(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RepairResult>()?;
     m.add_function(wrap_pyfunction!(gguf::read_gguf_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(set_compile_nice, m)?)?;
+    m.add_function(wrap_pyfunction!(hold_compiles, m)?)?;
+    m.add_function(wrap_pyfunction!(release_compiles, m)?)?;
+    m.add_function(wrap_pyfunction!(compiles_running, m)?)?;
     m.add("GrammarError", py.get_type::<GrammarError>())?;
     m.add("InvalidRegexError", py.get_type::<InvalidRegexError>())?;
     m.add("UnsupportedRegexError", py.get_type::<UnsupportedRegexError>())?;

@@ -9,9 +9,27 @@
 //!
 //! Linux sets nice values per thread. Elsewhere (`setpriority` would lower the whole process)
 //! [`run`] calls the function in place and the priority is left unchanged.
+//!
+//! A priority alone does not keep a compilation from slowing decoding on a machine of few
+//! cores: whenever a decoding thread leaves a core for a moment, the compilation takes it and
+//! evicts the caches and memory bandwidth the next matrix product needs. So the decoder can
+//! also *hold* compilations ([`hold`] / [`release`], counted: several decoders may hold at
+//! once): while held, a compilation thread stops at its next [`pause_point`] (the construction
+//! checks its budget every few hundred states, an index build before each row) until the hold
+//! ends, and the decoder gives compilations their share of time between its steps instead. A
+//! pause lasts at most [`MAX_PAUSE`] at a time, so a holder that never releases slows
+//! compilations but cannot stop them. Paused time does not count against a compilation's
+//! wall-clock safety net ([`held_time`]). Only the pool's threads (and threads they start
+//! through [`inherit`]) pause: a compilation on the caller's own thread, or a row built while
+//! decoding, never waits for a hold.
 
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::OnceLock;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The longest one pause of a compilation thread lasts, whatever the holders do.
+pub const MAX_PAUSE: Duration = Duration::from_secs(1);
 
 /// The nice value of the compile pool's threads; 0 runs compilations on the caller's thread.
 static NICE: AtomicI32 = AtomicI32::new(0);
@@ -39,9 +57,109 @@ pub fn run<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     // `install` from one of the pool's own threads (a compilation inside a compilation) runs
     // `f` in place.
     match pool(nice) {
-        Some(p) => p.install(f),
+        Some(p) => {
+            RUNNING.fetch_add(1, Ordering::Relaxed);
+            let _running = Running;
+            p.install(f)
+        }
         None => f(),
     }
+}
+
+/// Compilations running on the pool now (what a decoder that holds them waits on).
+static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+struct Running;
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// How many compilations are running on the pool (0 when compilations run in place).
+pub fn running() -> usize {
+    RUNNING.load(Ordering::Relaxed)
+}
+
+thread_local! {
+    /// Whether this thread pauses while compilations are held.
+    static PAUSES: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread pauses while compilations are held (a pool thread, or one it
+/// started through [`inherit`]).
+pub fn pauses() -> bool {
+    PAUSES.with(Cell::get)
+}
+
+/// Makes the calling thread pause like the thread that started it (`parent`, from [`pauses`]
+/// on that thread): for threads a compilation spawns itself.
+pub fn inherit(parent: bool) {
+    PAUSES.with(|p| p.set(parent));
+}
+
+struct Hold {
+    holders: usize,
+    /// When the current hold began (holders > 0).
+    since: Option<Instant>,
+}
+
+static HOLD: Mutex<Hold> = Mutex::new(Hold { holders: 0, since: None });
+static RELEASED: Condvar = Condvar::new();
+/// Nanoseconds compilations were held, over the holds that ended.
+static HELD_NS: AtomicU64 = AtomicU64::new(0);
+/// `holders > 0`, readable without the lock (the pause point's fast path).
+static HELD: AtomicUsize = AtomicUsize::new(0);
+
+fn hold_state() -> std::sync::MutexGuard<'static, Hold> {
+    HOLD.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Holds compilations (see the module docs) until the matching [`release`].
+pub fn hold() {
+    let mut h = hold_state();
+    h.holders += 1;
+    if h.holders == 1 {
+        h.since = Some(Instant::now());
+    }
+    HELD.store(h.holders, Ordering::Release);
+}
+
+/// Ends one [`hold`]; compilations go on once every holder released. A release without a
+/// hold does nothing.
+pub fn release() {
+    let mut h = hold_state();
+    if h.holders == 0 {
+        return;
+    }
+    h.holders -= 1;
+    if h.holders == 0 {
+        if let Some(since) = h.since.take() {
+            HELD_NS.fetch_add(since.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        }
+        RELEASED.notify_all();
+    }
+    HELD.store(h.holders, Ordering::Release);
+}
+
+/// The total time compilations have been held since the process started (for deadlines that
+/// should not count it).
+pub fn held_time() -> Duration {
+    let h = hold_state();
+    let ongoing = h.since.map_or(0, |s| s.elapsed().as_nanos() as u64);
+    Duration::from_nanos(HELD_NS.load(Ordering::Relaxed) + ongoing)
+}
+
+/// Where a compilation may pause: returns at once unless compilations are held and this
+/// thread pauses (see the module docs); then when the hold ends, or after [`MAX_PAUSE`].
+#[inline]
+pub fn pause_point() {
+    if HELD.load(Ordering::Acquire) == 0 || !pauses() {
+        return;
+    }
+    let h = hold_state();
+    let _ = RELEASED.wait_timeout_while(h, MAX_PAUSE, |h| h.holders > 0);
 }
 
 fn pool(nice: i32) -> Option<&'static rayon::ThreadPool> {
@@ -50,7 +168,10 @@ fn pool(nice: i32) -> Option<&'static rayon::ThreadPool> {
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("onyx-compile-{i}"))
-            .start_handler(move |_| lower_this_thread(nice))
+            .start_handler(move |_| {
+                lower_this_thread(nice);
+                inherit(true);
+            })
             .build()
             .ok()
     })

@@ -4,8 +4,7 @@
 //! * `int_hash`: a fast hasher for maps keyed by ids made inside the engine;
 //! * `background`: compilation at a lower CPU priority than decoding.
 
-#[cfg(feature = "python")]
-pub(crate) mod background;
+pub mod background;
 pub(crate) mod int_hash;
 mod primitives;
 
