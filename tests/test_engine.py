@@ -200,3 +200,33 @@ def test_grammars_compile_below_the_decoding_priority(engine):
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == 0
     with pytest.raises(ValueError, match="compile_nice"):
         onyx.Engine(compile_nice=20)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the lowered compile threads are Linux's")
+def test_a_held_compilation_waits_until_the_hold_ends(engine):
+    """While the decoder holds compilations (its steps), an index build on the compile threads
+    stops at its next row and goes on once the hold is released; holds are counted."""
+    from onyx._grammar import compiles_running, hold_compiles, release_compiles
+
+    grammar = engine.vocab.compile_regex(r"[a-z]{1,40}-%d" % os.getpid())
+    done = threading.Event()
+
+    def build():
+        grammar.build_all()
+        done.set()
+
+    hold_compiles()
+    hold_compiles()
+    builder = threading.Thread(target=build)
+    try:
+        builder.start()
+        assert not done.wait(0.4), "the build went on while compilations were held"
+        assert compiles_running() == 1
+        release_compiles()
+        assert not done.wait(0.2), "one release of two ended the hold"
+    finally:
+        release_compiles()
+        release_compiles()  # one too many: does nothing
+    assert done.wait(60)
+    builder.join()
+    assert compiles_running() == 0
