@@ -32,7 +32,8 @@ from onyx.errors import ModelError, RequestError
 from onyx.grammar.constraint import GRAMMAR_CACHE_BYTES, GRAMMAR_CACHE_SIZE, Constraint, GrammarCache
 from onyx.models.loader import LoadedModel, load
 from onyx._grammar import set_compile_nice
-from onyx.options import COMPILE_NICE, DEFAULT_MAX_BATCH, PREFILL_SHARE, ConstraintSpec, GenerateOptions
+from onyx.options import (COMPILE_NICE, COMPILE_SHARE, DEFAULT_MAX_BATCH, PREFILL_SHARE, ConstraintSpec,
+                          GenerateOptions)
 from onyx.scheduler import Chunk, Request, Result, Scheduler
 
 __all__ = ["Chunk", "Engine", "Result"]
@@ -45,7 +46,7 @@ class Engine:
                  grammar_cache_size: int = GRAMMAR_CACHE_SIZE, grammar_cache_bytes: int = GRAMMAR_CACHE_BYTES,
                  max_batch: int = DEFAULT_MAX_BATCH, max_queue: int | None = None,
                  prefill_chunk: int = PREFILL_CHUNK, prefill_share: float = PREFILL_SHARE,
-                 compile_nice: int = COMPILE_NICE) -> None:
+                 compile_nice: int = COMPILE_NICE, compile_share: float = COMPILE_SHARE) -> None:
         """`grammar_cache_bytes`: what compiled grammars and their masks may hold (least
         recently used dropped past it; one grammar whose token index needs more is a
         `GrammarTooLargeError`); `max_batch`: sequences decoded together at most (more wait in
@@ -55,7 +56,9 @@ class Engine:
         prompt arriving slows the running streams by at most a quarter); `compile_nice`: the
         nice value (0-19) grammar compilations run at, so that they yield the cores to the
         sequences decoding (Linux only; 0 keeps the caller's priority). It applies to the whole
-        process, and the first value that lowered a compilation stays."""
+        process, and the first value that lowered a compilation stays; `compile_share`: while
+        sequences decode, compilations pause during each step and get this share of a step's
+        time after it (0: they run beside the steps at their nice value)."""
         if not 0 <= compile_nice <= 19:
             raise ValueError(f"compile_nice must be between 0 and 19, got {compile_nice}")
         set_compile_nice(compile_nice)
@@ -70,7 +73,8 @@ class Engine:
         self.grammars = GrammarCache(self.vocab, grammar_cache_size, grammar_cache_bytes)
         self.chat_format = ChatFormat.from_tokenizer(self.loaded.tokenizer, self.vocab)
         self.scheduler = Scheduler(self.runner, self.draft_runner, vocab=self.vocab, max_batch=max_batch,
-                                   max_queue=max_queue, prefill_chunk=prefill_chunk, prefill_share=prefill_share)
+                                   max_queue=max_queue, prefill_chunk=prefill_chunk, prefill_share=prefill_share,
+                                   compile_share=compile_share)
 
     @property
     def last_stats(self) -> dict:

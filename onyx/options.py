@@ -76,6 +76,9 @@ GRAMMAR_CACHE_BYTES = 1 << 30
 PREFILL_SHARE = 0.25
 # Nice value grammar compilations run at while sequences decode (Linux; 0: the caller's own).
 COMPILE_NICE = 10
+# While sequences decode, the share of a decode step's time given to running grammar
+# compilations after each step (they pause during steps: `onyx.decoding.batch`).
+COMPILE_SHARE = 0.25
 GREEDY_BELOW = 1e-6  # temperatures under this sample greedily
 
 

@@ -11,16 +11,25 @@ One step:
    they add to the step (`gamma.fit_rows`: the measured step cost against rows, which on the
    CPU steps up past 32 rows).
 3. Prefilling generations take up to `prefill_chunk` prompt tokens in all, first come first
-   served. While other generations decode, fewer, shortest prompt first: as many as add about
-   `prefill_share` of a decode step's time (both measured as the batch runs), so a long prompt
-   arriving slows the running streams by a share of a step, not by a whole chunk, and short
-   requests are not held behind it. A generation whose prompt ends within the chunk also
-   brings its first round in the same rows.
+   served. While other generations decode, fewer, shortest prompt first, paid from a credit
+   that grows by `prefill_share` of a decode step's time each step and shrinks by what the
+   prompt tokens actually added (both measured as the batch runs): a long prompt arriving
+   slows the running streams by a share of a step on average, not by a whole chunk, and
+   short requests are not held behind it. A prompt token that costs more than the share (one
+   whose history is long) goes in every few steps, in a step without drafts; every few steps
+   one feeds no prompt, which keeps the decode-step average current. A generation whose
+   prompt ends within the chunk also brings its first round in the same rows.
 4. One forward over all rows (`ModelRunner.forward`: ragged rows, attention per sequence),
    queued at once; while it runs, each generation's verification is prepared (grammar walk
    along the drafts, budget-aware row masks).
 5. Exact verification of every generation's drafts, evaluated together (`verify_many`), then
    each generation commits its tokens and rolls its own KV back past its rejected drafts.
+6. Grammar compilations running beside a step that decodes are held during it
+   (`onyx._grammar.hold_compiles`: they pause at their next pause point) and get
+   `compile_share` of a decode step's time after it, while this thread sleeps: on a machine of
+   few cores a compilation running beside a step slows it far more than its share of the
+   cores (it takes the caches and memory bandwidth the step's products need). When a prompt
+   and a compilation both wait, each gets half of its share.
 
 Faults stay with their generation: an exception in a generation's own work (drafting,
 verification, committing) ends that generation with the error; an exception in the shared
@@ -38,16 +47,22 @@ from dataclasses import dataclass, field
 import mlx.core as mx
 import numpy as np
 
+from onyx._grammar import compiles_running, hold_compiles, release_compiles
 from onyx.decoding.gamma import batch_row_cost, fit_rows, row_limit
 from onyx.decoding.generation import Generation
 from onyx.decoding.runner import PREFILL_CHUNK
 from onyx.decoding.verify import verify_many
-from onyx.options import PREFILL_SHARE
+from onyx.kv.ragged import BATCHED_ROWS
+from onyx.options import COMPILE_SHARE, PREFILL_SHARE
 
 log = logging.getLogger("onyx.batch")
 
-PROBE_PREFILL = 8  # prompt tokens a step takes while others decode, before a prefill is measured
+PROBE_PREFILL = 4  # prompt tokens a step takes while others decode, before a prefill is measured
 _EMA = 0.2  # weight of the newest step in the step-time averages
+# While a prompt goes in beside decoding generations, at least one step in this many feeds no
+# prompt token, so the decode-step average the prompt's budget is priced against stays current.
+PLAIN_EVERY = 8
+PLAIN_KEPT = 16  # plain steps whose median is the decode step's price
 
 
 @dataclass
@@ -68,14 +83,23 @@ class Batch:
     """Generations decoding together on one runner (one thread drives it)."""
 
     def __init__(self, runner, *, prefill_chunk: int = PREFILL_CHUNK, prefill_share: float = PREFILL_SHARE,
-                 log_size: int = 4096) -> None:
+                 compile_share: float = COMPILE_SHARE, log_size: int = 4096) -> None:
         self.runner = runner
         self.prefill_chunk = max(1, int(prefill_chunk))
         if not prefill_share > 0:
             raise ValueError(f"prefill_share must be above 0, got {prefill_share}")
+        if not compile_share >= 0:
+            raise ValueError(f"compile_share must be 0 or more, got {compile_share}")
         self.prefill_share = float(prefill_share)
-        self._decode_step_s: float | None = None  # a step with decode rows only (average)
+        self.compile_share = float(compile_share)
+        # the last steps with one decode row per generation and no prompt rows: what a step costs
+        # without drafts or prompts (their median prices the prompt's and the compilations' turns)
+        self._plain: collections.deque[float] = collections.deque(maxlen=PLAIN_KEPT)
+        self._decode_any_s: float | None = None  # average of the steps without prompt rows
+        self._decode_step_s: float | None = None  # the plain steps' median (else that average)
         self._prefill_token_s: float | None = None  # what one prompt token adds to a step (average)
+        self._credit = 0.0  # seconds prompt tokens may still add to steps (see `_prefill_budget`)
+        self._since_plain = 0  # steps in a row that fed prompt tokens beside decoding ones
         self.gens: list[Generation] = []
         self.steps = 0
         self.log: collections.deque[StepInfo] = collections.deque(maxlen=log_size)
@@ -152,7 +176,8 @@ class Batch:
             tokens = self._guard(g, g.propose, row_cost)
             if tokens is not None:
                 entries.append((g, tokens, len(tokens), 0, g.seq.length))
-        budget = self._prefill_budget(bool(decoding))
+        compiling = bool(decoding) and self.compile_share > 0 and compiles_running() > 0
+        budget = self._prefill_budget(bool(decoding), bool(prefilling), compiling)
         if decoding:
             # Under a small budget the shortest prompts first: a short request does not wait
             # for a long prompt to finish (FIFO among prompts of equal length).
@@ -186,7 +211,13 @@ class Batch:
         info.prefill_tokens = sum(e[3] for e in entries)
         info.prefill_segments = sum(1 for e in entries if e[3])
 
-        results = self._run(entries)
+        if decoding:
+            hold_compiles()
+        try:
+            results = self._run(entries)
+        finally:
+            if decoding:
+                release_compiles()
         for (g, tokens, k, fed, _), res in zip(entries, results):
             touched.append(g)
             if g.done:
@@ -205,31 +236,55 @@ class Batch:
         self._measure(info, decoding=any(e[2] and not e[3] for e in entries))
         self.log.append(info)
         self._collect(touched)
+        if compiling and self._decode_step_s is not None:
+            share = self.compile_share / (2 if any(g.phase == "prefill" for g in self.gens) else 1)
+            time.sleep(share * self._decode_step_s)  # the compilations' turn (see the module docstring)
         return list(dict.fromkeys(touched))
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _prefill_budget(self, others_decoding: bool) -> int:
-        """Prompt tokens this step may feed: a whole chunk when nothing else decodes, else as
-        many as add at most `prefill_share` of a decode step's time."""
+    def _prefill_budget(self, others_decoding: bool, waiting: bool, compiling: bool) -> int:
+        """Prompt tokens this step may feed: a whole chunk when nothing else decodes. Else what
+        the credit pays for: each step a prompt waits adds `prefill_share` of a decode step's
+        time (half of it while compilations take their share too), up to one step's worth,
+        and each step's measured prompt cost is taken off it (`_measure`); a full credit
+        always pays for one token, so a token dearer than the share goes in every few steps
+        (the credit then runs below zero and refills)."""
         if not others_decoding:
             return self.prefill_chunk
+        if not waiting:
+            self._credit = 0.0
+            return 0
         if self._decode_step_s is None or self._prefill_token_s is None:
             return min(self.prefill_chunk, PROBE_PREFILL)
-        allowed = self.prefill_share * self._decode_step_s / max(self._prefill_token_s, 1e-9)
-        return max(1, min(self.prefill_chunk, int(allowed)))
+        if self._since_plain >= PLAIN_EVERY - 1:
+            return 0
+        share = self.prefill_share * self._decode_step_s / (2 if compiling else 1)
+        self._credit = min(self._credit + share, share)
+        if self._credit < share:
+            return min(self.prefill_chunk, max(0, int(self._credit / max(self._prefill_token_s, 1e-9))))
+        return max(1, min(self.prefill_chunk, int(self._credit / max(self._prefill_token_s, 1e-9))))
 
     def _measure(self, info: StepInfo, decoding: bool) -> None:
-        """Updates the averages `_prefill_budget` reads from a finished step."""
+        """Updates the averages and the credit `_prefill_budget` reads from a finished step."""
         def ema(old: float | None, new: float) -> float:
             return new if old is None else (1 - _EMA) * old + _EMA * new
 
         if info.prefill_tokens == 0:
+            self._since_plain = 0
             if decoding:
-                self._decode_step_s = ema(self._decode_step_s, info.seconds)
+                self._decode_any_s = ema(self._decode_any_s, info.seconds)
+                if info.rows == info.sequences == info.logit_rows:
+                    self._plain.append(info.seconds)
+                self._decode_step_s = float(np.median(self._plain)) if self._plain else self._decode_any_s
             return
-        base = self._decode_step_s if decoding and self._decode_step_s is not None else 0.0
-        self._prefill_token_s = ema(self._prefill_token_s, max(info.seconds - base, 0.0) / info.prefill_tokens)
+        if not decoding or self._decode_step_s is None:
+            self._prefill_token_s = ema(self._prefill_token_s, info.seconds / info.prefill_tokens)
+            return
+        self._since_plain += 1
+        extra = max(info.seconds - self._decode_step_s, 0.0)
+        self._credit -= extra
+        self._prefill_token_s = ema(self._prefill_token_s, extra / info.prefill_tokens)
 
     def _fork_when_ready(self, g: Generation) -> None:
         """A waiting generation forks its leader's KV once the shared tokens are in. When the
@@ -276,11 +331,19 @@ class Batch:
         the ones most likely to be accepted, as many as pay for the rows they add to everyone's
         step, within the device's row limit (on the CPU, past 32 rows the few-row kernels run
         in pieces that each read the weights again). A lone sequence keeps its own
-        pricing (`GammaController`) under the row limit; a step with prompt rows is wide
-        anyway."""
-        device = self.runner.loaded.device
-        if any(fed for _, _, _, fed, _ in entries):
+        pricing (`GammaController`) under the row limit; a step with a prompt chunk is wide
+        anyway, and one with a few prompt tokens beside decoding generations (the prompt's
+        share, `_prefill_budget`) takes no drafts, so that it does not add both."""
+        fed_rows = sum(fed for _, _, _, fed, _ in entries)
+        if fed_rows > BATCHED_ROWS:
             return
+        if fed_rows:  # a few prompt tokens beside decoding ones: the step carries no drafts too
+            for i, (g, tokens, k, fed, length) in enumerate(entries):
+                if k > 1 and not fed:
+                    tokens = g.keep_drafts(0)
+                    entries[i] = (g, tokens, len(tokens), fed, length)
+            return
+        device = self.runner.loaded.device
         odds = [g.gamma.odds(g.proposal.sources, g.proposal.match) for g, *_ in entries]
         if len(entries) > 1:
             keep = fit_rows(odds, len(entries), device)

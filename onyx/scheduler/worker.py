@@ -39,7 +39,7 @@ from onyx.decoding.batch import Batch
 from onyx.decoding.generation import Generation
 from onyx.decoding.runner import PREFILL_CHUNK
 from onyx.errors import QueueFullError, RequestError
-from onyx.options import DEFAULT_MAX_BATCH, PREFILL_SHARE, GenerateOptions
+from onyx.options import COMPILE_SHARE, DEFAULT_MAX_BATCH, PREFILL_SHARE, GenerateOptions
 from onyx.scheduler.output import SampleOutput
 from onyx.scheduler.results import cancelled
 
@@ -122,7 +122,7 @@ class Scheduler:
 
     def __init__(self, runner, draft_runner=None, *, vocab, max_batch: int = DEFAULT_MAX_BATCH,
                  max_queue: int | None = None, prefill_chunk: int = PREFILL_CHUNK,
-                 prefill_share: float = PREFILL_SHARE) -> None:
+                 prefill_share: float = PREFILL_SHARE, compile_share: float = COMPILE_SHARE) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")
         self.runner = runner
@@ -130,7 +130,8 @@ class Scheduler:
         self.vocab = vocab
         self.max_batch = int(max_batch)
         self.max_queue = max_queue
-        self.batch = Batch(runner, prefill_chunk=prefill_chunk, prefill_share=prefill_share)
+        self.batch = Batch(runner, prefill_chunk=prefill_chunk, prefill_share=prefill_share,
+                           compile_share=compile_share)
         self._queue: collections.deque[Request] = collections.deque()
         self._running: list[Request] = []
         self._cv = threading.Condition()

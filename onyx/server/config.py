@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from onyx.options import (  # noqa: F401 (CLI defaults)
-    COMPILE_NICE, DEFAULT_MAX_BATCH, DEFAULT_MAX_TOKENS, GRAMMAR_CACHE_BYTES, PREFILL_SHARE)
+    COMPILE_NICE, COMPILE_SHARE, DEFAULT_MAX_BATCH, DEFAULT_MAX_TOKENS, GRAMMAR_CACHE_BYTES, PREFILL_SHARE)
 
 DEFAULT_HOST = "127.0.0.1"  # this machine only
 DEFAULT_PORT = 8000

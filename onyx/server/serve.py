@@ -48,6 +48,9 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compile-nice", type=int, default=config.COMPILE_NICE,
                    help=f"nice value (0-19) grammar compilations run at, so that they yield the cores to the "
                         f"streams decoding (default {config.COMPILE_NICE}; 0: the server's own priority; Linux only)")
+    p.add_argument("--compile-share", type=float, default=config.COMPILE_SHARE,
+                   help=f"while requests decode, grammar compilations pause during each step and get this share "
+                        f"of a step's time after it (default {config.COMPILE_SHARE:g}; 0: they run beside the steps)")
     p.add_argument("--body-timeout-s", type=float, default=config.DEFAULT_BODY_TIMEOUT_S,
                    help=f"seconds a request body may take to arrive (default {config.DEFAULT_BODY_TIMEOUT_S:g}); "
                         f"slower gets 408")
@@ -68,7 +71,8 @@ def serve(args: argparse.Namespace, *, make_engine=None) -> int:
 
     api_key = args.api_key or os.environ.get("ONYX_API_KEY") or None
     kwargs = {"max_batch": args.max_batch, "grammar_cache_bytes": args.grammar_cache_bytes,
-              "prefill_share": args.prefill_share, "compile_nice": args.compile_nice}
+              "prefill_share": args.prefill_share, "compile_nice": args.compile_nice,
+              "compile_share": args.compile_share}
     if args.draft_model is not None:
         kwargs["draft_model"] = args.draft_model
     for name, value in (("max-body-bytes", args.max_body_bytes), ("max-tokens-limit", args.max_tokens_limit),
@@ -79,6 +83,9 @@ def serve(args: argparse.Namespace, *, make_engine=None) -> int:
             return 2
     if not 0 < args.prefill_share <= 100:
         print("onyx serve: --prefill-share must be above 0 (and at most 100)", file=sys.stderr)
+        return 2
+    if not 0 <= args.compile_share <= 100:
+        print("onyx serve: --compile-share must be between 0 and 100", file=sys.stderr)
         return 2
     if not 0 <= args.compile_nice <= 19:
         print("onyx serve: --compile-nice must be between 0 and 19", file=sys.stderr)
