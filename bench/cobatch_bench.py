@@ -204,7 +204,8 @@ def main() -> int:
               "disturbed": busy, "itl_p99_ratio": ratio, "heavy": heavy}
     if args.before is not None:
         b = json.loads(args.before.read_text())
-        result["before"] = {"commit": b["meta"]["commit"], **{k: b[k] for k in ("quiet", "disturbed", "itl_p99_ratio")}}
+        result["before"] = {"commit": b["meta"]["commit"],
+                            **{k: b[k] for k in ("quiet", "disturbed", "itl_p99_ratio", "heavy") if k in b}}
     harness.write_json(args.out / "cobatch_bench.json", result)
     return 0
 

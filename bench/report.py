@@ -127,13 +127,14 @@ SOURCES: dict[str, Source] = {
         "with a token index of about 100 MB and a 2,500-token prompt arrive together one second in; quiet and "
         "disturbed rounds alternate, after a warm-up round of each. Gaps between the streams' content deltas from "
         "then to the end of the heavy requests (quiet rounds: to the streams' end, the same part of their lives). "
-        "While streams decode, a prompt takes as many tokens a step as add about a quarter of a step's time "
-        "(`prefill_share`), shortest prompt first; compiles and index builds run at nice 10 (`compile_nice`). The "
-        "rows at 81abd0f: the same bench on the commit before the KV pool's segments and long prompts' own view "
-        "arrays, whose growth copies and allocation paused every stream (up to 0.7 s). What remains on 2 cores: the "
-        "median gap is about twice the quiet one, as steps run longer while a compile or an index build takes CPU "
-        "time beside them and while prompt tokens go in; a step that feeds prompt "
-        "tokens costs more than their share when the prompt's history is long."),
+        "While streams decode, a prompt's tokens may add about a quarter of a plain step's time on average "
+        "(`prefill_share`, a credit paid by each step's measured cost), shortest prompt first; compilations and "
+        "index builds run at nice 10 (`compile_nice`), pause during the batch's steps and get a quarter of a step's "
+        "time after each (`compile_share`); a prompt and a compilation both waiting get half of their shares each. "
+        "The rows marked with a commit: the same bench, same session, on that commit, where compilations ran beside "
+        "the steps at nice 10 (and the index of a request's budget check on unlowered threads) and a prompt took "
+        "a quarter of an overestimated step every step. The cost moves to the heavy requests: a cold regex's index "
+        "takes about twice as long while the streams decode."),
     "matmul_bench.json": Source(
         "Few-row products x @ Wᵀ: the BLAS shim's kernels", "python bench/matmul_bench.py", r_matmul,
         "SmolLM2-135M's weight shapes, each call on another copy of W from a 512 MB pool, variants interleaved call by "

@@ -448,8 +448,12 @@ def r_cobatch(d: dict) -> list[str]:
     out = table(["rounds", "ITL p50 ms", "ITL p99 ms", "max gap ms", "/health p99 ms", "window s", "gaps",
                  "p99 disturbed / quiet"], rows)
     heavy = ", ".join(n(h["s"], 1) for h in d["heavy"])
-    return out + [f"ITL p99 disturbed / quiet: **{n(d['itl_p99_ratio'], 2)}** (the issue's gate: at most 1.25). "
-                      f"The heavy requests took (s, schema / regex / prompt per round): {heavy}."]
+    out += [f"ITL p99 disturbed / quiet: **{n(d['itl_p99_ratio'], 2)}** (the issue's gate: at most 1.25). "
+            f"The heavy requests took (s, schema / regex / prompt per round): {heavy}."]
+    if "before" in d and d["before"].get("heavy"):
+        before = ", ".join(n(h["s"], 1) for h in d["before"]["heavy"])
+        out += ["", f"At {d['before']['commit']}: {before}."]
+    return out
 
 
 # -- the mapping: one entry per results file ---------------------------------------------------
