@@ -121,7 +121,7 @@ class PagedKVPool:
         self.k = [[mx.zeros((rows, h, d), dtype)] for h, d in zip(self.kv_heads, self.head_dims)]
         self.v = [[mx.zeros((rows, h, d), dtype)] for h, d in zip(self.kv_heads, self.v_head_dims)]
         # every sequence's working view, as one slot of these arrays (onyx.kv.views)
-        self.views = ViewSlots(self.kv_heads, self.head_dims, self.v_head_dims, dtype)
+        self.views = ViewSlots(self.kv_heads, self.head_dims, self.v_head_dims, dtype, spare=True)
         self.materialize()
         self.refs = [0] * num_blocks
         self._free = list(range(num_blocks - 1, -1, -1))  # a stack: low ids are handed out first

@@ -20,11 +20,15 @@ sequence grow by a quarter at least, so a long sequence copies its rows a few ti
 per ``STEP`` tokens. Slots are handed out lowest first and the
 arrays are dropped when no slot is in use. Growing either axis copies the arrays (rare: once per
 ``STEP`` tokens of the longest view, and when more sequences hold views at once than ever
-before).
+before). The pool's shared arrays (``spare=True``) prepare the next size in slots on another
+thread as soon as every slot is taken, while they are small enough (``SPARE_MAX_BYTES``): the
+sequence that then needs one more slot finds zeroed arrays twice as large ready, and the step
+that takes them only copies the old slots in, instead of allocating and zero-filling them too.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Optional
 
 import mlx.core as mx
@@ -33,15 +37,29 @@ STEP = 256  # capacity grows in steps of this many tokens (as mlx-lm's KVCache)
 # Most tokens the pool's shared arrays hold per slot. A sequence that outgrows them gets arrays
 # of its own (one slot) and attends alone: one long context must not make every slot as long.
 SHARED_CAPACITY = 2048
+# Largest arrays (bytes, K and V of every layer) prepared ahead as spares for more slots.
+SPARE_MAX_BYTES = 256 << 20
+
+
+class _Spare:
+    """Arrays of `slots` x `capacity` being zero-filled on another thread (`done` once ready)."""
+
+    def __init__(self, slots: int, capacity: int) -> None:
+        self.slots, self.capacity = slots, capacity
+        self.k: list[mx.array] = []
+        self.v: list[mx.array] = []
+        self.done = threading.Event()
 
 
 class ViewSlots:
     """Per layer, one K and one V array ``(slots, kv_heads[l], capacity, head_dim[l])``."""
 
     def __init__(self, kv_heads: list[int], head_dims: list[int], v_head_dims: list[int], dtype: mx.Dtype,
-                 *, headroom: float = 0.0) -> None:
+                 *, headroom: float = 0.0, spare: bool = False) -> None:
         self.kv_heads = kv_heads
         self.headroom = headroom  # growing the capacity adds at least this share of it
+        self.spare = spare  # prepare larger arrays ahead once every slot is taken (module docstring)
+        self._spare: Optional[_Spare] = None
         self.head_dims = head_dims
         self.v_head_dims = v_head_dims
         self.dtype = dtype
@@ -59,10 +77,12 @@ class ViewSlots:
         """A free slot (the lowest) with room for `length` tokens; grows the arrays if needed.
         Its rows are whatever an earlier owner left: the caller writes before it reads."""
         self.reserve(length)
-        if all(self._owned):
+        if all(self._owned) and not self._take_spare(self.slots + 1):
             self._grow(2 * self.slots, self.capacity)
         slot = self._owned.index(False)
         self._owned[slot] = True
+        if self.spare and all(self._owned):
+            self._prepare_spare(2 * self.slots)
         return slot
 
     def release(self, slot: int) -> None:
@@ -77,11 +97,12 @@ class ViewSlots:
             self.v = [None] * len(self.v)
             self.slots = self.capacity = 0
             self._owned = []
+            self._spare = None
 
     def make_room(self, slots: int) -> None:
         """At least `slots` slots (at least doubling when it grows): a burst of sequences
         arriving together grows the arrays once, not once per doubling."""
-        if slots > self.slots:
+        if slots > self.slots and not self._take_spare(slots):
             self._grow(max(slots, 2 * self.slots), self.capacity)
 
     def reserve(self, length: int) -> None:
@@ -108,6 +129,50 @@ class ViewSlots:
         self.k, self.v = grown
         self._owned += [False] * (slots - len(self._owned))
         self.slots, self.capacity = slots, capacity
+        self._spare = None  # prepared for the old capacity, or no larger than these
+
+    def _prepare_spare(self, slots: int) -> None:
+        """Starts zero-filling arrays of `slots` slots at the current capacity on another
+        thread, unless some are already prepared or they would be too large."""
+        if self._spare is not None and self._spare.capacity == self.capacity and self._spare.slots >= slots:
+            return
+        per_slot = sum(h * self.capacity * (d + dv) for h, d, dv in zip(self.kv_heads, self.head_dims, self.v_head_dims))
+        if slots * per_slot * self.dtype.size > SPARE_MAX_BYTES:
+            return
+        spare = self._spare = _Spare(slots, self.capacity)
+        shapes = [((slots, h, self.capacity, d), (slots, h, self.capacity, dv))
+                  for h, d, dv in zip(self.kv_heads, self.head_dims, self.v_head_dims)]
+        dtype = self.dtype
+
+        def fill() -> None:
+            try:
+                k = [mx.zeros(ks, dtype) for ks, _ in shapes]
+                v = [mx.zeros(vs, dtype) for _, vs in shapes]
+                mx.eval(k, v)
+                spare.k, spare.v = k, v
+            finally:
+                spare.done.set()
+
+        # not a daemon, as `PagedSequence.expect`'s allocation: an exit waits for it
+        threading.Thread(target=fill, name="onyx-kv-views", daemon=False).start()
+
+    def _take_spare(self, slots: int) -> bool:
+        """Moves to the prepared arrays when they are ready and hold at least `slots` slots at
+        the current capacity: the old slots are copied in. False (nothing changes) otherwise."""
+        spare = self._spare
+        if spare is None or not spare.done.is_set() or not spare.k or spare.capacity != self.capacity \
+                or spare.slots < slots:
+            return False
+        self._spare = None
+        k, v = spare.k, spare.v
+        for new, old in zip(k + v, self.k + self.v):
+            if old is not None:
+                new[: old.shape[0]] = old
+        mx.eval(k, v)
+        self.k, self.v = k, v
+        self._owned += [False] * (spare.slots - len(self._owned))
+        self.slots = spare.slots
+        return True
 
     @property
     def nbytes(self) -> int:

@@ -137,3 +137,41 @@ def test_a_sequence_expected_to_outgrow_the_shared_views_takes_its_own_at_once(t
     unused.expect(900)
     unused.free()  # before its arrays were used: they are dropped with it
     assert unused._own_views is None and pool.views.in_use == 0
+
+
+def test_the_shared_views_prepare_more_slots_before_a_sequence_needs_one(tiny, monkeypatch):
+    """Once every slot of the shared arrays is taken, arrays with twice the slots are zero-filled
+    on another thread; the next sequence takes them without a synchronous growth, and the
+    sequences already there read their rows as before (copied in)."""
+    from onyx.kv import views as kv_views
+
+    grows = []
+    original = kv_views.ViewSlots._grow
+
+    def counted(self, slots, capacity):
+        grows.append((slots, capacity))
+        return original(self, slots, capacity)
+
+    monkeypatch.setattr(kv_views.ViewSlots, "_grow", counted)
+    pool = PagedKVPool.for_model(tiny, block_size=16)
+    views = pool.views
+    views.make_room(2)
+    first, second = pool.sequence(), pool.sequence()
+    a, b = tokens(12, seed=70), tokens(9, seed=71)
+    run(tiny, first, a[:7])
+    run(tiny, second, b[:5])
+    assert views.slots == 2 and views.in_use == 2
+    assert views._spare is not None and views._spare.slots == 4
+    assert views._spare.done.wait(60)
+    grows.clear()
+    third = pool.sequence()
+    c = tokens(6, seed=72)
+    out_c = run(tiny, third, c)
+    assert grows == [] and views.slots == 4 and views.in_use == 3
+    assert close(run(tiny, first, a[7:]), full_logits(tiny, a)[7:], ATOL_FULL)
+    assert close(run(tiny, second, b[5:]), full_logits(tiny, b)[5:], ATOL_FULL)
+    assert close(out_c, full_logits(tiny, c), ATOL_FULL)
+    for s in (first, second, third):
+        s.free()
+    assert views.slots == 0 and views._spare is None  # dropped with the arrays
+    pool.check()
