@@ -211,12 +211,13 @@ class Batch:
         info.prefill_tokens = sum(e[3] for e in entries)
         info.prefill_segments = sum(1 for e in entries if e[3])
 
-        if decoding:
+        hold = bool(decoding) and self.compile_share > 0
+        if hold:
             hold_compiles()
         try:
             results = self._run(entries)
         finally:
-            if decoding:
+            if hold:
                 release_compiles()
         for (g, tokens, k, fed, _), res in zip(entries, results):
             touched.append(g)
