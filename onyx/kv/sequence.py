@@ -138,7 +138,7 @@ class PagedSequence:
 
         def allocate() -> None:
             try:
-                views.reserve(length)
+                views.reserve(length, paced=True)
             finally:
                 done.set()
 

@@ -29,6 +29,7 @@ that takes them only copies the old slots in, instead of allocating and zero-fil
 from __future__ import annotations
 
 import threading
+import time
 from typing import Optional
 
 import mlx.core as mx
@@ -39,6 +40,11 @@ STEP = 256  # capacity grows in steps of this many tokens (as mlx-lm's KVCache)
 SHARED_CAPACITY = 2048
 # Largest arrays (bytes, K and V of every layer) prepared ahead as spares for more slots.
 SPARE_MAX_BYTES = 256 << 20
+# Arrays filled on another thread (a long prompt's own, spares) are evaluated one at a time with
+# this pause between them: zero-filling a hundred megabytes at once beside a decoding step takes
+# the memory bandwidth the step needs and slows it several-fold; spread out, it slows a few
+# steps a little.
+PACE_S = 0.004
 
 
 class _Spare:
@@ -105,13 +111,14 @@ class ViewSlots:
         if slots > self.slots and not self._take_spare(slots):
             self._grow(max(slots, 2 * self.slots), self.capacity)
 
-    def reserve(self, length: int) -> None:
-        """Makes every slot hold at least `length` tokens."""
+    def reserve(self, length: int, *, paced: bool = False) -> None:
+        """Makes every slot hold at least `length` tokens (`paced`: on a thread beside the
+        decoding steps, see `PACE_S`)."""
         if length > self.capacity:
             length = max(length, int(self.capacity * (1 + self.headroom)))
-            self._grow(self.slots, -(-length // STEP) * STEP)
+            self._grow(self.slots, -(-length // STEP) * STEP, paced=paced)
 
-    def _grow(self, slots: int, capacity: int) -> None:
+    def _grow(self, slots: int, capacity: int, *, paced: bool = False) -> None:
         """New arrays of `slots` x `capacity` holding the old ones; they replace the old ones
         only once all are built and evaluated."""
         slots = max(slots, 1)
@@ -123,6 +130,9 @@ class ViewSlots:
                 new = mx.zeros((slots, h, capacity, d), self.dtype)
                 if old is not None:
                     new[: old.shape[0], :, : old.shape[2], :] = old
+                if paced:
+                    mx.eval(new)
+                    time.sleep(PACE_S)
                 layers.append(new)
             grown.append(layers)
         mx.eval(grown)
@@ -146,9 +156,12 @@ class ViewSlots:
 
         def fill() -> None:
             try:
-                k = [mx.zeros(ks, dtype) for ks, _ in shapes]
-                v = [mx.zeros(vs, dtype) for _, vs in shapes]
-                mx.eval(k, v)
+                k, v = [], []
+                for ks, vs in shapes:
+                    k.append(mx.zeros(ks, dtype))
+                    v.append(mx.zeros(vs, dtype))
+                    mx.eval(k[-1], v[-1])
+                    time.sleep(PACE_S)
                 spare.k, spare.v = k, v
             finally:
                 spare.done.set()

@@ -269,7 +269,7 @@ def test_a_burst_into_an_idle_engine_grows_the_view_arrays_once(engine):
     assert views.in_use == 0 and views.slots == 0  # idle: the arrays were dropped
     grows = []
     real = views._grow
-    views._grow = lambda slots, capacity: (grows.append(slots), real(slots, capacity))[1]
+    views._grow = lambda slots, capacity, **kw: (grows.append(slots), real(slots, capacity, **kw))[1]
     options = GenerateOptions.parse(max_tokens=4)
     try:
         with engine.scheduler._cv:

@@ -99,9 +99,9 @@ def test_a_sequence_expected_to_outgrow_the_shared_views_takes_its_own_at_once(t
     grows = []
     original = kv_views.ViewSlots._grow
 
-    def counted(self, slots, capacity):
+    def counted(self, slots, capacity, **kwargs):
         grows.append((self.headroom, slots, capacity))
-        return original(self, slots, capacity)
+        return original(self, slots, capacity, **kwargs)
 
     monkeypatch.setattr(kv_views.ViewSlots, "_grow", counted)
     pool = PagedKVPool.for_model(tiny, block_size=16)
@@ -148,9 +148,9 @@ def test_the_shared_views_prepare_more_slots_before_a_sequence_needs_one(tiny, m
     grows = []
     original = kv_views.ViewSlots._grow
 
-    def counted(self, slots, capacity):
+    def counted(self, slots, capacity, **kwargs):
         grows.append((slots, capacity))
-        return original(self, slots, capacity)
+        return original(self, slots, capacity, **kwargs)
 
     monkeypatch.setattr(kv_views.ViewSlots, "_grow", counted)
     pool = PagedKVPool.for_model(tiny, block_size=16)
