@@ -135,9 +135,10 @@ SOURCES: dict[str, Source] = {
         "The rows marked with a commit: the same bench, same session, on that commit, where compilations ran beside "
         "the steps at nice 10 (and the index of a request's budget check on unlowered threads) and a prompt took "
         "a quarter of an overestimated step every step. The cost moves to the heavy requests: a cold regex's index "
-        "takes about twice as long while the streams decode. Runs vary: five 3-round runs of these changes in one "
-        "session gave ratios of 1.11 to 1.47; the gaps past the quiet p99 are a few one-off stalls per round, around "
-        "the heavy requests' arrival and first steps."),
+        "takes about twice as long while the streams decode. Arrays filled on another thread (a long prompt's own view "
+        "arrays, spare slots) are evaluated one at a time with a pause between. Runs vary: two 3-round runs of this "
+        "commit gave 1.23 and 1.29; the steps are longer by the shares (a quarter of a step), which puts the p99 "
+        "at the gate's edge."),
     "matmul_bench.json": Source(
         "Few-row products x @ Wᵀ: the BLAS shim's kernels", "python bench/matmul_bench.py", r_matmul,
         "SmolLM2-135M's weight shapes, each call on another copy of W from a 512 MB pool, variants interleaved call by "
