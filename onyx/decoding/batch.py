@@ -262,9 +262,8 @@ class Batch:
             return 0
         share = self.prefill_share * self._decode_step_s / (2 if compiling else 1)
         self._credit = min(self._credit + share, share)
-        if self._credit < share:
-            return min(self.prefill_chunk, max(0, int(self._credit / max(self._prefill_token_s, 1e-9))))
-        return max(1, min(self.prefill_chunk, int(self._credit / max(self._prefill_token_s, 1e-9))))
+        n = max(0, int(self._credit / max(self._prefill_token_s, 1e-9)))
+        return min(self.prefill_chunk, max(n, 1) if self._credit >= share else n)
 
     def _measure(self, info: StepInfo, decoding: bool) -> None:
         """Updates the averages and the credit `_prefill_budget` reads from a finished step."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import mlx.core as mx
 
@@ -47,14 +47,13 @@ SPARE_MAX_BYTES = 256 << 20
 PACE_S = 0.004
 
 
-class _Spare:
+class _Spare(NamedTuple):
     """Arrays of `slots` x `capacity` being zero-filled on another thread (`done` once ready)."""
 
-    def __init__(self, slots: int, capacity: int) -> None:
-        self.slots, self.capacity = slots, capacity
-        self.k: list[mx.array] = []
-        self.v: list[mx.array] = []
-        self.done = threading.Event()
+    views: "ViewSlots"
+    slots: int
+    capacity: int
+    done: threading.Event
 
 
 class ViewSlots:
@@ -143,28 +142,22 @@ class ViewSlots:
 
     def _prepare_spare(self, slots: int) -> None:
         """Starts zero-filling arrays of `slots` slots at the current capacity on another
-        thread, unless some are already prepared or they would be too large."""
+        thread (`_grow` of arrays of their own, paced), unless some are already prepared or
+        they would be too large."""
         if self._spare is not None and self._spare.capacity == self.capacity and self._spare.slots >= slots:
             return
         per_slot = sum(h * self.capacity * (d + dv) for h, d, dv in zip(self.kv_heads, self.head_dims, self.v_head_dims))
         if slots * per_slot * self.dtype.size > SPARE_MAX_BYTES:
             return
-        spare = self._spare = _Spare(slots, self.capacity)
-        shapes = [((slots, h, self.capacity, d), (slots, h, self.capacity, dv))
-                  for h, d, dv in zip(self.kv_heads, self.head_dims, self.v_head_dims)]
-        dtype = self.dtype
+        spare, capacity, done = ViewSlots(self.kv_heads, self.head_dims, self.v_head_dims, self.dtype), self.capacity, \
+            threading.Event()
+        self._spare = _Spare(spare, slots, capacity, done)
 
         def fill() -> None:
             try:
-                k, v = [], []
-                for ks, vs in shapes:
-                    k.append(mx.zeros(ks, dtype))
-                    v.append(mx.zeros(vs, dtype))
-                    mx.eval(k[-1], v[-1])
-                    time.sleep(PACE_S)
-                spare.k, spare.v = k, v
+                spare._grow(slots, capacity, paced=True)
             finally:
-                spare.done.set()
+                done.set()
 
         # not a daemon, as `PagedSequence.expect`'s allocation: an exit waits for it
         threading.Thread(target=fill, name="onyx-kv-views", daemon=False).start()
@@ -172,19 +165,19 @@ class ViewSlots:
     def _take_spare(self, slots: int) -> bool:
         """Moves to the prepared arrays when they are ready and hold at least `slots` slots at
         the current capacity: the old slots are copied in. False (nothing changes) otherwise."""
-        spare = self._spare
-        if spare is None or not spare.done.is_set() or not spare.k or spare.capacity != self.capacity \
-                or spare.slots < slots:
+        if self._spare is None:
+            return False
+        spare, n, capacity, done = self._spare
+        if not done.is_set() or spare.slots != n or capacity != self.capacity or n < slots:
             return False
         self._spare = None
-        k, v = spare.k, spare.v
-        for new, old in zip(k + v, self.k + self.v):
+        for new, old in zip(spare.k + spare.v, self.k + self.v):
             if old is not None:
                 new[: old.shape[0]] = old
-        mx.eval(k, v)
-        self.k, self.v = k, v
-        self._owned += [False] * (spare.slots - len(self._owned))
-        self.slots = spare.slots
+        mx.eval(spare.k, spare.v)
+        self.k, self.v = spare.k, spare.v
+        self._owned += [False] * (n - len(self._owned))
+        self.slots = n
         return True
 
     @property
