@@ -266,3 +266,151 @@ fn shared_parts_of_an_expression_are_walked_once() {
     let kept = e.substitute(&|_| None);
     assert_eq!(kept.calls(), vec![a]);
 }
+
+/// A reference recognizer for the statement grammar of the next test: Earley's algorithm over
+/// a grammar written out by hand (rules of symbols, a terminal being a byte test). Returns
+/// whether `text` is a prefix of some sentence, and whether it is one.
+fn earley(text: &[u8]) -> (bool, bool) {
+    #[derive(Clone, Copy)]
+    enum Sym {
+        T(fn(u8) -> bool),
+        N(usize),
+    }
+    use Sym::{N, T};
+    // 0 root → stmt+, 1 stmts → ε | stmt stmts, 2 stmt, 3 expr, 4 term, 5 ident.
+    let rules: Vec<(usize, Vec<Sym>)> = vec![
+        (0, vec![N(2)]),
+        (0, vec![N(2), N(0)]),
+        (1, vec![]),
+        (1, vec![N(2), N(1)]),
+        (2, vec![T(|b| b == b'{'), N(1), T(|b| b == b'}')]),
+        (2, vec![N(5), T(|b| b == b'='), N(3), T(|b| b == b';')]),
+        (3, vec![N(4)]),
+        (3, vec![N(4), T(|b| b == b'+'), N(3)]),
+        (4, vec![N(5)]),
+        (4, vec![T(|b| b == b'-'), N(4)]),
+        (4, vec![T(|b| b == b'('), N(3), T(|b| b == b')')]),
+        (5, vec![T(|b| b.is_ascii_lowercase())]),
+        (5, vec![T(|b| b.is_ascii_lowercase()), N(5)]),
+    ];
+    let nullable = |n: usize| n == 1;
+    // An item: (rule, dot, origin).
+    let mut sets: Vec<Vec<(usize, usize, usize)>> = vec![Vec::new(); text.len() + 1];
+    for (r, (lhs, _)) in rules.iter().enumerate() {
+        if *lhs == 0 {
+            sets[0].push((r, 0, 0));
+        }
+    }
+    for i in 0..=text.len() {
+        let mut k = 0;
+        while k < sets[i].len() {
+            let (r, dot, origin) = sets[i][k];
+            k += 1;
+            let body = &rules[r].1;
+            let add = |set: &mut Vec<(usize, usize, usize)>, item| {
+                if !set.contains(&item) {
+                    set.push(item);
+                }
+            };
+            if dot == body.len() {
+                let lhs = rules[r].0;
+                let parents: Vec<_> = sets[origin].iter().copied().filter(|&(pr, pd, _)| matches!(rules[pr].1.get(pd), Some(N(n)) if *n == lhs)).collect();
+                for (pr, pd, po) in parents {
+                    add(&mut sets[i], (pr, pd + 1, po));
+                }
+                continue;
+            }
+            match body[dot] {
+                N(n) => {
+                    for (q, (lhs, _)) in rules.iter().enumerate() {
+                        if *lhs == n {
+                            add(&mut sets[i], (q, 0, i));
+                        }
+                    }
+                    if nullable(n) {
+                        add(&mut sets[i], (r, dot + 1, origin));
+                    }
+                }
+                T(test) => {
+                    if i < text.len() && test(text[i]) {
+                        let item = (r, dot + 1, origin);
+                        add(&mut sets[i + 1], item);
+                    }
+                }
+            }
+        }
+        if i < text.len() && sets[i + 1].is_empty() {
+            return (false, false);
+        }
+    }
+    let whole = sets[text.len()].iter().any(|&(r, dot, origin)| rules[r].0 == 0 && dot == rules[r].1.len() && origin == 0);
+    (true, whole)
+}
+
+#[test]
+fn masks_of_tokens_that_pop_many_frames_agree_with_a_reference() {
+    // Right recursion (tail calls: `-` term, expr's last term), a nullable repeat, and tokens that
+    // end several rules at once (`a)));}}`): every mask is checked token by token against an
+    // Earley recognizer, along random walks and down a deep fixed prefix.
+    let mut toks: Vec<String> = "{}=;+-()abc".chars().map(String::from).collect();
+    for t in ["a;", ";}", ");", "))", "a)", "a))", "})", "}}", ";}}", "--", "-(", "((", "a+", "+a", "ab", ")+", "=-", "a=", "{a", "a;}", "));}", ")+(", "a)));}}", "b;}}}", "ab=", "=(", "+-", "a+a"] {
+        toks.push(t.to_string());
+    }
+    let refs: Vec<&str> = toks.iter().map(String::as_str).collect();
+    let v = vocab(&refs);
+    let gbnf = "root ::= stmt+\nstmt ::= \"{\" stmt* \"}\" | ident \"=\" expr \";\"\nexpr ::= term (\"+\" term)*\nterm ::= ident | \"-\" term | \"(\" expr \")\"\nident ::= [a-z]+\n";
+    let g = Grammar::from_gbnf(v.clone(), gbnf, &GrammarConfig::default()).unwrap();
+    assert!(g.is_pushdown());
+    let eos = v.eos_ids()[0];
+    let check = |s: StateId, text: &[u8]| -> Vec<TokenId> {
+        let mask = g.token_bitmask(s).unwrap().to_vec();
+        let (prefix, whole) = earley(text);
+        assert!(prefix);
+        assert_eq!(bit(&mask, eos), whole, "EOS after {:?}", String::from_utf8_lossy(text));
+        let mut allowed = Vec::new();
+        for t in (0..v.size() as u32).map(TokenId::new).filter(|&t| !v.is_eos(t)) {
+            let mut next = text.to_vec();
+            next.extend_from_slice(v.token_bytes(t).unwrap());
+            let ok = earley(&next).0;
+            assert_eq!(bit(&mask, t), ok, "token {:?} after {:?}", String::from_utf8_lossy(v.token_bytes(t).unwrap()), String::from_utf8_lossy(text));
+            if ok {
+                allowed.push(t);
+            }
+        }
+        // The budget-aware mask keeps only tokens after which the end is within the budget.
+        for budget in 0..8u32 {
+            let within = g.token_bitmask_within(s, budget).unwrap();
+            for &t in &allowed {
+                if bit(&within, t) {
+                    assert!(g.min_tokens_to_accept(g.advance(s, t).unwrap()).unwrap() <= budget);
+                }
+            }
+        }
+        allowed
+    };
+    let mut seed = 99u64;
+    let mut rand = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    for _walk in 0..40 {
+        let (mut s, mut text) = (g.initial_state(), Vec::new());
+        for _step in 0..40 {
+            let allowed = check(s, &text);
+            let t = allowed[rand(allowed.len())];
+            s = g.advance(s, t).unwrap();
+            text.extend_from_slice(v.token_bytes(t).unwrap());
+        }
+    }
+    let tok = |s: &str| (0..v.size() as u32).map(TokenId::new).find(|&t| v.token_bytes(t) == Some(s.as_bytes())).unwrap();
+    let deep = ["{", "{", "{", "a=", "(", "(", "-", "-", "(", "-(", "a", "+", "-", "-(", "(", "a"];
+    let (mut s, mut text) = (g.initial_state(), Vec::new());
+    for t in deep {
+        check(s, &text);
+        s = g.advance(s, tok(t)).unwrap();
+        text.extend_from_slice(t.as_bytes());
+    }
+    check(s, &text);
+}

@@ -7,16 +7,23 @@
 //!   once per rule state ([`LocalRow::mask`]); or
 //! - reaches a point where the rule may end with bytes of the token left, which the caller
 //!   must read: allowed or not depends on the stack. The trie nodes where that happens are
-//!   kept ([`LocalRow::exits`]); a reading's mask walks only those subtrees, from the states
-//!   its stack returns to ([`exit_walk`]).
+//!   kept ([`LocalRow::exits`]).
 //!
-//! Both are one walk over the vocabulary's trie carrying a set of heads (rather than one DFA
-//! state, as a regular grammar's row does), with a scratch stack arena whose bottom stands for
-//! the caller.
+//! A token that leaves the rule depends only on as many frames of the stack as it pops, so the
+//! rest of a reading's mask is found a frame at a time ([`frame_row`]): with the top frame
+//! known, walk only the subtrees at the exits, from the rule state with that frame under it;
+//! the tokens read there are allowed, and the nodes where that frame's rule may end in turn
+//! are the exits of the next frame. Each step depends on the rule state and the frames known
+//! so far, not on the stack below them, so it is shared by every reading with the same top of
+//! stack.
+//!
+//! Every walk is one pass over (part of) the vocabulary's trie carrying a set of heads (rather
+//! than one DFA state, as a regular grammar's row does), with a scratch stack arena whose
+//! bottom stands for whatever is below the frames known.
 
 use super::bounds::{heads_distance, stack_distance, FAR};
 use super::rules::Rtn;
-use super::step::{step_byte, Arena, FirstBytes, Head, Overlay, StackId, Stacks};
+use super::step::{step_byte, Arena, FirstBytes, Frame, Head, Overlay, StackId, Stacks};
 use crate::automata::Dfa;
 use crate::grammar::index::mask_words;
 use crate::util::{RuleId, StateId};
@@ -62,24 +69,60 @@ pub fn local_row<'a>(
     LocalRow { mask: mask.into_boxed_slice(), exits: exits.into_boxed_slice(), max_after: max_after.min(FAR) }
 }
 
-/// The tokens of the subtree at trie node `node` that `from` (the heads a caller resumes at,
-/// in the grammar's arena) reads entirely, the node's byte first: their bits are set in
-/// `mask`. Returns the largest distance to the end of the text after one of them.
+/// What a rule state allows once the top frames of the stack under it are known: the tokens
+/// that pop into those frames and are read entirely by them.
+#[derive(Debug)]
+pub struct FrameRow {
+    /// Tokens allowed through the frames (some may also be in the rule state's local row).
+    pub tokens: Box<[u32]>,
+    /// Trie nodes whose tokens leave the deepest known frame's rule before their last byte.
+    pub exits: Box<[u32]>,
+    /// The largest distance (in bytes) to the end of the deepest known frame's rule after one
+    /// of `tokens`.
+    pub max_after: u32,
+}
+
+impl FrameRow {
+    pub fn memory_bytes(&self) -> usize {
+        (self.tokens.len() + self.exits.len()) * 4 + 40
+    }
+}
+
+/// The frame row of `state` of `rule` under `frames` (top first, each a calling rule and the
+/// state its call returns to), where `scope` are the exits found with one frame fewer: only
+/// their subtrees are walked, so only tokens that pop the deepest frame are new.
 #[allow(clippy::too_many_arguments)]
-pub fn exit_walk<'a>(
+pub fn frame_row<'a>(
     rtn: &'a Rtn,
     first: &FirstBytes,
     vocab: &Vocabulary,
     bounds: &[Vec<u32>],
     dfa_of: &dyn Fn(RuleId) -> &'a Dfa,
-    stacks: &Stacks,
-    from: &[Head],
-    node: usize,
-    mask: &mut [u32],
-) -> u32 {
-    let mut arena = Overlay::new(stacks);
+    rule: RuleId,
+    state: StateId,
+    frames: &[(RuleId, StateId)],
+    scope: &[u32],
+) -> FrameRow {
+    let empty = Stacks::new();
+    let mut arena = Overlay::new(&empty);
+    let mut stack = StackId::EMPTY;
+    for &(r, ret) in frames.iter().rev() {
+        stack = arena.push(Frame { rule: r, ret, parent: stack });
+    }
+    let mut mask = vec![0u32; mask_words(vocab.size())];
+    let mut exits: Vec<u32> = Vec::new();
     let walk = TrieWalk { rtn, first, vocab, bounds, dfa_of, budget: None };
-    walk.run(&mut arena, from, Some(node), mask, None)
+    let from = [Head { rule, state, stack }];
+    let max_after = walk.run(&mut arena, &from, Some(scope), &mut mask, Some(&mut exits));
+    let mut tokens = Vec::new();
+    for (w, &bits) in mask.iter().enumerate() {
+        let mut b = bits;
+        while b != 0 {
+            tokens.push((w as u32) << 5 | b.trailing_zeros());
+            b &= b - 1;
+        }
+    }
+    FrameRow { tokens: tokens.into_boxed_slice(), exits: exits.into_boxed_slice(), max_after: max_after.min(FAR) }
 }
 
 /// The ordinary tokens `heads` (a reading, in the grammar's arena) may read after which the
@@ -136,31 +179,41 @@ impl<'w, 'a> TrieWalk<'w, 'a> {
         }
     }
 
-    /// Walks the subtree at trie node `root` (the whole trie when `None`) reading from `from`, the
-    /// heads before the node's byte; sets the bits of the tokens read entirely and returns the
-    /// largest distance to the end after one. With `exits`, notes the nodes whose byte some
-    /// head could only read by leaving the bottom of its stack.
-    fn run(&self, arena: &mut Overlay<'_>, from: &[Head], root: Option<usize>, mask: &mut [u32], mut exits: Option<&mut Vec<u32>>) -> u32 {
+    /// Walks the trie reading from `from`; sets the bits of the tokens read entirely and returns
+    /// the largest distance to the end after one. With `scope` (trie nodes in walk order), only
+    /// the subtrees at those nodes are walked (and the paths down to them) and only their tokens
+    /// are set. With `exits`, notes the nodes whose byte some head could only read by leaving
+    /// the bottom of its stack.
+    fn run(&self, arena: &mut Overlay<'_>, from: &[Head], scope: Option<&[u32]>, mask: &mut [u32], mut exits: Option<&mut Vec<u32>>) -> u32 {
         let trie = self.vocab.trie();
         let nodes = trie.nodes();
-        let (start, end) = match root {
-            None => (0, trie.num_nodes()),
-            Some(node) => (node, trie.skip(node)),
-        };
-        if start >= end {
-            return 0;
-        }
-        let top = trie.depth(start) - 1;
+        let end = trie.num_nodes();
         let mut levels = vec![Level::Many; trie.max_depth() + 1];
         let mut heads: Vec<Vec<Head>> = vec![Vec::new(); trie.max_depth() + 1];
-        heads[top] = from.to_vec();
-        levels[top] = self.level(arena, from);
+        heads[0] = from.to_vec();
+        levels[0] = self.level(arena, from);
         let mut next = Vec::new();
         let mut max_after = 0u32;
-        let mut i = start;
+        // Within scope: the next scope node not before this one, and where the subtree of the
+        // last scope node entered ends.
+        let mut next_scope = 0usize;
+        let mut covered_to = 0usize;
+        let mut i = 0;
         while i < end {
             let node = nodes[i];
             let d = node.depth as usize;
+            if let Some(scope) = scope {
+                while next_scope < scope.len() && (scope[next_scope] as usize) < i {
+                    next_scope += 1;
+                }
+                if next_scope < scope.len() && scope[next_scope] as usize == i {
+                    covered_to = covered_to.max(node.skip as usize);
+                }
+                if i >= covered_to && !(next_scope < scope.len() && (scope[next_scope] as usize) < node.skip as usize) {
+                    i = node.skip as usize;
+                    continue;
+                }
+            }
             let after = match levels[d - 1] {
                 Level::Plain { head, below } => {
                     let rule = self.rtn.rule(head.rule);
@@ -199,7 +252,7 @@ impl<'w, 'a> TrieWalk<'w, 'a> {
                 }
             };
             let tokens = trie.tokens_at(i);
-            if !tokens.is_empty() && self.budget.is_none_or(|b| after <= b) {
+            if !tokens.is_empty() && self.budget.is_none_or(|b| after <= b) && (scope.is_none() || i < covered_to) {
                 max_after = max_after.max(after.min(FAR));
                 for &t in tokens {
                     let t = t.as_u32();
@@ -209,15 +262,6 @@ impl<'w, 'a> TrieWalk<'w, 'a> {
             i += 1;
         }
         max_after
-    }
-}
-
-/// The heads a rule resumes at when the head `h` ends its rule: the frame under it, popped.
-/// Empty when `h` is at the bottom of its stack (nothing follows the text's end).
-pub fn resumed(stacks: &dyn Arena, h: Head) -> Vec<Head> {
-    match stacks.top(h.stack) {
-        Some(f) => vec![Head { rule: f.rule, state: f.ret, stack: f.parent }],
-        None => Vec::new(),
     }
 }
 

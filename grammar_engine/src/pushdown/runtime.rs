@@ -17,10 +17,10 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use super::bounds::{bytes_to_end, heads_distance, stack_distance, FAR};
-use super::masks::{exit_walk, local_row, read, resumed, within_walk, LocalRow};
+use super::masks::{frame_row, local_row, read, within_walk, FrameRow, LocalRow};
 use super::paged::Paged;
 use super::rules::Rtn;
-use super::step::{can_end, step_byte, FirstBytes, Head, Overlay, StackId, Stacks};
+use super::step::{can_end, step_byte, Arena, FirstBytes, Frame, Head, Overlay, StackId, Stacks};
 use crate::automata::Dfa;
 use crate::error::{GrammarError, Result};
 use crate::grammar::index::mask_words;
@@ -53,6 +53,11 @@ struct Tables {
     next: HashMap<(u32, u32), u32>,
 }
 
+/// The bytes from a frame's return state to the end of its rule.
+fn bounds_at(bounds: &[Vec<u32>], f: &Frame) -> u32 {
+    bounds[f.rule.as_usize()][f.ret.as_usize()]
+}
+
 /// A compiled pushdown grammar over one vocabulary.
 #[derive(Debug)]
 pub struct Pda {
@@ -65,6 +70,9 @@ pub struct Pda {
     ordinary: Option<Vec<Dfa>>,
     bounds: Vec<Vec<u32>>,
     local: Vec<Box<[OnceLock<LocalRow>]>>,
+    /// Frame rows by rule, state and the frames known under it (see `super::masks`), flattened
+    /// to `[rule, state, rule, return state, ...]`, top frame first.
+    frames: Mutex<HashMap<Box<[u32]>, Arc<FrameRow>>>,
     tables: Mutex<Tables>,
     readings: Paged<Reading>,
     masks: Paged<Box<[u32]>>,
@@ -88,6 +96,7 @@ impl Pda {
             ordinary,
             bounds,
             local,
+            frames: Mutex::new(HashMap::new()),
             tables: Mutex::new(Tables::default()),
             readings: Paged::new(),
             masks: Paged::new(),
@@ -176,40 +185,75 @@ impl Pda {
         })
     }
 
+    /// The frame row of the rule state and frames `key` names (see `frames`), whose exits with
+    /// one frame fewer are `scope`; computed on first use.
+    fn frame_row(&self, key: &[u32], scope: &[u32]) -> Arc<FrameRow> {
+        let lock = || self.frames.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(row) = lock().get(key) {
+            return row.clone();
+        }
+        let frames: Vec<(RuleId, StateId)> = key[2..].chunks_exact(2).map(|f| (RuleId::new(f[0]), StateId::new(f[1]))).collect();
+        let dfa_of = |r: RuleId| self.ordinary_dfa(r);
+        let row = Arc::new(frame_row(&self.rtn, &self.first, &self.vocab, &self.bounds, &dfa_of, RuleId::new(key[0]), StateId::new(key[1]), &frames, scope));
+        lock().entry(key.into()).or_insert(row).clone()
+    }
+
     /// The mask id of `state` and the largest distance to the end after an allowed token.
     fn mask_info(&self, state: StateId) -> Result<(u32, u32)> {
         let reading = self.reading(state)?;
         if let Some(&info) = reading.mask.get() {
             return Ok(info);
         }
+        // Each head's stack, top frame first, with the distance to the end of the text from
+        // below each frame.
+        let chains: Vec<Vec<(Frame, u32)>> = {
+            let t = self.lock();
+            reading
+                .heads
+                .iter()
+                .map(|h| {
+                    let mut chain = Vec::new();
+                    let mut s = h.stack;
+                    while let Some(f) = t.stacks.top(s) {
+                        chain.push((f, stack_distance(&self.bounds, &t.stacks, f.parent)));
+                        s = f.parent;
+                    }
+                    chain
+                })
+                .collect()
+        };
         let mut mask = vec![0u32; mask_words(self.vocab.size())];
         let mut max_after = 0u32;
-        // Local rows first, without the lock (they may take a while the first time).
-        for h in reading.heads.iter() {
+        // Rows and frame rows are computed without the tables' lock (they may take a while the
+        // first time).
+        for (h, chain) in reading.heads.iter().zip(&chains) {
             let row = self.local(h.rule, h.state);
             for (m, &w) in mask.iter_mut().zip(row.mask.iter()) {
                 *m |= w;
             }
+            if row.mask.iter().any(|&w| w != 0) {
+                let below = chain.first().map_or(0, |(f, d)| bounds_at(&self.bounds, f).saturating_add(*d));
+                max_after = max_after.max(row.max_after.saturating_add(below).min(FAR));
+            }
+            let mut key = vec![h.rule.as_u32(), h.state.as_u32()];
+            let mut scope: Option<Arc<FrameRow>> = None;
+            for (f, below) in chain {
+                let exits = scope.as_ref().map_or(&row.exits[..], |r| &r.exits[..]);
+                if exits.is_empty() {
+                    break;
+                }
+                key.extend([f.rule.as_u32(), f.ret.as_u32()]);
+                let next = self.frame_row(&key, exits);
+                for &tok in next.tokens.iter() {
+                    mask[(tok >> 5) as usize] |= 1 << (tok & 31);
+                }
+                if !next.tokens.is_empty() {
+                    max_after = max_after.max(next.max_after.saturating_add(*below).min(FAR));
+                }
+                scope = Some(next);
+            }
         }
         let mut t = self.lock();
-        for h in reading.heads.iter() {
-            let row = self.local(h.rule, h.state);
-            if row.mask.iter().any(|&w| w != 0) {
-                max_after = max_after.max(row.max_after.saturating_add(stack_distance(&self.bounds, &t.stacks, h.stack)).min(FAR));
-            }
-            if row.exits.is_empty() {
-                continue;
-            }
-            let from = resumed(&t.stacks, *h);
-            if from.is_empty() {
-                continue;
-            }
-            let dfa_of = |r: RuleId| self.ordinary_dfa(r);
-            for &node in row.exits.iter() {
-                let after = exit_walk(&self.rtn, &self.first, &self.vocab, &self.bounds, &dfa_of, &t.stacks, &from, node as usize, &mut mask);
-                max_after = max_after.max(after);
-            }
-        }
         for sp in self.specials.iter() {
             let dfa_of = |r: RuleId| &self.rtn.rule(r).dfa;
             let mut arena = Overlay::new(&t.stacks);
@@ -409,7 +453,8 @@ impl Pda {
 
     pub fn memory_bytes(&self) -> usize {
         let t = self.lock();
-        let rows: usize = self.local.iter().flat_map(|r| r.iter()).filter_map(OnceLock::get).map(LocalRow::memory_bytes).sum();
+        let rows: usize = self.local.iter().flat_map(|r| r.iter()).filter_map(OnceLock::get).map(LocalRow::memory_bytes).sum::<usize>()
+            + self.frames.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, r)| k.len() * 4 + r.memory_bytes() + 16).sum::<usize>();
         let masks: usize = (0..t.mask_count).filter_map(|i| self.masks.get(i)).map(|m| m.len() * 4).sum();
         let readings: usize = (0..t.count).filter_map(|i| self.readings.get(i)).map(|r| r.heads.len() * 12 + 48).sum();
         self.rtn.memory_bytes() + rows + masks + readings + t.stacks.memory_bytes() + t.next.len() * 16

@@ -16,7 +16,7 @@
 //! calls (pushing a frame; only those whose first bytes include this byte, so the arena keeps
 //! no frame that dies at once), and out of its rule where the rule may end (popping a frame).
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::rules::Rtn;
 use crate::util::{RuleId, StateId};
@@ -58,7 +58,7 @@ pub trait Arena {
 #[derive(Debug)]
 pub struct Stacks {
     frames: Vec<Frame>,
-    ids: HashMap<Frame, StackId>,
+    ids: FxHashMap<Frame, StackId>,
 }
 
 impl Default for Stacks {
@@ -70,7 +70,7 @@ impl Default for Stacks {
 impl Stacks {
     pub fn new() -> Stacks {
         // Slot 0 is the bottom; it has no frame.
-        Stacks { frames: vec![Frame { rule: RuleId::new(u32::MAX), ret: StateId::DEAD, parent: StackId::EMPTY }], ids: HashMap::new() }
+        Stacks { frames: vec![Frame { rule: RuleId::new(u32::MAX), ret: StateId::DEAD, parent: StackId::EMPTY }], ids: FxHashMap::default() }
     }
 
     pub fn len(&self) -> usize {
@@ -109,12 +109,12 @@ impl Arena for Stacks {
 pub struct Overlay<'a> {
     base: &'a Stacks,
     local: Vec<Frame>,
-    ids: HashMap<Frame, StackId>,
+    ids: FxHashMap<Frame, StackId>,
 }
 
 impl<'a> Overlay<'a> {
     pub fn new(base: &'a Stacks) -> Overlay<'a> {
-        Overlay { base, local: Vec::new(), ids: HashMap::new() }
+        Overlay { base, local: Vec::new(), ids: FxHashMap::default() }
     }
 }
 
@@ -144,11 +144,18 @@ impl Arena for Overlay<'_> {
 }
 
 /// The bytes each rule can read first (through its DFA, the rules called at its start, and
-/// past the calls of rules that match the empty string), and whether it matches the empty
-/// string: what [`step_byte`] checks before entering a call.
+/// past the calls of rules that match the empty string): what [`step_byte`] checks before
+/// entering a call. And the bytes that can follow each rule wherever it is called (its callers'
+/// bytes after the call, and what follows them where they may end there): a rule ending at the
+/// bottom of a scratch stack only hands a byte to its caller when the byte is one of these.
 #[derive(Debug)]
 pub struct FirstBytes {
     first: Vec<[bool; 256]>,
+    follow: Vec<[bool; 256]>,
+    /// Per rule, the states where it can only end (accepting, no edge, no call): a call that
+    /// returns to one pushes no frame, since its frame would be popped as soon as it is back
+    /// on top, so right recursion does not deepen the stack.
+    tail: Vec<Vec<bool>>,
 }
 
 impl FirstBytes {
@@ -190,19 +197,116 @@ impl FirstBytes {
                 break;
             }
         }
-        FirstBytes { first }
+        let follow = follow_bytes(rtn, &first);
+        let tail = rtn
+            .rules
+            .iter()
+            .map(|r| {
+                (0..r.dfa.num_states())
+                    .map(|s| {
+                        let s = StateId::from_index(s);
+                        let mut edge = false;
+                        r.dfa.for_each_transition(s, |_, _| edge = true);
+                        r.is_accepting(s) && !edge && r.calls_at(s).is_empty()
+                    })
+                    .collect()
+            })
+            .collect();
+        FirstBytes { first, follow, tail }
+    }
+
+    /// Whether a call returning to `state` of `rule` needs no frame (see `tail`).
+    #[inline]
+    pub fn is_tail(&self, rule: RuleId, state: StateId) -> bool {
+        self.tail[rule.as_usize()][state.as_usize()]
     }
 
     #[inline]
     pub fn can_start(&self, rule: RuleId, byte: u8) -> bool {
         self.first[rule.as_usize()][byte as usize]
     }
+
+    /// Whether `byte` may come right after `rule` ends, in some caller.
+    #[inline]
+    pub fn can_follow(&self, rule: RuleId, byte: u8) -> bool {
+        self.follow[rule.as_usize()][byte as usize]
+    }
+}
+
+/// The bytes a rule may read from `state` on (its DFA's live edges, the first bytes of the
+/// rules called there, and on past calls of rules that match the empty string), and whether it
+/// may end there without reading a byte.
+fn bytes_from(rtn: &Rtn, first: &[[bool; 256]], rule: RuleId, state: StateId) -> ([bool; 256], bool) {
+    let r = rtn.rule(rule);
+    let mut acc = [false; 256];
+    let mut ends = false;
+    let mut seen = vec![state];
+    let mut todo = vec![state];
+    while let Some(s) = todo.pop() {
+        ends |= r.is_accepting(s);
+        r.dfa.for_each_transition(s, |b, t| {
+            if r.live[t.as_usize()] {
+                acc[b as usize] = true;
+            }
+        });
+        for &(c, ret) in r.calls_at(s) {
+            for (a, &f) in acc.iter_mut().zip(first[c.as_usize()].iter()) {
+                *a |= f;
+            }
+            if rtn.rule(c).nullable && r.live[ret.as_usize()] && !seen.contains(&ret) {
+                seen.push(ret);
+                todo.push(ret);
+            }
+        }
+    }
+    (acc, ends)
+}
+
+/// Every rule's follow bytes, a least fixpoint over its call sites.
+fn follow_bytes(rtn: &Rtn, first: &[[bool; 256]]) -> Vec<[bool; 256]> {
+    // Per call site: the callee, the caller, the bytes after the call, and whether the caller
+    // may end right after it.
+    let mut sites: Vec<(usize, usize, [bool; 256], bool)> = Vec::new();
+    for (ri, rule) in rtn.rules.iter().enumerate() {
+        for calls in rule.calls.iter() {
+            for &(c, ret) in calls.iter() {
+                if rule.live[ret.as_usize()] {
+                    let (bytes, ends) = bytes_from(rtn, first, RuleId::new(ri as u32), ret);
+                    sites.push((c.as_usize(), ri, bytes, ends));
+                }
+            }
+        }
+    }
+    let mut follow = vec![[false; 256]; rtn.rules.len()];
+    loop {
+        let mut changed = false;
+        for (callee, caller, bytes, ends) in &sites {
+            let mut acc = follow[*callee];
+            for (a, &b) in acc.iter_mut().zip(bytes.iter()) {
+                *a |= b;
+            }
+            if *ends {
+                let f = follow[*caller];
+                for (a, &b) in acc.iter_mut().zip(f.iter()) {
+                    *a |= b;
+                }
+            }
+            if acc != follow[*callee] {
+                follow[*callee] = acc;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    follow
 }
 
 /// Moves `heads` over one byte into `out` (sorted, without repeats). `dfa_of(rule)` is the
 /// table a rule reads bytes with (a structure's ordinary tokens read one with its special
 /// tokens' markers cut). Returns true when some head could have left the bottom of its stack
-/// here (its rule may end at the bottom and the byte was meant for a caller below).
+/// here (its rule may end at the bottom and the byte may follow it in some caller).
 pub fn step_byte<'a>(
     rtn: &'a Rtn,
     first: &FirstBytes,
@@ -237,7 +341,7 @@ thread_local! {
 #[derive(Default)]
 struct Seen {
     few: Vec<Head>,
-    many: std::collections::HashSet<Head>,
+    many: FxHashSet<Head>,
 }
 
 impl Seen {
@@ -290,14 +394,14 @@ fn expand<'a>(
             expand(rtn, first, stacks, Head { rule: h.rule, state: ret, stack: h.stack }, byte, dfa_of, out, seen, bottom);
         }
         if first.can_start(c, byte) && rule.live[ret.as_usize()] {
-            let k = stacks.push(Frame { rule: h.rule, ret, parent: h.stack });
+            let k = if first.is_tail(h.rule, ret) { h.stack } else { stacks.push(Frame { rule: h.rule, ret, parent: h.stack }) };
             expand(rtn, first, stacks, Head { rule: c, state: rtn.rule(c).start(), stack: k }, byte, dfa_of, out, seen, bottom);
         }
     }
     if rule.is_accepting(h.state) {
         match stacks.top(h.stack) {
             Some(f) => expand(rtn, first, stacks, Head { rule: f.rule, state: f.ret, stack: f.parent }, byte, dfa_of, out, seen, bottom),
-            None => *bottom = true,
+            None => *bottom |= first.can_follow(h.rule, byte),
         }
     }
 }
