@@ -3,7 +3,8 @@
 The `--n` largest schemas of all sets are compiled by each engine on SmolLM2's vocabulary:
 largest by the length of their JSON text, and (with `--index-from`, a schema bench's
 `schema_bench.partial/onyx.jsonl`) by the size of the token index Onyx built for them, then walked (`--walks` random walks, as `bench/schema_bench.py`
-walks: for Onyx the whole token index is built first, which budget-aware masks need). Every
+walks: for Onyx only the rows the walks visit, with the distances budget-aware masks need,
+as a request builds them; `--eager` builds the whole token index first). Every
 schema gets a fresh worker process, so each peak is that schema's own: the worker's peak
 resident memory (`VmHWM`) after setup, after compiling, and after the walks. A worker's
 address space is limited to `--max-worker-mb`, so a grammar that would exhaust the machine
@@ -93,8 +94,8 @@ def measure(engine: str, case: dict, args) -> dict:
             return {**out, "error": error}
         out.update(compile_ms=compiled["compile_ms"], states=compiled.get("states"), restriction=compiled.get("restriction"))
         out["compile_mb"], _ = w.run(peak_call, None, 60)
-        walked, err = w.run(walk_call, {"schema": case["schema"], "walks": args.walks, "budget": args.budget, "seed": 0},
-                            args.timeout)
+        walked, err = w.run(walk_call, {"schema": case["schema"], "walks": args.walks, "budget": args.budget, "seed": 0,
+                                        "eager": args.eager}, args.timeout)
         if err:
             return {**out, "status": "out of memory" if _oom(err) else "walk failed", "error": err}
         out.update(valid=walked["valid"], invalid=walked["invalid"], index_bytes=walked.get("memory_bytes"),
@@ -129,6 +130,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per call")
     ap.add_argument("--max-worker-mb", type=int, default=12000, help="address space of a worker")
     ap.add_argument("--data", type=Path, default=JSONSCHEMABENCH_DIR)
+    ap.add_argument("--eager", action="store_true", help="Onyx: build the whole token index before the walks")
     ap.add_argument("--index-from", type=Path, help="a schema bench's partial onyx.jsonl: also rank by index size")
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = ap.parse_args()
@@ -150,7 +152,7 @@ def main() -> None:
         results.setdefault(ranking, {})[engine] = {"summary": summary(rows), "schemas": rows}
         print(f"{engine}: {json.dumps(results[ranking][engine]['summary'])}")
     data = {"meta": {**harness.machine_meta(), "vocab": VOCAB, "n": args.n, "walks": args.walks, "budget": args.budget,
-                     "max_worker_mb": args.max_worker_mb, "engines": args.engines.split(",")},
+                     "eager": args.eager, "max_worker_mb": args.max_worker_mb, "engines": args.engines.split(",")},
             "results": results}
     print("wrote", harness.write_json(args.out / "memory_bench.json", data))
 

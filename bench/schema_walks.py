@@ -447,7 +447,8 @@ def compile_call(adapter, payload: dict) -> dict:
 
 def walk_call(adapter, payload: dict) -> dict:
     """Random walks through the grammar `compile_call` kept, each text judged. Onyx: the full
-    mask build first (timed; memory after it)."""
+    mask build first (timed; memory after it), unless `payload["eager"]` is false (then only
+    the rows the walks visit are built, as for a request)."""
     obj = adapter.last_compiled
     vocab = getattr(adapter, "walk_vocab", None)
     if vocab is None:
@@ -458,7 +459,8 @@ def walk_call(adapter, payload: dict) -> dict:
     if adapter.name == "onyx":
         t0 = time.perf_counter()
         try:
-            obj.build_all()
+            if payload.get("eager", True):
+                obj.build_all()
         except Exception as e:  # noqa: BLE001 - reported; the walks then fail on their own
             extra["build_error"] = f"{type(e).__name__}: {e}"[:300]
         extra["build_ms"] = (time.perf_counter() - t0) * 1e3

@@ -180,7 +180,8 @@ class Grammar:
         """The longest byte string every valid continuation from `state` begins with."""
     def min_tokens_to_accept(self, state: int) -> int:
         """The fewest tokens that reach acceptance from `state` (0 if accepting). The first call
-        builds the whole index. For a pushdown grammar, the fewest bytes: with every byte a token
+        reads every state's tokens once, without keeping them in the index (its memory grows only
+        with the states visited). For a pushdown grammar, the fewest bytes: with every byte a token
         of its own, a bound on the tokens."""
     def transitions(self, state: int) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
         """The (token ids, next states) of every token allowed in `state` (ordinary tokens, then a

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable
 from typing import Any, Iterator
 
 from onyx.chat.setup import ChatFormat, ChatSetup, prepare_chat
@@ -215,6 +216,8 @@ class Engine:
         return request
 
     def _request(self, ids, options, constraints, setup: ChatSetup | None, **kwargs) -> Request:
+        if any(c is not None for c in constraints):
+            kwargs["on_end"] = self._trim_grammars_after(kwargs.get("on_end"))
         if setup is None:
             options = _plain(options)
             _check_bias(options, self.loaded.vocab_size)
@@ -222,6 +225,15 @@ class Engine:
         _check_bias(options, self.loaded.vocab_size)
         return Request(ids, options, constraints, output=setup.output_parser if setup.parses_output else None,
                        budget=setup.budget, **kwargs)
+
+    def _trim_grammars_after(self, on_end: Callable[[], None] | None) -> Callable[[], None]:
+        """`on_end`, after the grammar cache is brought back within its bytes: a grammar grows by
+        the token rows its requests visit, after the lookup that last trimmed the cache."""
+        def end() -> None:
+            self.grammars.trim()
+            if on_end is not None:
+                on_end()
+        return end
 
     def close(self) -> None:
         """Stops the scheduler (cancelling what is queued or running)."""

@@ -143,3 +143,27 @@ fn ids_from_outside_are_checked_never_trusted() {
     }
     assert_eq!(v.token_bytes(one), Some(&b"1"[..]));
 }
+
+#[test]
+fn the_fewest_tokens_to_accept_do_not_fill_the_index() {
+    // Distances come from the token graph (a few states per state), not from rows kept in the
+    // index: after them, only the rows asked for are built, and they agree with the distances
+    // an eagerly built index gives.
+    let toks: Vec<String> = (b'a'..=b'z').map(|b| (b as char).to_string()).chain(["ab", "abc", "xyz", "zz"].map(String::from)).collect();
+    let refs: Vec<&str> = toks.iter().map(String::as_str).collect();
+    let v = vocab(&refs, 0);
+    let pattern = "(abc|xyz)[a-z]{0,5}z{3}";
+    let lazy = Grammar::from_regex(v.clone(), pattern, &GrammarConfig::default()).unwrap();
+    let eager = Grammar::from_regex(v, pattern, &GrammarConfig::default()).unwrap();
+    eager.build_all().unwrap();
+    let s0 = lazy.initial_state();
+    assert_eq!(lazy.min_tokens_to_accept(s0).unwrap(), 3);
+    assert_eq!(lazy.rows_built(), 0);
+    for s in (0..lazy.num_states() as u32).map(StateId::new) {
+        assert_eq!(lazy.min_tokens_to_accept(s).unwrap(), eager.min_tokens_to_accept(s).unwrap());
+    }
+    assert_eq!(lazy.rows_built(), 0);
+    let within = lazy.token_bitmask_within(s0, 3).unwrap();
+    assert_eq!(&within[..], &eager.token_bitmask_within(s0, 3).unwrap()[..]);
+    assert_eq!(lazy.rows_built(), 1);
+}

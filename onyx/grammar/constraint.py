@@ -228,7 +228,11 @@ class GrammarCache:
                 self.hits += 1
             return pending.compiled
         try:
-            compiled = pending.compiled = Compiled(compile_spec(vocab, spec, self.max_bytes), vocab, spec)
+            compiled = Compiled(compile_spec(vocab, spec, self.max_bytes), vocab, spec)
+            if compiled.memory_bytes() > self.max_bytes:
+                raise _g.GrammarTooLargeError(f"the compiled grammar takes {compiled.memory_bytes()} bytes, more than the "
+                                              f"{self.max_bytes} bytes all cached grammars may hold")
+            pending.compiled = compiled
         except BaseException as e:
             pending.error = e
             with self._lock:
@@ -269,6 +273,12 @@ class GrammarCache:
         """Bytes held by the cached grammars (they grow as sequences visit new states); under
         the lock."""
         return sum(c.memory_bytes() for c in self._entries.values())
+
+    def trim(self) -> None:
+        """Drops least recently used grammars until the cache is within its bounds (lookups do
+        this too; grammars in use grow between them)."""
+        with self._lock:
+            self._trim()
 
     def _trim(self) -> None:
         """Drops least recently used grammars until the cache is within its bounds; under the

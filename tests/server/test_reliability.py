@@ -20,6 +20,7 @@ import pytest
 from server_process import running_server
 
 GRAMMAR_CACHE_BYTES = 96 << 20
+SMALL_CACHE_BYTES = 2 << 20
 BODY_TIMEOUT_S = 2
 USER = [{"role": "user", "content": "Give me a short answer."}]
 
@@ -176,17 +177,38 @@ def test_a_stop_string_under_a_constraint_ends_only_complete_output(http, stop):
             assert r.json()["onyx"]["valid"] is True
 
 
-def test_grammar_memory_stays_within_its_budget(http, server):
-    # Each grammar's token index is about 45 MB (600 states, most tokens allowed in each): two
-    # fit in the budget, and each further one pushes out the least recently used.
-    for n in range(600, 606):
-        r = http.post("/v1/chat/completions", json={"model": "onyx", "max_tokens": 8, "messages": USER,
-                                                    "regex": "[a-z ]{1,%d}" % n})
+@pytest.fixture(scope="module")
+def small_cache(tmp_path_factory):
+    """A server whose grammar cache holds about two small grammars."""
+    with running_server(tmp_path_factory.mktemp("grammar-budget"), "--grammar-cache-bytes", str(SMALL_CACHE_BYTES),
+                        startup_s=180) as s, httpx.Client(base_url=s["base"], timeout=120) as http:
+        yield http
+
+
+def test_grammar_memory_stays_within_its_budget(small_cache):
+    # A grammar keeps its automaton, the token rows its requests visited and its distances to
+    # the end (about 0.5-1.1 MB each here: 600 states, most tokens allowed in a row): each
+    # further one pushes out the least recently used, once its request has ended too.
+    for n in range(600, 608):
+        r = small_cache.post("/v1/chat/completions", json={"model": "onyx", "max_tokens": 8, "messages": USER,
+                                                           "regex": "[a-z ]{1,%d}" % n})
         assert r.status_code == 200, r.text
-        cache = httpx.get(server["base"] + "/health", timeout=10).json()["grammar_cache"]
-        assert cache["max_bytes"] == GRAMMAR_CACHE_BYTES
-        assert cache["bytes"] <= GRAMMAR_CACHE_BYTES, cache
+        cache = small_cache.get("/health").json()["grammar_cache"]
+        assert cache["max_bytes"] == SMALL_CACHE_BYTES
+        assert 0 < cache["bytes"] <= SMALL_CACHE_BYTES, cache
     assert cache["evictions"] >= 3, cache
+
+
+def test_one_grammar_over_the_budget_is_a_400(small_cache):
+    # about 3 MB of automaton alone: refused once compiled, and nothing of it kept
+    before = small_cache.get("/health").json()["grammar_cache"]
+    r = small_cache.post("/v1/chat/completions", json={"model": "onyx", "max_tokens": 8, "messages": USER,
+                                                       "regex": "[a-z ]{1,30000}"})
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["code"] == "grammar_too_large" and err["param"] == "regex", err
+    after = small_cache.get("/health").json()["grammar_cache"]
+    assert after["size"] <= before["size"] and after["bytes"] <= SMALL_CACHE_BYTES, (before, after)
 
 
 def test_a_failed_request_keeps_no_grammar(http, server):
@@ -196,16 +218,6 @@ def test_a_failed_request_keeps_no_grammar(http, server):
     assert r.status_code == 400 and r.json()["error"]["code"] == "max_tokens_too_small", r.text
     after = httpx.get(server["base"] + "/health", timeout=10).json()["grammar_cache"]
     assert after["compiles"] == before["compiles"] + 1 and after["size"] <= before["size"], (before, after)
-
-
-def test_one_grammar_over_the_budget_is_a_400(http, server):
-    # about 220 MB of token index: refused while it is built, and nothing of it kept
-    r = http.post("/v1/chat/completions", json={"model": "onyx", "max_tokens": 8, "messages": USER,
-                                                "regex": "[a-z ]{1,3000}"})
-    assert r.status_code == 400, r.text
-    err = r.json()["error"]
-    assert err["code"] == "grammar_too_large" and err["param"] == "regex", err
-    assert httpx.get(server["base"] + "/health", timeout=10).json()["grammar_cache"]["bytes"] <= GRAMMAR_CACHE_BYTES
 
 
 def test_schemathesis_finds_no_server_error(tmp_path_factory):

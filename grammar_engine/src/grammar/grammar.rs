@@ -286,20 +286,33 @@ impl Grammar {
         row
     }
 
-    /// States from which some token sequence reaches acceptance (backward search over the
-    /// token transitions of every byte-live state).
-    fn token_liveness(&self) -> Vec<bool> {
-        let n = self.dfa.num_states();
-        let edges: Vec<Vec<StateId>> = (0..n)
+    /// Per state, the distinct states one token leads to (those `live` keeps), in parallel over
+    /// states. A row not in the index is computed and dropped, not kept: the token graph is a
+    /// few states per state, the index a mask per state.
+    fn token_edges(&self, live: impl Fn(StateId) -> bool + Sync) -> Vec<Vec<StateId>> {
+        (0..self.dfa.num_states())
             .into_par_iter()
             .map(|s| {
-                let row = self.compute(StateId::from_index(s), |_| true);
-                let mut next: Vec<StateId> = row.next_states().collect();
+                let s = StateId::from_index(s);
+                let mut next: Vec<StateId> = match self.rows.get(s.as_usize()).and_then(OnceLock::get) {
+                    Some(row) => row.next_states().collect(),
+                    None => {
+                        crate::util::background::pause_point();
+                        self.compute(s, &live).next_states().collect()
+                    }
+                };
                 next.sort_unstable();
                 next.dedup();
                 next
             })
-            .collect();
+            .collect()
+    }
+
+    /// States from which some token sequence reaches acceptance (backward search over the
+    /// token transitions of every byte-live state).
+    fn token_liveness(&self) -> Vec<bool> {
+        let n = self.dfa.num_states();
+        let edges = self.token_edges(|_| true);
         let mut live: Vec<bool> = (0..n).map(|s| self.dfa.is_accepting(StateId::from_index(s))).collect();
         backward_closure(&edges, &mut live, |_, _| {});
         live
@@ -577,7 +590,8 @@ impl Grammar {
     }
 
     /// The fewest tokens from `state` to acceptance (0 when accepting; [`Grammar::UNREACHABLE`] when
-    /// no token sequence gets there). The first call builds every row.
+    /// no token sequence gets there). The first call reads every state's tokens once, without
+    /// keeping their rows in the index.
     pub fn min_tokens_to_accept(&self, state: StateId) -> Result<u32> {
         if let Some(p) = &self.pda {
             // The bytes to a full match: with every byte a token, the fewest tokens are at most
@@ -589,15 +603,8 @@ impl Grammar {
         if let Some(m) = self.min_tokens.get() {
             return Ok(m[state.as_usize()]);
         }
-        self.build_all()?;
         let n = self.num_states();
-        let mut edges = Vec::with_capacity(n);
-        for s in 0..n {
-            let mut next: Vec<StateId> = self.row(StateId::from_index(s))?.next_states().collect();
-            next.sort_unstable();
-            next.dedup();
-            edges.push(next);
-        }
+        let edges = self.token_edges(|s| self.is_live(s));
         let mut reached: Vec<bool> = (0..n).map(|s| self.dfa.is_accepting(StateId::from_index(s))).collect();
         let mut dist = vec![Self::UNREACHABLE; n];
         for (s, &acc) in reached.iter().enumerate() {

@@ -223,8 +223,8 @@ impl Grammar {
     }
 
     /// The fewest tokens that reach acceptance from `state` (0 if accepting). The first call
-    /// builds the whole index, as a compilation does (at the compile priority, pausing while a
-    /// decoder holds compilations). For a pushdown grammar, the fewest bytes: with every byte a
+    /// reads every state's tokens once, without keeping them in the index, as a compilation
+    /// does (at the compile priority, pausing while a decoder holds compilations). For a pushdown grammar, the fewest bytes: with every byte a
     /// token of its own, a bound on the tokens.
     fn min_tokens_to_accept(&self, py: Python<'_>, state: i64) -> PyResult<u32> {
         let g = self.inner.clone();
