@@ -357,3 +357,15 @@ fn unique_items_keep_to_the_element_language_and_its_spellings() {
         &["[1,1.0]", "[2,2]", "[1]"],
     );
 }
+
+#[test]
+fn exponent_ranges_are_kept_apart_by_their_bounds() {
+    // Exponent forms are built once per range and kept: schemas compiled one after another
+    // with different bounds each get their own range, and the same bounds the same language.
+    for _ in 0..2 {
+        check(json!({"type": "number", "minimum": 0}), &["1e0", "5E2", "0e5", "2.5e-3"], &["-1e0", "-2.5e-3"]);
+        check(json!({"type": "number", "minimum": 5}), &["5e0", "1e3", "0.5e1"], &["1e0", "4.9e0", "0e5"]);
+        check(json!({"type": "number", "exclusiveMaximum": 5}), &["4.9e0", "-1e3"], &["5e0", "0.5e1", "1e3"]);
+        check(json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "integer", "minimum": 0}), &["1e3", "150e-1"], &["1.5e0", "15e-1", "-1e3"]);
+    }
+}

@@ -16,6 +16,8 @@
 //! exponent as integers.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 use super::automaton::{build, Walker};
 use super::decimal::Decimal;
@@ -277,6 +279,29 @@ pub(crate) fn exponent_range(fractions: Fractions, lower: Option<&Bound>, upper:
     if fractions == Fractions::Forbidden {
         return Ok(None);
     }
+    // Schemas repeat a few ranges (none, `minimum: 0`, ...) and one takes milliseconds to walk:
+    // built ranges are kept, by their inputs and the state limit they were built under.
+    let key = format!("{fractions:?} {lower:?} {upper:?} {}", config.max_states);
+    let memo = MEMO.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(dfa) = memo.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(Some(dfa.clone()));
+    }
+    let built = walk_range(fractions, lower, upper, config)?;
+    if let Some(dfa) = &built {
+        let mut kept = memo.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= MEMO_RANGES {
+            kept.clear();
+        }
+        kept.insert(key, dfa.clone());
+    }
+    Ok(built)
+}
+
+/// Exponent ranges built so far (see [`exponent_range`]), at most [`MEMO_RANGES`].
+static MEMO: OnceLock<Mutex<HashMap<String, Dfa>>> = OnceLock::new();
+const MEMO_RANGES: usize = 256;
+
+fn walk_range(fractions: Fractions, lower: Option<&Bound>, upper: Option<&Bound>, config: &DfaConfig) -> Result<Option<Dfa>> {
     // Every exponent form is below 10^304 in magnitude: a bound beyond 10^306 decides the same
     // as 10^306 does, and clamping keeps the doubles below finite.
     let far = Decimal::from_i128(1).shift(306);
