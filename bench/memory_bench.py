@@ -12,6 +12,7 @@ fails alone (counted as out of memory) instead of taking the machine down.
 
     python bench/memory_bench.py                  # the 50 largest schemas, Onyx
     python bench/memory_bench.py --index-from /tmp/sb/schema_bench.partial/onyx.jsonl --n 20
+    python bench/memory_bench.py --index-from OLD.json --before OLD.json   # OLD: an --eager run
     python bench/memory_bench.py --n 5 --out /tmp/mb
 
 Prints one table, writes memory_bench.json to --out (default bench/results).
@@ -51,7 +52,14 @@ def largest(n: int, data_dir: Path, index_sizes: dict | None = None) -> list[dic
 
 
 def index_sizes(partial: Path) -> dict:
-    """The token index bytes a schema bench recorded per (set, file)."""
+    """The token index bytes per (set, file) that a schema bench recorded (its partial
+    `onyx.jsonl`), or that an eager run of this bench did (its `memory_bench.json`, or the
+    eager run it keeps as `before`)."""
+    if partial.suffix == ".json":
+        data = json.loads(partial.read_text())
+        data = data.get("before", data)
+        rows = [r for ranking in data["results"].values() for r in ranking.get("onyx", {}).get("schemas", [])]
+        return {(r["set"], r["file"]): r["index_bytes"] for r in rows if r.get("index_bytes")}
     sizes = {}
     for line in partial.read_text().splitlines()[1:]:
         r = json.loads(line)
@@ -132,6 +140,7 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=JSONSCHEMABENCH_DIR)
     ap.add_argument("--eager", action="store_true", help="Onyx: build the whole token index before the walks")
     ap.add_argument("--index-from", type=Path, help="a schema bench's partial onyx.jsonl: also rank by index size")
+    ap.add_argument("--before", type=Path, help="an earlier memory_bench.json, kept beside this run")
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = ap.parse_args()
     rankings = {"text": largest(args.n, args.data)}
@@ -154,7 +163,16 @@ def main() -> None:
     data = {"meta": {**harness.machine_meta(), "vocab": VOCAB, "n": args.n, "walks": args.walks, "budget": args.budget,
                      "eager": args.eager, "max_worker_mb": args.max_worker_mb, "engines": args.engines.split(",")},
             "results": results}
+    if args.before:
+        attach_before(data, args.before)
     print("wrote", harness.write_json(args.out / "memory_bench.json", data))
+
+
+def attach_before(data: dict, before: Path) -> None:
+    """Keeps an earlier run's meta and results in `data["before"]` (an earlier run's own
+    `before` is dropped)."""
+    old = json.loads(before.read_text())
+    data["before"] = {"meta": old["meta"], "results": old["results"]}
 
 
 if __name__ == "__main__":

@@ -435,6 +435,14 @@ def r_memory(d: dict) -> list[str]:
         rows = [[r["set"], f"`{r['file']}`", n(r["bytes"] / 1e3, 0), n(r.get("setup_mb"), 0), n(r.get("compile_mb"), 0),
                  n(r.get("walk_mb"), 0), n(r["index_bytes"] / 1e6, 0) if r.get("index_bytes") else "-", r["status"]]
                 for r in sorted(res["schemas"], key=lambda r: -(r.get("walk_mb") or r.get("compile_mb") or 0))[:15]]
+        before = d.get("before", {}).get("results", {}).get(ranking, {}).get(engine)
+        if before:
+            b, was = before["summary"], d["before"]["meta"]
+            bpeak = b["peak_mb"] or {}
+            how = "the whole index built first" if was.get("eager", True) else "only the rows visited"
+            out += [f"Before ({was.get('commit')}, {how}): peak p50 {n(bpeak.get('p50'), 0)} MB, "
+                    f"max {n(bpeak.get('max'), 0)} MB; "
+                    + ", ".join(f"{k} {v}" for k, v in sorted(b["status"].items())) + ".", ""]
         out += ["The 15 largest peaks:", ""]
         out += table(["set", "file", "JSON KB", "setup MB", "compiled MB", "walked MB", "index MB", "status"], rows)
     return out

@@ -35,7 +35,7 @@ def test_the_largest_schemas_are_measured(tmp_path):
             for file, schema in cases:
                 f.write(json.dumps({"file": file, "schema": schema}) + "\n")
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, str(BENCH), "--n", "2", "--data", str(data_dir), "--out", str(out)],
+    proc = subprocess.run([sys.executable, str(BENCH), "--n", "2", "--data", str(data_dir), "--out", str(out), "--eager"],
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     data = json.loads((out / "memory_bench.json").read_text())
@@ -48,3 +48,17 @@ def test_the_largest_schemas_are_measured(tmp_path):
     summary = data["results"]["text"]["onyx"]["summary"]
     assert summary["status"] == {"refused": 1, "ok": 1} and summary["peak_mb"]["max"] == large["walk_mb"]
     assert "large.json" in proc.stdout
+
+    # Again as a request walks (only the rows it visits), ranked by the eager run's index sizes
+    # and kept beside it.
+    again = tmp_path / "again"
+    first = out / "memory_bench.json"
+    proc = subprocess.run([sys.executable, str(BENCH), "--n", "1", "--data", str(data_dir), "--out", str(again),
+                           "--index-from", str(first), "--before", str(first)],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lazy = json.loads((again / "memory_bench.json").read_text())
+    assert lazy["meta"]["eager"] is False and lazy["before"]["meta"]["eager"] is True
+    [top] = lazy["results"]["index"]["onyx"]["schemas"]
+    assert top["file"] == "large.json" and top["status"] == "ok" and top["invalid"] == 0
+    assert 0 < top["index_bytes"] < large["index_bytes"]
