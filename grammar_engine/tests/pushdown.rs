@@ -69,6 +69,16 @@ fn reference(text: &[u8]) -> Option<(bool, usize)> {
     Some((whole, rest))
 }
 
+/// A seeded generator of indices below `n`.
+fn xorshift(mut seed: u64) -> impl FnMut(usize) -> usize {
+    move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    }
+}
+
 fn bit(mask: &[u32], t: TokenId) -> bool {
     let t = t.as_u32();
     mask[(t >> 5) as usize] >> (t & 31) & 1 == 1
@@ -80,13 +90,7 @@ fn random_walks_agree_with_the_reference_at_every_token() {
     let g = list_grammar(&v);
     assert!(g.is_pushdown());
     let eos = v.eos_ids()[0];
-    let mut seed = 12345u64;
-    let mut rand = move |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut rand = xorshift(12345u64);
     for _walk in 0..60 {
         let mut s = g.initial_state();
         let mut text: Vec<u8> = Vec::new();
@@ -388,13 +392,7 @@ fn masks_of_tokens_that_pop_many_frames_agree_with_a_reference() {
         }
         allowed
     };
-    let mut seed = 99u64;
-    let mut rand = move |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut rand = xorshift(99u64);
     for _walk in 0..40 {
         let (mut s, mut text) = (g.initial_state(), Vec::new());
         for _step in 0..40 {

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use super::bounds::{bytes_to_end, heads_distance, stack_distance, FAR};
+use super::bounds::{bytes_to_end, heads_distance, FAR};
 use super::masks::{frame_row, local_row, read, within_walk, FrameRow, LocalRow};
 use super::paged::Paged;
 use super::rules::Rtn;
@@ -212,12 +212,24 @@ impl Pda {
                 .heads
                 .iter()
                 .map(|h| {
-                    let mut chain = Vec::new();
+                    let mut frames = Vec::new();
                     let mut s = h.stack;
                     while let Some(f) = t.stacks.top(s) {
-                        chain.push((f, stack_distance(&self.bounds, &t.stacks, f.parent)));
+                        frames.push(f);
                         s = f.parent;
                     }
+                    // Summed from the bottom, so a deep stack costs its depth, not its square.
+                    let mut below = 0u32;
+                    let mut chain: Vec<(Frame, u32)> = frames
+                        .iter()
+                        .rev()
+                        .map(|&f| {
+                            let here = below;
+                            below = below.saturating_add(bounds_at(&self.bounds, &f)).min(FAR);
+                            (f, here)
+                        })
+                        .collect();
+                    chain.reverse();
                     chain
                 })
                 .collect()
