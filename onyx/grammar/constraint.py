@@ -229,8 +229,9 @@ class GrammarCache:
             return pending.compiled
         try:
             compiled = Compiled(compile_spec(vocab, spec, self.max_bytes), vocab, spec)
-            if compiled.memory_bytes() > self.max_bytes:
-                raise _g.GrammarTooLargeError(f"the compiled grammar takes {compiled.memory_bytes()} bytes, more than the "
+            size = compiled.memory_bytes()
+            if size > self.max_bytes:
+                raise _g.GrammarTooLargeError(f"the compiled grammar takes {size} bytes, more than the "
                                               f"{self.max_bytes} bytes all cached grammars may hold")
             pending.compiled = compiled
         except BaseException as e:

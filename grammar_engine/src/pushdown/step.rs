@@ -166,27 +166,10 @@ impl FirstBytes {
         loop {
             let mut changed = false;
             for r in 0..n {
-                let rule = &rtn.rules[r];
-                let mut seen = vec![false; rule.dfa.num_states()];
-                let mut todo = vec![rule.start()];
-                seen[rule.start().as_usize()] = true;
+                let (from_start, _) = bytes_from(rtn, &first, RuleId::new(r as u32), rtn.rules[r].start());
                 let mut acc = first[r];
-                while let Some(s) = todo.pop() {
-                    rule.dfa.for_each_transition(s, |b, t| {
-                        if rule.live[t.as_usize()] {
-                            acc[b as usize] = true;
-                        }
-                    });
-                    for &(c, ret) in rule.calls_at(s) {
-                        let cf = &first[c.as_usize()];
-                        for b in 0..256 {
-                            acc[b] |= cf[b];
-                        }
-                        if rtn.rule(c).nullable && !seen[ret.as_usize()] {
-                            seen[ret.as_usize()] = true;
-                            todo.push(ret);
-                        }
-                    }
+                for (a, &b) in acc.iter_mut().zip(from_start.iter()) {
+                    *a |= b;
                 }
                 if acc != first[r] {
                     first[r] = acc;
