@@ -187,3 +187,79 @@ fn one_of_branches_holding_rule_calls_keep_their_calls() {
     // An object needs `p`, which no value can satisfy (the branches are equal).
     assert!(g.check_text(br#"{"p":{},"a":{}}"#).is_err());
 }
+
+#[test]
+fn a_medium_max_items_of_large_elements_is_exact() {
+    // 100 copies of an element of two counted strings would be one automaton of hundreds of
+    // thousands of states: the element is called instead, once per count.
+    let schema = json!({"type": "array", "maxItems": 100, "items": {"type": "object", "properties": {
+        "key": {"type": "string", "pattern": "^[0-9a-zA-Z_-]{1,255}$"},
+        "value": {"type": "string", "minLength": 1, "maxLength": 255}
+    }, "additionalProperties": false}});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    let item = |i: usize| format!(r#"{{"key":"{}","value":"{}"}}"#, "k".repeat(1 + i % 255), "v".repeat(255));
+    for n in [0usize, 1, 17, 99, 100, 101] {
+        let text = format!("[{}]", (0..n).map(item).collect::<Vec<_>>().join(","));
+        assert_eq!(g.check_text(text.as_bytes()).is_ok(), n <= 100, "{n} items");
+    }
+    // Each element keeps its own bounds.
+    let long = format!(r#"[{},{{"value":"{}"}}]"#, item(0), "v".repeat(256));
+    assert!(g.check_text(long.as_bytes()).is_err());
+}
+
+#[test]
+fn a_one_of_branch_covered_by_another_is_proved_empty_not_restricted() {
+    // Every value with `radius` also has `length` and `width` (the context requires them), so
+    // it satisfies both branches: the second branch has no value, and dropping it is exact.
+    let schema = json!({"type": "object", "properties": {
+        "length": {"type": "number"}, "width": {"type": "number"}, "radius": {"type": "number"}
+    }, "required": ["length", "width"], "oneOf": [{"required": ["length", "width"]}, {"required": ["radius"]}]});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    assert!(g.check_text(br#"{"length":1,"width":2}"#).is_ok());
+    assert!(g.check_text(br#"{"length":1,"width":2,"radius":3}"#).is_err());
+    // A branch of annotations only holds every value: the other branch is empty, exactly.
+    let schema = json!({"type": "string", "oneOf": [{"_format": "date-time"}, {"enum": ["first", "latest"]}]});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    assert!(g.check_text(br#""template""#).is_ok());
+    assert!(g.check_text(br#""first""#).is_err());
+    // Where a proof is out of reach the restriction is still told.
+    let schema = json!({"type": "object", "properties": {"thing": {"oneOf": [
+        {"type": "object", "properties": {"red": {"type": "string"}}},
+        {"type": "object", "properties": {"blue": {"type": "string"}}}
+    ]}}});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_some_and(|r| r.contains("oneOf")), "{:?}", g.restriction());
+}
+
+#[test]
+fn optional_scalar_members_and_array_elements_tell_cases_apart_exactly() {
+    // `if` on an optional member: values that fail it have the member with another value.
+    let schema = json!({"type": "object", "properties": {
+        "a": {"type": "string"}, "b": {"type": "integer"}, "c": {"enum": ["abc", "ghi"]}
+    }, "if": {"properties": {"c": {"const": "ghi"}}}, "then": {"required": ["a", "b", "c"]}, "else": {"required": ["a", "c"]}});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    for (text, ok) in [(r#"{"a":"x","c":"abc"}"#, true), (r#"{"a":"x","b":1,"c":"abc"}"#, true), (r#"{"a":"x","b":1,"c":"ghi"}"#, true), (r#"{"a":"x","c":"ghi"}"#, false)] {
+        assert_eq!(g.check_text(text.as_bytes()).is_ok(), ok, "{text}");
+    }
+    // Members before the one that decides may hold containers with brackets, commas and the
+    // same name inside; only the top-level member decides.
+    let schema = json!({"type": "object", "properties": {"a": {"type": "object"}, "c": {"type": "string"}},
+        "required": ["a", "c"], "additionalProperties": false, "not": {"properties": {"c": {"const": "x"}}}});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    for (text, ok) in [(r#"{"a":{"c":"x"},"c":"y"}"#, true), (r#"{"a":{},"c":"x"}"#, false), (r#"{"a":{"k":[1,"}"]},"c":"x"}"#, false), (r#"{"a":{"c":"y"},"c":"x"}"#, false)] {
+        assert_eq!(g.check_text(text.as_bytes()).is_ok(), ok, "{text}");
+    }
+    // Arrays of different elements: only the empty array is in both branches.
+    let schema = json!({"oneOf": [{"type": "boolean"},
+        {"type": "array", "items": {"enum": ["top", "left"]}}, {"type": "array", "items": {"enum": ["vertical"]}}]});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    for (text, ok) in [("true", true), (r#"["top","left"]"#, true), (r#"["vertical"]"#, true), ("[]", false), (r#"["top","vertical"]"#, false)] {
+        assert_eq!(g.check_text(text.as_bytes()).is_ok(), ok, "{text}");
+    }
+}

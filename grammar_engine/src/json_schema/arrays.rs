@@ -20,7 +20,7 @@ use std::rc::Rc;
 use serde_json::Value;
 
 use super::objects::subsequence;
-use super::values::{json_equal, literal};
+use super::values::{json_equal, kind_superset, literal, JsonType};
 use super::walk::{count_keyword, Compiler, Conj, Item, MAX_COUNT};
 use crate::automata::Expr;
 use crate::automata::{Dfa, DfaConfig};
@@ -195,7 +195,7 @@ pub(crate) fn array<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
     // A long run of elements is counted in chunk rules, keyed by the element language.
     let key = format!("an element {:?}", rest.identity());
     let mut repeat = |unit: Expr, min: u64, max: Option<u64>| -> Expr {
-        if let Some(e) = max.and_then(|max| c.chunked(&key, &unit, min, max)) {
+        if let Some(e) = max.and_then(|max| c.chunked(&key, &unit, min, max).or_else(|| c.called_each(&key, &unit, min, max))) {
             return e;
         }
         plain(unit, min, max)
@@ -210,6 +210,39 @@ fn plain(unit: Expr, min: u64, max: Option<u64>) -> Expr {
 
 fn clamp(n: u64) -> u32 {
     n.min(u64::from(u32::MAX)) as u32
+}
+
+/// A language holding every canonical array text valid under the conjunction (an
+/// over-language, see `walk`): any array, or when over-languages are precise, elements in the over-language of the `items` schemas that apply
+/// to every position (a member with a prefix or the tuple form constrains no such position),
+/// at least one when `minItems` asks for it; any array when no member constrains every element.
+pub(crate) fn over<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
+    if !c.precise_over {
+        return Ok(Expr::regex(kind_superset(JsonType::Array)));
+    }
+    let mut items = Vec::new();
+    let mut lo = 0;
+    for (m, item) in conj.maps() {
+        if let Some(s @ (Value::Object(_) | Value::Bool(_))) = m.get("items") {
+            if !m.contains_key("prefixItems") {
+                items.push(item.child(s, "items", &c.resolver)?);
+            }
+        }
+        lo = lo.max(count_keyword(m, "minItems", &item.ctx)?.unwrap_or(0));
+    }
+    if items.is_empty() {
+        return Ok(Expr::regex(kind_superset(JsonType::Array)));
+    }
+    // One level deep: the elements' own over-languages are the plain ones.
+    c.precise_over = false;
+    let element = c.over(Conj::of(items));
+    c.precise_over = true;
+    let element = element?;
+    let ws = c.ws.clone();
+    let more = Expr::repeat(Expr::concat(vec![Expr::regex(format!("{ws},{ws}")), element.clone()]), 0, None);
+    let some = Expr::concat(vec![element, more]);
+    let inner = if lo == 0 { Expr::union(vec![Expr::epsilon(), some]) } else { some };
+    Ok(wrap(inner, &ws))
 }
 
 /// Every member's schema for position `p` (None: a position past every prefix).

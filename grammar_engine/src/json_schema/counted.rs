@@ -31,6 +31,11 @@ pub(super) fn is_long(unit: &Expr, min: u64, max: u64) -> bool {
     n >= 2 * CHUNK && n.saturating_mul(unit.nfa_size_estimate(&mut std::collections::HashMap::new())) >= LONG
 }
 
+/// Whether `max` copies of `unit` are large enough to call the unit as a rule instead.
+pub(super) fn is_large(unit: &Expr, max: u64) -> bool {
+    max >= 2 && max.saturating_mul(unit.nfa_size_estimate(&mut std::collections::HashMap::new())) >= LONG
+}
+
 /// The chunk rules of one unit: `exactly` reads `CHUNK` units, `fewer` fewer than `CHUNK`.
 #[derive(Debug, Clone)]
 pub(super) struct Chunks {
@@ -63,6 +68,6 @@ pub(super) fn counted(unit: &Expr, chunks: &Chunks, min: u64, max: u64) -> Expr 
     Expr::concat(vec![prefix, optional])
 }
 
-fn count(n: u64) -> u32 {
+pub(super) fn count(n: u64) -> u32 {
     n.min(u64::from(u32::MAX)) as u32
 }

@@ -28,6 +28,7 @@
 //! - `walk.rs`: the compiler walk over conjunctions of schemas, under/over, emitting per type;
 //! - `split.rs`: the disjunctions a conjunction splits on (`anyOf`, `oneOf`, `not`, `if`);
 //! - `objects.rs`, `arrays.rs`, `strings.rs`, `numbers/`: the languages of each type;
+//!   `object_over.rs`: the over-language of objects;
 //!   `numbers/mod.rs` lists its own files;
 //! - `pattern.rs`: the ECMA-262 `pattern` parser; `search.rs`: a pattern's search language;
 //!   `formats.rs`: the `format` names; `canonical.rs`: the canonical spelling of strings (how
@@ -54,6 +55,7 @@ mod disjoint;
 mod formats;
 mod ladder;
 mod numbers;
+mod object_over;
 mod objects;
 mod pattern;
 mod policy;

@@ -32,8 +32,8 @@ use serde_json::{Map, Value};
 
 use super::policy::is_validation_keyword;
 use super::refs::pointer_token;
-use super::strings::{any_string_value, string_expr, string_literal, string_value_literal, StringFacts};
-use super::values::{any_string, kind_superset, JsonType, ANY_NUMBER};
+use super::strings::{string_expr, string_literal, StringFacts};
+use super::values::any_string;
 use super::walk::{count_keyword, Compiler, Conj, Item, DONE_DEPENDENCIES};
 use crate::automata::Expr;
 use crate::automata::Dfa;
@@ -479,7 +479,7 @@ impl<'a> Compiler<'a> {
 }
 
 /// The canonical JSON text of a string (quotes included).
-fn string_literal_text(s: &str) -> String {
+pub(super) fn string_literal_text(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
 
@@ -692,103 +692,5 @@ fn clone_need<'a>(n: &Need<'a>) -> Need<'a> {
     match n {
         Need::Names(v) => Need::Names(v.clone()),
         Need::Schema(i) => Need::Schema(i.clone()),
-    }
-}
-
-/// The over-language of objects: any object, narrowed by up to two required names (an object
-/// holding name `k` contains `"k"` then `:`), preferring those whose values are constants.
-pub(crate) fn over<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
-    let ws = c.ws.clone();
-    let mut lang = Expr::regex(kind_superset(JsonType::Object));
-    let mut keyed: Vec<(String, Option<&'a Value>)> = Vec::new();
-    for (m, item) in conj.maps() {
-        let names: Vec<&str> = match m.get("required") {
-            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        };
-        for name in names {
-            let constant = m.get("properties").and_then(|p| p.get(name)).and_then(|s| constant_values(c, s, &item.base));
-            if !keyed.iter().any(|(n, _)| n == name) {
-                keyed.push((name.to_string(), constant));
-            }
-        }
-    }
-    // A member with `additionalProperties: false` (and no `patternProperties`) closes the
-    // names: every member's name is a declared one, followed by some value.
-    for (m, _) in conj.maps() {
-        if !matches!(m.get("additionalProperties"), Some(Value::Bool(false))) || m.contains_key("patternProperties") {
-            continue;
-        }
-        let declared: Vec<String> = m
-            .get("properties")
-            .and_then(Value::as_object)
-            .map(|p| p.keys().map(|k| regex_syntax::escape(&string_literal_text(k))).collect())
-            .unwrap_or_default();
-        let closed = if declared.is_empty() {
-            Expr::regex(format!(r"\{{{ws}\}}"))
-        } else {
-            let value = format!(
-                r"(?:null|true|false|{}|{}|{}|{})",
-                ANY_NUMBER,
-                any_string_value(),
-                kind_superset(JsonType::Object),
-                kind_superset(JsonType::Array)
-            );
-            let member = format!("(?:{}){ws}:{ws}{value}", declared.join("|"));
-            Expr::regex(format!(r"\{{{ws}(?:{member}(?:{ws},{ws}{member})*{ws})?\}}"))
-        };
-        lang = lang.and(&closed, c.config)?;
-        break;
-    }
-    keyed.sort_by_key(|(n, v)| (c.common_names.contains(n), v.is_none()));
-    for (name, constant) in keyed.into_iter().take(3) {
-        let key = regex_syntax::escape(&string_literal_text(&name));
-        let value = match constant {
-            Some(Value::Array(values)) => {
-                let alts: Vec<String> = values.iter().map(scalar_regex).collect();
-                format!("(?:{})", alts.join("|"))
-            }
-            Some(v) => scalar_regex(v),
-            None => String::new(),
-        };
-        let needle = Expr::regex(format!(r"(?s:.)*{key}{ws}:{ws}{value}(?s:.)*"));
-        lang = lang.and(&needle, c.config)?;
-    }
-    Ok(lang)
-}
-
-/// The scalar constants a property schema allows (`const`, or an `enum` of up to 8 scalars),
-/// through `$ref`s.
-fn constant_values<'a>(c: &Compiler<'a>, schema: &'a Value, base: &str) -> Option<&'a Value> {
-    let mut s = schema;
-    for _ in 0..8 {
-        let m = s.as_object()?;
-        if let Some(r) = m.get("$ref").and_then(Value::as_str) {
-            s = c.resolver.resolve(r, base, "$ref", &super::context::Ctx::root()).ok()?.schema;
-            continue;
-        }
-        let v = m
-            .get("const")
-            .filter(|_| c.reading.knows_const())
-            .or_else(|| m.get("enum").filter(|e| e.as_array().is_some_and(|a| a.len() <= 8)))?;
-        let scalar = |x: &Value| !x.is_object() && !x.is_array();
-        return match v {
-            Value::Array(a) if m.contains_key("enum") => a.iter().all(scalar).then_some(v),
-            v if scalar(v) => Some(v),
-            _ => None,
-        };
-    }
-    None
-}
-
-/// A regex of a prefix of every text of a scalar (numbers: any spelling's common start).
-fn scalar_regex(v: &Value) -> String {
-    match v {
-        Value::Number(_) => String::from("-?[0-9]"),
-        Value::String(s) => match string_value_literal(s) {
-            Expr::Regex(r) => r.to_string(),
-            _ => String::from("\""),
-        },
-        other => regex_syntax::escape(&serde_json::to_string(other).unwrap_or_default()),
     }
 }

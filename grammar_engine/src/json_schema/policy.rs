@@ -147,6 +147,15 @@ pub(crate) fn is_validation_keyword(keyword: &str) -> bool {
     keyword_type(keyword).is_some() || IN_PLACE.contains(&keyword) || matches!(keyword, "type" | "enum" | "const")
 }
 
+/// Whether every value satisfies `schema` on its own: `true`, or annotations only.
+pub(crate) fn accepts_every_value(schema: &Value) -> bool {
+    match schema {
+        Value::Bool(b) => *b,
+        Value::Object(map) => !map.keys().any(|k| is_validation_keyword(k)),
+        _ => false,
+    }
+}
+
 /// The subschema-holding keywords, for walking a schema document: (keyword, shape).
 pub(crate) const SUBSCHEMA_KEYWORDS: &[(&str, Shape)] = &[
     ("allOf", Shape::List),
@@ -210,5 +219,9 @@ mod tests {
         for k in ["type", "properties", "multipleOf", "dependentRequired", "unevaluatedItems", "$ref", "not"] {
             assert!(is_validation_keyword(k), "{k}");
         }
+        assert!(accepts_every_value(&json!({"_format": "date-time", "title": "t"})));
+        assert!(accepts_every_value(&json!(true)));
+        assert!(!accepts_every_value(&json!({"format": "date-time"})));
+        assert!(!accepts_every_value(&json!(false)));
     }
 }

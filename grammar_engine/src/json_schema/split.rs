@@ -14,12 +14,17 @@ use serde_json::Value;
 use super::context::Ctx;
 use super::disjoint::Disjoint;
 use super::objects;
+use super::policy::accepts_every_value;
 use super::values::{K_ALL, K_OBJECT};
 use super::walk::{
     nonempty_list, Compiler, Conj, Item, DONE_ANY_OF, DONE_DEPENDENCIES, DONE_IF, DONE_NOT, DONE_ONE_OF,
 };
-use crate::automata::Expr;
+use crate::automata::{DfaConfig, Expr};
 use crate::error::{GrammarError, Result};
+
+/// How many cases of one schema may try precise over-languages (a recursive schema meets the
+/// same split at every depth; counted, not timed, so the outcome is the schema's alone).
+const MAX_PRECISE_TRIES: usize = 16;
 
 /// How many alternatives one schema may split into (anyOf × oneOf × ...), in all.
 pub(super) const MAX_CASES: usize = 512;
@@ -120,6 +125,7 @@ impl<'a> Compiler<'a> {
             }
         }
         let mut overs = Vec::new();
+        let mut common = HashSet::new();
         if !disjoint {
             // Names every branch requires do not tell branches apart: over-languages are
             // narrowed by the others first.
@@ -132,6 +138,7 @@ impl<'a> Compiler<'a> {
                 });
             }
             self.common_names = shared.unwrap_or_default();
+            common = self.common_names.clone();
             for k in &kids {
                 // Built once here: each is subtracted from every other branch.
                 let over = self.over(Conj::of(vec![k.clone()]))?;
@@ -139,6 +146,9 @@ impl<'a> Compiler<'a> {
             }
             self.common_names.clear();
         }
+        // The branches' precise over-languages, built when a branch first needs them (`None`
+        // inside: they could not be).
+        let mut precise: Option<Option<Vec<Expr>>> = None;
         let mut parts = Vec::new();
         for (i, k) in kids.iter().enumerate() {
             let case = self.with_item(&rest, k.clone())?;
@@ -154,8 +164,20 @@ impl<'a> Compiler<'a> {
                         lang = lang.minus(o, self.config)?;
                     }
                 }
-                if had_values && lang.is_empty() {
-                    let others = kids.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, k)| Conj::of(vec![k.clone()])).collect();
+                // Another branch that every value satisfies proves this one has no value.
+                let covered = kids.iter().enumerate().any(|(j, k)| j != i && accepts_every_value(k.schema));
+                if had_values && lang.is_empty() && !covered {
+                    if precise.is_none() {
+                        self.common_names = common.clone();
+                        precise = Some(self.precise_overs(kids.iter().map(|k| Conj::of(vec![k.clone()])).collect()));
+                        self.common_names.clear();
+                    }
+                    if let Some(Some(overs)) = &precise {
+                        lang = minus_all(&before, overs.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, o)| o), self.config);
+                    }
+                }
+                if had_values && lang.is_empty() && !covered {
+                    let others = kids.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, k)| with(&rest, k.clone())).collect();
                     self.emptied_by("oneOf", &item.ctx, &before, others);
                 }
             }
@@ -176,17 +198,20 @@ impl<'a> Compiler<'a> {
             case.excluded |= K_ALL & !K_OBJECT;
             return self.compile(case);
         }
-        let under = self.compile(rest)?;
+        let under = self.compile(rest.clone())?;
         // Built once (a rule body keeps its calls: the difference refuses those anyway).
         let under = if under.has_calls() { under } else { under.built(self.config)? };
         if under.is_empty() {
             return Ok(under);
         }
         let over = self.over(Conj::of(vec![negated.clone()]))?;
-        let lang = under.minus(&over, self.config)?;
-        if lang.is_empty() {
+        let mut lang = under.minus(&over, self.config)?;
+        if lang.is_empty() && !accepts_every_value(negated.schema) {
+            lang = self.minus_precise(&under, vec![Conj::of(vec![negated.clone()])]);
+        }
+        if lang.is_empty() && !accepts_every_value(negated.schema) {
             let ctx = negated.ctx.clone();
-            self.emptied_by("not", &ctx, &under, vec![Conj::of(vec![negated])]);
+            self.emptied_by("not", &ctx, &under, vec![with(&rest, negated)]);
         }
         Ok(lang)
     }
@@ -197,6 +222,7 @@ impl<'a> Compiler<'a> {
             yes.items.push(t);
         }
         let yes = self.compile(yes)?;
+        let passing = with(&rest, cond.clone());
         let no = match otherwise {
             Some(e) => self.with_item(&rest, e)?,
             None => {
@@ -210,10 +236,13 @@ impl<'a> Compiler<'a> {
             no
         } else {
             let over = self.over(Conj::of(vec![cond.clone()]))?;
-            let left = no.minus(&over, self.config)?;
-            if left.is_empty() {
+            let mut left = no.minus(&over, self.config)?;
+            if left.is_empty() && !accepts_every_value(cond.schema) {
+                left = self.minus_precise(&no, vec![Conj::of(vec![cond.clone()])]);
+            }
+            if left.is_empty() && !accepts_every_value(cond.schema) {
                 let ctx = cond.ctx.clone();
-                self.emptied_by("if", &ctx, &no, vec![Conj::of(vec![cond])]);
+                self.emptied_by("if", &ctx, &no, vec![passing]);
             }
             left
         };
@@ -221,9 +250,56 @@ impl<'a> Compiler<'a> {
     }
 }
 
+impl<'a> Compiler<'a> {
+    /// `before` (built) minus the precise over-languages of `subtracted`: tried only where the
+    /// plain ones left no value, as they cost more to build. Empty when they cannot be built.
+    fn minus_precise(&mut self, before: &Expr, subtracted: Vec<Conj<'a>>) -> Expr {
+        match self.precise_overs(subtracted) {
+            Some(overs) => minus_all(before, overs.iter(), self.config),
+            None => Expr::Empty,
+        }
+    }
+
+    /// The precise over-languages of `conjs` (see [`Compiler::precise_over`]), built; `None`
+    /// when they cannot be built, or after [`MAX_PRECISE_TRIES`] tries.
+    fn precise_overs(&mut self, conjs: Vec<Conj<'a>>) -> Option<Vec<Expr>> {
+        if self.precise_tries == MAX_PRECISE_TRIES {
+            return None;
+        }
+        self.precise_tries += 1;
+        let was = std::mem::replace(&mut self.precise_over, true);
+        let overs: Result<Vec<Expr>> = conjs.into_iter().map(|conj| self.over(conj).and_then(|o| o.built(self.config))).collect();
+        self.precise_over = was;
+        overs.ok()
+    }
+}
+
+/// `before` minus every one of `overs`; empty when a difference cannot be built.
+fn minus_all<'e>(before: &Expr, overs: impl Iterator<Item = &'e Expr>, config: &DfaConfig) -> Expr {
+    let mut lang = before.clone();
+    for o in overs {
+        if lang.is_empty() {
+            break;
+        }
+        match lang.minus(o, config) {
+            Ok(l) => lang = l,
+            Err(_) => return Expr::Empty,
+        }
+    }
+    lang
+}
+
 /// The conjunction with member `idx` marked as having applied `bit`.
 pub(crate) fn with_done<'a>(conj: &Conj<'a>, idx: usize, bit: u16) -> Conj<'a> {
     let mut rest = conj.clone();
     rest.items[idx].done |= bit;
     rest
+}
+
+/// `rest` plus one more member, not counted as a case (a proof's conjunction, see
+/// [`Compiler::emptied_by`]).
+fn with<'a>(rest: &Conj<'a>, item: Item<'a>) -> Conj<'a> {
+    let mut conj = rest.clone();
+    conj.items.push(item);
+    conj
 }

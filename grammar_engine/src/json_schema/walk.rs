@@ -40,6 +40,7 @@ use serde_json::{Map, Value};
 
 use super::arrays;
 use super::context::Ctx;
+use super::object_over;
 use super::objects;
 use super::policy::{keyword_type, Reading};
 use super::refs::Resolver;
@@ -175,6 +176,13 @@ pub(crate) struct Compiler<'a> {
     /// The chunk rules of each unit a long repetition was split on (see `counted`), by the
     /// unit's key.
     chunks: HashMap<String, Chunks>,
+    /// Whether over-languages narrow objects by their scalar members and arrays by their
+    /// elements: more exact, dearer to build (see `split`, where it is tried).
+    pub(super) precise_over: bool,
+    /// Cases that tried precise over-languages so far (see `split`).
+    pub(super) precise_tries: usize,
+    /// Units called as rules of their own, by the same keys (see `Compiler::called_each`).
+    unit_rules: HashMap<String, Expr>,
     /// The lowest bound a `maxLength` was lowered to (see `lowered`), and the string
     /// languages built with a lowered bound, by leaf key.
     lowered: Option<u64>,
@@ -216,6 +224,9 @@ impl<'a> Compiler<'a> {
             pending: Vec::new(),
             any_rule: None,
             chunks: HashMap::new(),
+            unit_rules: HashMap::new(),
+            precise_over: false,
+            precise_tries: 0,
             lowered: None,
             lowered_leaves: HashMap::new(),
             notes: Vec::new(),
@@ -642,8 +653,8 @@ impl<'a> Compiler<'a> {
 
     /// A language containing every canonical text valid under the conjunction (see the module
     /// docs). Disjunctions are dropped but for `anyOf`/`oneOf` (the union of the branches'
-    /// overs); objects and arrays are any object / any array, objects narrowed by the keys
-    /// they require and the constant values of those keys.
+    /// overs); objects are any object narrowed by the keys they require and the constant values
+    /// of those keys, arrays any array of elements in their `items` over-language.
     pub(crate) fn over(&mut self, conj: Conj<'a>) -> Result<Expr> {
         let mut entered = Vec::new();
         let flat = self.flatten(conj, &mut entered, true);
@@ -716,10 +727,10 @@ impl<'a> Compiler<'a> {
             parts.push(self.string(&conj, true)?);
         }
         if kinds & K_OBJECT != 0 {
-            parts.push(objects::over(self, &conj)?);
+            parts.push(object_over::over(self, &conj)?);
         }
         if kinds & K_ARRAY != 0 {
-            parts.push(Expr::regex(kind_superset(JsonType::Array)));
+            parts.push(arrays::over(self, &conj)?);
         }
         Ok(Expr::union(parts))
     }

@@ -193,15 +193,18 @@ impl RtnBuilder {
                 Expr::Call(r) => return vec![(r.as_u32(), 1)],
                 Expr::Regex(_) | Expr::Dfa(_) | Expr::Empty => return Vec::new(),
                 Expr::Concat(p) | Expr::Union(p) => p.as_ptr() as usize,
-                Expr::Repeat(inner, _, _) => std::rc::Rc::as_ptr(inner) as usize,
+                // A loop is one place in the automaton, however many times it is read; a counted
+                // repeat is one copy of its inner language per count.
+                Expr::Repeat(inner, min, max) => {
+                    let copies = u64::from(max.unwrap_or(*min).max(1));
+                    return count(inner, memo).into_iter().map(|(r, n)| (r, n.saturating_mul(copies))).collect();
+                }
             };
             if let Some(hit) = memo.get(&key) {
                 return hit.clone();
             }
             let parts: Vec<Vec<(u32, u64)>> = match e {
                 Expr::Concat(p) | Expr::Union(p) => p.iter().map(|x| count(x, memo)).collect(),
-                // A repeated call is one place in the automaton (a loop), however many times read.
-                Expr::Repeat(inner, _, _) => vec![count(inner, memo)],
                 _ => Vec::new(),
             };
             let mut total: HashMap<u32, u64> = HashMap::new();

@@ -48,6 +48,27 @@ impl<'a> Compiler<'a> {
         Some(counted::counted(unit, &chunks, min, max))
     }
 
+    /// `unit{min,max}` with the unit called as a rule of its own once per count, when rules are
+    /// on and the copies of the unit would be large (a count too short for chunks, of a large
+    /// array element); `None` otherwise. Units of equal keys share the rule.
+    pub(in crate::json_schema) fn called_each(&mut self, key: &str, unit: &Expr, min: u64, max: u64) -> Option<Expr> {
+        if !counted::is_large(unit, max) || matches!(unit, Expr::Call(_)) {
+            return None;
+        }
+        let builder = self.rules.as_mut()?;
+        let call = match self.unit_rules.get(key) {
+            Some(c) => c.clone(),
+            None => {
+                let r = builder.declare(key);
+                builder.define(r, unit.clone());
+                builder.always_call(r);
+                self.unit_rules.insert(key.to_string(), Expr::Call(r));
+                Expr::Call(r)
+            }
+        };
+        Some(Expr::repeat(call, counted::count(min), Some(counted::count(max))))
+    }
+
     /// The numbers of a conjunction. Where drafts disagree (is `1.0` an integer?) under reads
     /// as the strictest draft and over as the loosest, so both hold under every reading; over
     /// drops what the numbers module can only approximate from below (float `multipleOf`).
@@ -163,7 +184,11 @@ impl<'a> Compiler<'a> {
     /// noted as a restriction, and kept as the refusal to give (naming `keyword` at `ctx`) if no
     /// value is left at all.
     pub(in crate::json_schema) fn emptied_by(&mut self, keyword: &str, ctx: &super::Ctx, before: &Expr, subtracted: Vec<super::Conj<'a>>) {
+        // The proof's compiles count no case of the schema's. What they note stays noted: their
+        // results are cached, and a later use of them must not hide a restriction.
+        let cases = self.cases;
         let unders: Result<Vec<Expr>> = subtracted.into_iter().map(|conj| self.compile(conj)).collect();
+        self.cases = cases;
         let proved = unders.is_ok_and(|u| before.minus(&Expr::union(u), self.config).is_ok_and(|rest| rest.is_empty()));
         if proved {
             return;
