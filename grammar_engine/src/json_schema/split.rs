@@ -26,6 +26,9 @@ use crate::error::{GrammarError, Result};
 /// same split at every depth; counted, not timed, so the outcome is the schema's alone).
 const MAX_PRECISE_TRIES: usize = 16;
 
+/// Most `oneOf` branches that try precise over-languages (each is subtracted from every other).
+const MAX_PRECISE_BRANCHES: usize = 16;
+
 /// How many alternatives one schema may split into (anyOf × oneOf × ...), in all.
 pub(super) const MAX_CASES: usize = 512;
 
@@ -166,7 +169,7 @@ impl<'a> Compiler<'a> {
                 }
                 // Another branch that every value satisfies proves this one has no value.
                 let covered = kids.iter().enumerate().any(|(j, k)| j != i && accepts_every_value(k.schema));
-                if had_values && lang.is_empty() && !covered {
+                if had_values && lang.is_empty() && !covered && kids.len() <= MAX_PRECISE_BRANCHES {
                     if precise.is_none() {
                         self.common_names = common.clone();
                         precise = Some(self.precise_overs(kids.iter().map(|k| Conj::of(vec![k.clone()])).collect()));
@@ -261,9 +264,11 @@ impl<'a> Compiler<'a> {
     }
 
     /// The precise over-languages of `conjs` (see [`Compiler::precise_over`]), built; `None`
-    /// when they cannot be built, or after [`MAX_PRECISE_TRIES`] tries.
+    /// when they cannot be built, after [`MAX_PRECISE_TRIES`] tries, and in the restricted
+    /// attempts of the ladder.
     fn precise_overs(&mut self, conjs: Vec<Conj<'a>>) -> Option<Vec<Expr>> {
-        if self.precise_tries == MAX_PRECISE_TRIES {
+        // A restricted attempt of the ladder is not exact anyway: it keeps the plain ones.
+        if self.precise_tries == MAX_PRECISE_TRIES || self.count_cap.is_some() || self.prune_depth.is_some() {
             return None;
         }
         self.precise_tries += 1;
