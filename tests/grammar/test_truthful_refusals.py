@@ -34,6 +34,14 @@ SATISFIABLE = [
     ({"oneOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "array", "minItems": 2}]}, ['[1]', '["x",2]']),
     ({"if": {"type": "object", "required": ["a"]}, "then": {"required": ["b"]}, "else": {"type": "object"}},
      ['{}', '{"a":1,"b":2}']),
+    # Arrays told apart by their elements (only the empty array is in both).
+    ({"oneOf": [{"type": "boolean"}, {"type": "array", "items": {"enum": ["top", "left"]}},
+                {"type": "array", "items": {"enum": ["vertical"]}}]},
+     ['["top","left"]', '["vertical"]', 'true']),
+    # A condition on an optional member: the values that fail it hold the member with another value.
+    ({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}, "c": {"enum": ["abc", "ghi"]}},
+      "if": {"properties": {"c": {"const": "ghi"}}}, "then": {"required": ["a", "b", "c"]}, "else": {"required": ["a", "c"]}},
+     ['{"a":"x","c":"abc"}', '{"a":"x","b":1,"c":"ghi"}']),
 ]
 
 
