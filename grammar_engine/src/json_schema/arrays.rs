@@ -213,9 +213,10 @@ fn clamp(n: u64) -> u32 {
 }
 
 /// A language holding every canonical array text valid under the conjunction (an
-/// over-language, see `walk`): any array, or when over-languages are precise, elements in the over-language of the `items` schemas that apply
-/// to every position (a member with a prefix or the tuple form constrains no such position),
-/// at least one when `minItems` asks for it; any array when no member constrains every element.
+/// over-language, see `walk`): any array; when over-languages are precise, arrays whose
+/// elements are in the over-language of the `items` schemas that apply to every position (a
+/// member with a prefix or the tuple form constrains no such position), at least one when
+/// `minItems` asks for it.
 pub(crate) fn over<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
     if !c.precise_over {
         return Ok(Expr::regex(kind_superset(JsonType::Array)));

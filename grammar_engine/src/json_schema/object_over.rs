@@ -19,8 +19,9 @@ const MAX_SCALAR_MEMBERS: usize = 16;
 
 /// The over-language of objects: any object, narrowed by the declared names closed by
 /// `additionalProperties: false`, by the values of declared members that hold scalars when
-/// over-languages are precise (see [`scalar_members`]), and by up to three required names (an object holding name `k`
-/// contains `"k"` then `:`), preferring those whose values are constants.
+/// over-languages are precise (see [`scalar_members`]), and by up to three required names (an
+/// object holding name `k` contains `"k"` then `:`), preferring those whose values are
+/// constants.
 pub(crate) fn over<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
     let ws = c.ws.clone();
     let mut lang = Expr::regex(kind_superset(JsonType::Object));
