@@ -242,7 +242,7 @@ pub(crate) fn over<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
     let ws = c.ws.clone();
     let more = Expr::repeat(Expr::concat(vec![Expr::regex(format!("{ws},{ws}")), element.clone()]), 0, None);
     let some = Expr::concat(vec![element, more]);
-    let inner = if lo == 0 { Expr::union(vec![Expr::epsilon(), some]) } else { some };
+    let inner = if lo == 0 { Expr::optional(some) } else { some };
     Ok(wrap(inner, &ws))
 }
 

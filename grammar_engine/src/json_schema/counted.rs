@@ -28,7 +28,7 @@ pub(super) const LONG: u64 = 8_192;
 /// Whether `unit{min,max}` is split in chunks.
 pub(super) fn is_long(unit: &Expr, min: u64, max: u64) -> bool {
     let n = max.saturating_sub(min);
-    n >= 2 * CHUNK && n.saturating_mul(unit.nfa_size_estimate(&mut std::collections::HashMap::new())) >= LONG
+    n >= 2 * CHUNK && is_large(unit, n)
 }
 
 /// Whether `max` copies of `unit` are large enough to call the unit as a rule instead.

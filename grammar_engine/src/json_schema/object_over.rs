@@ -52,14 +52,7 @@ pub(crate) fn over<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
         let closed = if declared.is_empty() {
             Expr::regex(format!(r"\{{{ws}\}}"))
         } else {
-            let value = format!(
-                r"(?:null|true|false|{}|{}|{}|{})",
-                ANY_NUMBER,
-                any_string_value(),
-                kind_superset(JsonType::Object),
-                kind_superset(JsonType::Array)
-            );
-            let member = format!("(?:{}){ws}:{ws}{value}", declared.join("|"));
+            let member = format!("(?:{}){ws}:{ws}{}", declared.join("|"), any_value());
             Expr::regex(format!(r"\{{{ws}(?:{member}(?:{ws},{ws}{member})*{ws})?\}}"))
         };
         lang = lang.and(&closed, c.config)?;
@@ -90,25 +83,33 @@ pub(crate) fn over<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
 /// The scalar constants a property schema allows (`const`, or an `enum` of up to 8 scalars),
 /// through `$ref`s.
 fn constant_values<'a>(c: &Compiler<'a>, schema: &'a Value, base: &str) -> Option<&'a Value> {
+    let m = through_refs(c, schema, base)?;
+    let v = m
+        .get("const")
+        .filter(|_| c.reading.knows_const())
+        .or_else(|| m.get("enum").filter(|e| e.as_array().is_some_and(|a| a.len() <= 8)))?;
+    match v {
+        Value::Array(a) if m.contains_key("enum") => a.iter().all(is_scalar).then_some(v),
+        v if is_scalar(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// The schema object at the end of `schema`'s `$ref` chain (up to 8 references), if any.
+fn through_refs<'a>(c: &Compiler<'a>, schema: &'a Value, base: &str) -> Option<&'a serde_json::Map<String, Value>> {
     let mut s = schema;
     for _ in 0..8 {
         let m = s.as_object()?;
-        if let Some(r) = m.get("$ref").and_then(Value::as_str) {
-            s = c.resolver.resolve(r, base, "$ref", &super::context::Ctx::root()).ok()?.schema;
-            continue;
+        match m.get("$ref").and_then(Value::as_str) {
+            Some(r) => s = c.resolver.resolve(r, base, "$ref", &super::context::Ctx::root()).ok()?.schema,
+            None => return Some(m),
         }
-        let v = m
-            .get("const")
-            .filter(|_| c.reading.knows_const())
-            .or_else(|| m.get("enum").filter(|e| e.as_array().is_some_and(|a| a.len() <= 8)))?;
-        let scalar = |x: &Value| !x.is_object() && !x.is_array();
-        return match v {
-            Value::Array(a) if m.contains_key("enum") => a.iter().all(scalar).then_some(v),
-            v if scalar(v) => Some(v),
-            _ => None,
-        };
     }
     None
+}
+
+fn is_scalar(v: &Value) -> bool {
+    !v.is_object() && !v.is_array()
 }
 
 /// A regex of a prefix of every text of a scalar (numbers: any spelling's common start).
@@ -166,34 +167,20 @@ fn scalar_members<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Option<Ex
     members.push(Expr::concat(vec![other_key, Expr::regex(format!("{ws}:{ws}{}", any_value()))]));
     let member = Expr::union(members);
     let more = Expr::repeat(Expr::concat(vec![Expr::regex(format!("{ws},{ws}")), member.clone()]), 0, None);
-    let body = Expr::union(vec![Expr::epsilon(), Expr::concat(vec![member, more])]);
+    let body = Expr::optional(Expr::concat(vec![member, more]));
     Ok(Some(Expr::concat(vec![Expr::regex(format!(r"\{{{ws}")), body, Expr::regex(format!(r"{ws}\}}"))])))
 }
 
 /// Whether a property schema (through `$ref`s) allows scalars only: a `type` without
 /// `object` and `array`, or an `enum`/`const` of scalars.
-fn holds_only_scalars(c: &Compiler<'_>, schema: &Value, base: &str) -> bool {
-    let mut s = schema;
-    for _ in 0..8 {
-        let Some(m) = s.as_object() else { return false };
-        if let Some(r) = m.get("$ref").and_then(Value::as_str) {
-            match c.resolver.resolve(r, base, "$ref", &super::context::Ctx::root()) {
-                Ok(t) => {
-                    s = t.schema;
-                    continue;
-                }
-                Err(_) => return false,
-            }
-        }
-        let scalar = |x: &Value| !x.is_object() && !x.is_array();
-        if let Some(t) = m.get("type") {
-            let kinds = super::values::type_kinds(t, &super::context::Ctx::root()).unwrap_or(K_OBJECT);
-            return kinds & (K_OBJECT | K_ARRAY) == 0;
-        }
-        if let Some(Value::Array(values)) = m.get("enum") {
-            return values.iter().all(scalar);
-        }
-        return m.get("const").filter(|_| c.reading.knows_const()).is_some_and(scalar);
+fn holds_only_scalars<'a>(c: &Compiler<'a>, schema: &'a Value, base: &str) -> bool {
+    let Some(m) = through_refs(c, schema, base) else { return false };
+    if let Some(t) = m.get("type") {
+        let kinds = super::values::type_kinds(t, &super::context::Ctx::root()).unwrap_or(K_OBJECT);
+        return kinds & (K_OBJECT | K_ARRAY) == 0;
     }
-    false
+    if let Some(Value::Array(values)) = m.get("enum") {
+        return values.iter().all(is_scalar);
+    }
+    m.get("const").filter(|_| c.reading.knows_const()).is_some_and(is_scalar)
 }

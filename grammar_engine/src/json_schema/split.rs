@@ -140,8 +140,8 @@ impl<'a> Compiler<'a> {
                     Some(s) => s.intersection(&names).cloned().collect(),
                 });
             }
-            self.common_names = shared.unwrap_or_default();
-            common = self.common_names.clone();
+            common = shared.unwrap_or_default();
+            self.common_names = common.clone();
             for k in &kids {
                 // Built once here: each is subtracted from every other branch.
                 let over = self.over(Conj::of(vec![k.clone()]))?;
