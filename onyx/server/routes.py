@@ -27,6 +27,7 @@ KV blocks are freed.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import logging
 import os
@@ -69,6 +70,7 @@ async def health(request: Request):
         "device": state.description["device"],
         "uptime_s": round(time.time() - state.started, 3),
         "rss_bytes": _rss_bytes(),
+        "mlx_memory": _mlx_memory(),
         "kv": kv,
         "used_blocks": kv.get("used_blocks"),
         "free_blocks": kv.get("free_blocks"),
@@ -95,6 +97,7 @@ async def health(request: Request):
         "grammar_cache": engine_stats["grammar_cache"],
         "asyncio_tasks": len(asyncio.all_tasks()),
         "threads": threading.active_count(),
+        "threads_by_name": _threads_by_name(),
         "limits": {
             "max_body_bytes": state.config.max_body_bytes,
             "max_tokens": state.config.max_tokens_limit,
@@ -271,6 +274,24 @@ def _rss_bytes() -> int | None:
         return peak if sys.platform == "darwin" else peak * 1024
     except (ImportError, OSError):
         return None
+
+
+def _mlx_memory() -> dict:
+    """MLX's allocator: bytes held by live arrays and by its cache of freed buffers (kept for
+    reuse, part of the resident memory)."""
+    import mlx.core as mx
+
+    return {"active_bytes": mx.get_active_memory(), "cache_bytes": mx.get_cache_memory(),
+            "peak_bytes": mx.get_peak_memory()}
+
+
+def _threads_by_name() -> dict[str, int]:
+    """Live threads counted by name, a pool's workers (`name_0`, `name_1`, ...) under the pool's."""
+    counts: collections.Counter = collections.Counter()
+    for t in threading.enumerate():
+        base, _, suffix = t.name.rpartition("_")
+        counts[base if base and suffix.isdigit() else t.name] += 1
+    return dict(sorted(counts.items()))
 
 
 def _byte(b: int | None) -> str | None:

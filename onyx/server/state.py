@@ -11,6 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from onyx.server.config import RESPONSE_STORE_SIZE, ServerConfig
 
 
+PREPARE_WORKERS = 2  # threads that tokenize requests and compile their grammars
+
 class ServerState:
     def __init__(self, engine, config: ServerConfig) -> None:
         self.engine = engine
@@ -19,7 +21,7 @@ class ServerState:
         self.aliases = [a for a in dict.fromkeys(config.aliases) if a != self.model_name]
         engine.configure(max_queue=config.max_queue)  # more waiting requests get 503
         # Preparing a request (tokenizing, compiling its grammar) runs here, off the event loop.
-        self.prepare_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="onyx-prepare")
+        self.prepare_pool = ThreadPoolExecutor(max_workers=PREPARE_WORKERS, thread_name_prefix="onyx-prepare")
         self.started = time.time()
         self.in_flight = 0
         self.requests_total = 0
