@@ -4,7 +4,8 @@
   built once for this machine;
 - `patches.py`: the one place that adapts a loaded model to the CPU: `rope.py` (angles from a
   table), `exp.py` (a vectorised exp for SwiGLU and softmax), `overlap.py` (layers that start
-  their own evaluation), all switched in through `override.py`.
+  their own evaluation), all switched in through `override.py`;
+- `malloc.py`: glibc's malloc arenas capped in the server.
 
 Nothing is imported here: `onyx/__init__` imports `onyx.cpu.blas` before anything loads MLX.
 """

@@ -64,6 +64,9 @@ def serve(args: argparse.Namespace, *, make_engine=None) -> int:
 
     `make_engine(model, **kwargs)` builds the engine (default `onyx.Engine`); the CLI passes one
     that shows download and conversion progress."""
+    from onyx.cpu.malloc import limit_arenas
+
+    limit_arenas()  # before the engine's threads start
     import onyx
 
     quiet_load = make_engine is not None  # a caller's factory reports its own progress
