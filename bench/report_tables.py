@@ -465,3 +465,14 @@ def r_cobatch(d: dict) -> list[str]:
 
 
 # -- the mapping: one entry per results file ---------------------------------------------------
+
+
+def r_host(d: dict) -> list[str]:
+    m = d["meta"]
+    out = [f"{m['rounds']} rounds of {m['max_tokens']} tokens; `rows`: the mean sequences per counted step "
+           "(the batch admits prompts a few at a time, so eight requests decode together only part of the time).", ""]
+    rows = [[r["sequences"], r["load"], r["steps"], n(r["mean_rows"], 2), n(r["engine_step_ms"], 2),
+             n(r["bare_step_ms"], 2), n(r["engine_minus_bare_ms"], 2), n(r["outside_forward_ms"], 2),
+             pct(100 * r["outside_share"])] for r in d["results"]]
+    return out + table(["requests", "load", "steps", "rows", "engine step ms", "bare step ms", "engine − bare ms",
+                        "outside the forward ms", "share"], rows)

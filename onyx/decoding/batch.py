@@ -76,7 +76,9 @@ class StepInfo:
     prefill_tokens: int = 0
     prefill_segments: int = 0
     emitted: dict = field(default_factory=dict)  # id(generation) -> tokens committed
+    started: float = 0.0  # time.perf_counter() when the step began
     seconds: float = 0.0
+    run_seconds: float = 0.0  # of which the forward and the verification (`_run`)
 
 
 class Batch:
@@ -148,7 +150,7 @@ class Batch:
         each has `emitted` (the tokens it committed) and `done` when it ended (then it has left
         the batch and its KV is freed)."""
         t0 = time.perf_counter()
-        info = StepInfo(self.steps)
+        info = StepInfo(self.steps, started=t0)
         self.steps += 1
         touched = []
         for g in list(self.gens):
@@ -214,11 +216,13 @@ class Batch:
         hold = bool(decoding) and self.compile_share > 0
         if hold:
             hold_compiles()
+        t_run = time.perf_counter()
         try:
             results = self._run(entries)
         finally:
             if hold:
                 release_compiles()
+        info.run_seconds = time.perf_counter() - t_run
         for (g, tokens, k, fed, _), res in zip(entries, results):
             touched.append(g)
             if g.done:
