@@ -316,7 +316,7 @@ def main() -> int:
         plan = [(name, load) for name in servers for load in loads
                 if not (name == "mlx-lm" and load != "free")]
         for name, load in plan:  # warm-up: compile grammars, fill caches
-            one_request(servers[name].base, load, 8, models[name])
+            one_request(servers[name].base, load, args.max_tokens, models[name])
         print(f"{'server':>9} {'load':>5} {'C':>3} {'req':>4} {'tok':>5} {'tok/s':>7} {'TTFT p50':>9} {'p99':>7} "
               f"{'ITL p50':>8} {'p99':>7}", flush=True)
         for c in clients:
