@@ -31,6 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import harness  # noqa: E402, I001  (first: sets up onyx, OpenBLAS before mlx)
 
+import threading  # noqa: E402
 import time  # noqa: E402
 
 import mlx.core as mx  # noqa: E402
@@ -65,6 +66,17 @@ def engine_steps(engine, prompts: list[list[int]], options: dict, max_tokens: in
         if b.index == a.index + 1 and a.sequences == a.rows == a.logit_rows and a.prefill_tokens == 0:
             out.append((a.sequences, b.started - a.started, a.seconds, a.run_seconds))
     return out
+
+
+def settle(timeout: float = 10.0) -> None:
+    """Waits for the engine's background work to end (KV view arrays filled on their own
+    threads, grammar compilations), so that neither side of a pair runs beside it."""
+    from onyx._grammar import compiles_running
+
+    deadline = time.time() + timeout
+    while time.time() < deadline and (compiles_running() or any(
+            t.name.startswith("onyx-kv-views") for t in threading.enumerate())):
+        time.sleep(0.01)
 
 
 def bare_steps(runner, prompts: list[list[int]], widths: list[int]) -> list[float]:
@@ -106,7 +118,9 @@ def run(quick: bool = False, out_dir: Path | None = None, *, max_tokens: int | N
     for rnd in range(rounds):
         for n, key, _, opts in (configs if rnd % 2 == 0 else configs[::-1]):
             ps = prompts[n, key]
+            settle()
             eng = engine_steps(engine, ps, opts, max_tokens)
+            settle()
             bare = bare_steps(engine.runner, ps, [e[0] for e in eng])
             pairs[n, key].extend((e[1:], b) for e, b in zip(eng, bare))
             rows_fed[n, key].extend(e[0] for e in eng)
