@@ -28,7 +28,7 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.report_tables import (r_cache, r_cobatch, r_grammar, r_host, r_integrations, r_matmul, r_memory,  # noqa: E402
-                                 r_overlap, r_phi, r_repair, r_runtime, r_schema, r_serve, r_spec, r_structure, r_whitespace,
+                                 r_overlap, r_peer_serve, r_phi, r_repair, r_runtime, r_schema, r_serve, r_spec, r_structure, r_whitespace,
                                  suite_lines)
 
 RESULTS = ROOT / "bench" / "results"
@@ -144,10 +144,19 @@ SOURCES: dict[str, Source] = {
         "The engine's greedy steps (`Engine.generate_many`, one row per sequence: `speculative=\"baseline\"`) "
         "against a bare loop of the same forwards (forward, argmax, tokens to Python) on the same runner, paired "
         "step by step. `outside the forward` is measured exactly from the batch's step log: proposing rounds, "
-        "committing tokens and the scheduler's delivery of text, between one step's forward and the next. What "
-        "the engine adds inside the forward's span (queuing it, preparing masks while it runs, verification) is "
-        "the paired difference, whose resolution here is about a millisecond: the bare loop is not faster than "
-        "the engine's step, so on this CPU a step's time is the model's forward."),
+        "committing tokens and the scheduler's delivery of text, from the end of one step's forward and "
+        "verification to the start of the next one's. What the engine adds within the forward's span (queuing "
+        "it, preparing masks while it runs, verification) is bounded by the paired difference, which comes out "
+        "at or below zero: the bare loop is no faster than the engine's step (pairs at one request spread by "
+        "about 1-2 ms, at eight by several). On this CPU a decode step's time is the model's forward; the "
+        "host's part is about 0.3-0.5 ms a step."),
+    "peer_serve_bench.json": Source(
+        "Serving beside llama.cpp on the same GGUF", "python bench/peer_serve_bench.py", r_peer_serve,
+        "Onyx's server and llama.cpp's `llama-server` (b11434, built for this CPU by `bench/llama_server.py`, 8 "
+        "slots) on the same SmolLM2-135M-Instruct Q4_1 file, the same number of threads, greedy streamed chat "
+        "requests. Onyx dequantizes the weights to float32 on the CPU; llama.cpp computes on the 4-bit weights. "
+        "`grammar`: Onyx's `regex`, llama.cpp the same language in GBNF; `json`: `response_format` on both. "
+        "Every constrained answer is checked; one cut off by `max_tokens` before it is complete is invalid."),
     "matmul_bench.json": Source(
         "Few-row products x @ Wᵀ: the BLAS shim's kernels", "python bench/matmul_bench.py", r_matmul,
         "SmolLM2-135M's weight shapes, each call on another copy of W from a 512 MB pool, variants interleaved call by "
