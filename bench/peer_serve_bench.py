@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Onyx's server beside llama.cpp's `llama-server` on the same GGUF file.
+
+Both serve the embedded default model, SmolLM2-135M-Instruct Q4_1 (Onyx on this CPU dequantizes
+it to float32; llama.cpp computes on the 4-bit weights), with the same number of threads, on
+loopback, at once (servers and loads take turns within each client count, so they share the
+machine's load). llama.cpp runs with 8 slots and continuous batching (its defaults otherwise);
+`bench/llama_server.py` builds it once into a cache folder.
+
+Loads, greedy streamed chat completions:
+- `free`: a long story, 64 tokens;
+- `grammar`: one sentence of 24-64 words, at most 160 tokens: Onyx's `regex`, llama.cpp the same
+  language as a GBNF `grammar` (each server's own way of taking a grammar);
+- `json`: the order schema of bench/corpus.py as `response_format` (json_schema) on both, at most
+  160 tokens.
+Every constrained output is checked (the regex; `jsonschema`), and the invalid ones counted per
+server: an answer cut off by `max_tokens` before it is complete counts as invalid.
+
+    python bench/peer_serve_bench.py                    # clients 1, 2, 4, 8; about 20 minutes
+    python bench/peer_serve_bench.py --quick            # clients 1 and 8, one request each
+    python bench/peer_serve_bench.py --llama-server PATH
+
+Prints one table and the targets, writes peer_serve_bench.json to --out.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench import harness  # noqa: E402, I001  (first: sets up onyx)
+
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from bench import llama_server  # noqa: E402
+from bench.corpus import ORDER_SCHEMA_FREE, STORY  # noqa: E402
+from bench.serve_bench import Server  # noqa: E402
+
+WORDS = r"[A-Z][a-z]+( [a-z]+){23,63}\."
+WORDS_GBNF = 'root ::= [A-Z] [a-z]+ (" " [a-z]+){23,63} "."\n'
+ORDER_ASK = ("Write an order as JSON: order ID ORD-1042 for customer Jane Doe (jane@shop.com), who bought "
+             "2 notebooks (SKU NB-01) at 3.50 each and 1 pen (SKU PN-07) at 1.25.")
+RESPONSE_FORMAT = {"type": "json_schema", "json_schema": {"name": "order", "schema": ORDER_SCHEMA_FREE}}
+# load -> (messages, max_tokens, the body's constraint per server)
+LOADS = {
+    "free": ([{"role": "user", "content": STORY}], 64, {"onyx": {}, "llama.cpp": {}}),
+    "grammar": ([{"role": "user", "content": "Describe a walk through a forest at dawn, in one long sentence."}],
+                160, {"onyx": {"regex": WORDS}, "llama.cpp": {"grammar": WORDS_GBNF}}),
+    "json": ([{"role": "user", "content": ORDER_ASK}], 160,
+             {"onyx": {"response_format": RESPONSE_FORMAT}, "llama.cpp": {"response_format": RESPONSE_FORMAT}}),
+}
+
+
+def valid(load: str, text: str) -> bool:
+    """Whether an answer is in its load's language (free text always is)."""
+    if load == "grammar":
+        return re.fullmatch(WORDS, text) is not None
+    if load == "json":
+        import jsonschema
+
+        try:
+            jsonschema.validate(json.loads(text), ORDER_SCHEMA_FREE)
+        except (ValueError, jsonschema.ValidationError):
+            return False
+    return True
+
+
+def one_request(base: str, body: dict) -> dict:
+    """One streamed chat completion: send time, content-delta arrival times, tokens, text."""
+    import httpx
+
+    t0 = time.perf_counter()
+    arrivals, text, tokens, finish = [], [], None, None
+    with httpx.Client(timeout=1800) as c, c.stream("POST", base + "/v1/chat/completions", json=body) as r:
+        if r.status_code != 200:
+            raise RuntimeError(f"HTTP {r.status_code}: {r.read()[:300]!r}")
+        for line in r.iter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            obj = json.loads(line[6:])
+            if obj.get("usage"):
+                tokens = obj["usage"].get("completion_tokens", tokens)
+            for ch in obj.get("choices") or []:
+                content = (ch.get("delta") or {}).get("content")
+                if content:
+                    arrivals.append(time.perf_counter())
+                    text.append(content)
+                finish = ch.get("finish_reason") or finish
+    return {"t0": t0, "t1": time.perf_counter(), "arrivals": arrivals, "text": "".join(text), "finish": finish,
+            "tokens": tokens if tokens is not None else len(arrivals)}
+
+
+def run_load(server: Server, load: str, clients: int, per_client: int) -> dict:
+    """`clients` threads at once, each sending `per_client` requests in a row."""
+    messages, max_tokens, constraint = LOADS[load]
+    body = {"model": "default", "messages": messages, "max_tokens": max_tokens, "temperature": 0.0, "stream": True,
+            "stream_options": {"include_usage": True}, **constraint[server.name]}
+    results, errors, lock = [], [], threading.Lock()
+
+    def client() -> None:
+        for _ in range(per_client):
+            try:
+                r = one_request(server.base, body)
+            except Exception as e:  # noqa: BLE001 - counted and reported
+                with lock:
+                    errors.append(f"{type(e).__name__}: {e}")
+                continue
+            with lock:
+                results.append(r)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - start
+    tokens = sum(r["tokens"] for r in results)
+    ttft = [r["arrivals"][0] - r["t0"] for r in results if r["arrivals"]]
+    itl = [b - a for r in results for a, b in zip(r["arrivals"], r["arrivals"][1:])]
+    invalid = [r for r in results if not valid(load, r["text"])]
+
+    def pct(xs, q):
+        return round(1e3 * float(np.percentile(xs, q)), 1) if xs else None
+
+    return {"server": server.name, "load": load, "clients": clients, "requests": len(results), "errors": errors,
+            "invalid": len(invalid), "cut_off": sum(1 for r in results if r["finish"] == "length"),
+            "tokens": tokens, "wall_s": round(wall, 3), "agg_tok_s": round(tokens / wall, 2) if wall > 0 else None,
+            "ttft_ms_p50": pct(ttft, 50), "ttft_ms_p99": pct(ttft, 99),
+            "itl_ms_p50": pct(itl, 50), "itl_ms_p99": pct(itl, 99),
+            "invalid_sample": invalid[0]["text"][-160:] if invalid else None}
+
+
+def targets(runs: list[dict]) -> dict:
+    """The issue's targets from the runs: each a ratio Onyx / llama.cpp (aggregate tokens/s)
+    and whether it is met; and the invalid outputs of each server."""
+    def tok_s(server, load, c):
+        return next((r["agg_tok_s"] for r in runs if (r["server"], r["load"], r["clients"]) == (server, load, c)), None)
+
+    out = {}
+    for load, c, goal in (("free", 1, 1.0), ("grammar", 1, 1.0), ("json", 1, 1.5),
+                          ("free", 8, 1.5), ("grammar", 8, 1.5), ("json", 8, 1.5)):
+        a, b = tok_s("onyx", load, c), tok_s("llama.cpp", load, c)
+        ratio = round(a / b, 3) if a and b else None
+        out[f"{load}_{c}"] = {"onyx_over_llama_cpp": ratio, "goal": goal, "met": ratio is not None and ratio >= goal}
+    for server in ("onyx", "llama.cpp"):
+        out[f"invalid_{server}"] = sum(r["invalid"] for r in runs if r["server"] == server)
+    return out
+
+
+def main() -> int:
+    ap = harness.arg_parser(__doc__, "clients 1 and 8, one request per client")
+    ap.add_argument("--clients", default=None, help="comma-separated client counts (default 1,2,4,8)")
+    ap.add_argument("--per-client", type=int, default=None, help="requests each client sends (default 2)")
+    ap.add_argument("--loads", default=",".join(LOADS))
+    ap.add_argument("--threads", type=int, default=None, help="threads of each server (default: Onyx's products')")
+    ap.add_argument("--llama-server", type=Path, default=None, help="a llama-server binary (default: built, cached)")
+    args = ap.parse_args()
+    clients = [int(c) for c in (args.clients or ("1,8" if args.quick else "1,2,4,8")).split(",")]
+    per_client = args.per_client or (1 if args.quick else 2)
+    loads = args.loads.split(",")
+    out = harness.out_dir(args.out)
+    log_dir = Path(tempfile.mkdtemp(prefix="peer_serve_bench_"))
+
+    from onyx.cpu.blas import shim_threads
+    from onyx.models import assets
+    from onyx.models.loader import DEFAULT_MODEL, KNOWN_MODELS
+
+    gguf = assets.fetch(KNOWN_MODELS[DEFAULT_MODEL], quiet=True)
+    threads = args.threads or shim_threads()
+    binary = args.llama_server or llama_server.build()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("ONYX_API_KEY", None)
+    onyx_cmd = [sys.executable, "-m", "onyx.server", "--max-tokens-limit", "2048", "--log-level", "warning"]
+    llama_cmd = [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "-t", str(threads), "-tb", str(threads),
+                 "-np", "8", "-c", str(8 * 2048)]
+    servers = {"onyx": Server("onyx", onyx_cmd, cwd=harness.ROOT, env=env, log_dir=log_dir),
+               "llama.cpp": Server("llama.cpp", llama_cmd, cwd=harness.ROOT, env=env, log_dir=log_dir)}
+    runs = []
+    try:
+        for s in servers.values():
+            s.wait_ready()
+        plan = [(name, load) for load in loads for name in servers]
+        for name, load in plan:  # warm-up: grammars compiled, caches filled
+            run_load(servers[name], load, 1, 1)
+        print(f"{'server':>9} {'load':>7} {'C':>3} {'req':>4} {'tok':>5} {'tok/s':>7} {'TTFT p50':>9} {'ITL p50':>8} "
+              f"{'p99':>7} {'invalid':>7} {'cut':>4}", flush=True)
+        for c in clients:
+            for name, load in plan:
+                r = run_load(servers[name], load, c, per_client)
+                runs.append(r)
+                print(f"{name:>9} {load:>7} {c:>3} {r['requests']:>4} {r['tokens']:>5} {r['agg_tok_s']!s:>7} "
+                      f"{r['ttft_ms_p50']!s:>9} {r['itl_ms_p50']!s:>8} {r['itl_ms_p99']!s:>7} {r['invalid']:>7} "
+                      f"{r['cut_off']:>4}" + (f"  errors: {r['errors'][:2]}" if r["errors"] else ""), flush=True)
+            plan = plan[1:] + plan[:1]  # another order for the next client count
+    finally:
+        for s in servers.values():
+            s.stop()
+    data = {"bench": "peer_serve", "machine": harness.machine_meta(), "loadavg": harness.loadavg(),
+            "model": str(gguf.name), "threads": threads, "per_client": per_client, "clients": clients,
+            "loads": {k: {"max_tokens": v[1], "constraint": v[2]} for k, v in LOADS.items() if k in loads},
+            "commands": {"onyx": onyx_cmd, "llama.cpp": llama_cmd}, "llama_cpp_version": llama_server.VERSION,
+            "runs": runs, "targets": targets(runs)}
+    print("\ntargets:", json.dumps(data["targets"], indent=1))
+    harness.save_results(out, "peer_serve_bench", data)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
