@@ -156,7 +156,10 @@ SOURCES: dict[str, Source] = {
         "slots) on the same SmolLM2-135M-Instruct Q4_1 file, the same number of threads, greedy streamed chat "
         "requests. Onyx dequantizes the weights to float32 on the CPU; llama.cpp computes on the 4-bit weights. "
         "`grammar`: Onyx's `regex`, llama.cpp the same language in GBNF; `json`: `response_format` on both. "
-        "Every constrained answer is checked; one cut off by `max_tokens` before it is complete is invalid."),
+        "Every constrained answer is checked; one cut off by `max_tokens` before it is complete is invalid. "
+        "The targets are the issue's, on aggregate tokens/s; Onyx's JSON answers are longer (more tokens per "
+        "answer), so answers/s is the fairer figure for that load. `free` answers all stop at `max_tokens` "
+        "(cut off, not invalid)."),
     "matmul_bench.json": Source(
         "Few-row products x @ Wᵀ: the BLAS shim's kernels", "python bench/matmul_bench.py", r_matmul,
         "SmolLM2-135M's weight shapes, each call on another copy of W from a 512 MB pool, variants interleaved call by "

@@ -479,13 +479,14 @@ def r_host(d: dict) -> list[str]:
 
 
 def r_peer_serve(d: dict) -> list[str]:
-    rows = [[r["load"], r["clients"], r["server"], r["requests"], n(r["agg_tok_s"]), n(r["ttft_ms_p50"]),
-             n(r["itl_ms_p50"]), n(r["itl_ms_p99"]), r["invalid"], r["cut_off"]]
+    rows = [[r["load"], r["clients"], r["server"], r["requests"], n(r["tokens"] / max(r["requests"], 1), 0),
+             n(r["agg_tok_s"]), n(r["requests"] / r["wall_s"], 2), n(r["ttft_ms_p50"]), n(r["itl_ms_p50"]),
+             n(r["itl_ms_p99"]), r["invalid"], r["cut_off"]]
             for r in sorted(d["runs"], key=lambda r: (r["load"], r["clients"], r["server"]))]
     goals = [[k, ratio(v["onyx_over_llama_cpp"]), ratio(v["goal"], 1), "yes" if v["met"] else "no"]
              for k, v in d["targets"].items() if isinstance(v, dict)]
     invalid = ", ".join(f"{k.removeprefix('invalid_')} {v}" for k, v in d["targets"].items() if k.startswith("invalid_"))
-    return (table(["load", "clients", "server", "requests", "tok/s", "TTFT p50 ms", "ITL p50 ms", "ITL p99 ms",
-                   "invalid", "cut off"], rows)
-            + ["", f"Invalid constrained answers: {invalid}.", ""]
+    return (table(["load", "clients", "server", "requests", "tokens per answer", "tok/s", "answers/s", "TTFT p50 ms",
+                   "ITL p50 ms", "ITL p99 ms", "invalid", "cut off"], rows)
+            + [f"Invalid constrained answers: {invalid}.", ""]
             + table(["load, clients", "Onyx / llama.cpp", "goal", "met"], goals))
