@@ -35,14 +35,11 @@ import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
 import tempfile  # noqa: E402
-import threading  # noqa: E402
 import time  # noqa: E402
-
-import numpy as np  # noqa: E402
 
 from bench import llama_server  # noqa: E402
 from bench.corpus import ORDER_SCHEMA_FREE, STORY  # noqa: E402
-from bench.serve_bench import Server  # noqa: E402
+from bench.serve_bench import Server, run_clients, timing  # noqa: E402
 
 WORDS = r"[A-Z][a-z]+( [a-z]+){23,63}\."
 WORDS_GBNF = 'root ::= [A-Z] [a-z]+ (" " [a-z]+){23,63} "."\n'
@@ -99,43 +96,15 @@ def one_request(base: str, body: dict) -> dict:
 
 
 def run_load(server: Server, load: str, clients: int, per_client: int) -> dict:
-    """`clients` threads at once, each sending `per_client` requests in a row."""
+    """`clients` threads at once, each sending `per_client` requests in a row; every answer
+    checked against its load's language."""
     messages, max_tokens, constraint = LOADS[load]
     body = {"model": "default", "messages": messages, "max_tokens": max_tokens, "temperature": 0.0, "stream": True,
             "stream_options": {"include_usage": True}, **constraint[server.name]}
-    results, errors, lock = [], [], threading.Lock()
-
-    def client() -> None:
-        for _ in range(per_client):
-            try:
-                r = one_request(server.base, body)
-            except Exception as e:  # noqa: BLE001 - counted and reported
-                with lock:
-                    errors.append(f"{type(e).__name__}: {e}")
-                continue
-            with lock:
-                results.append(r)
-
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    start = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - start
-    tokens = sum(r["tokens"] for r in results)
-    ttft = [r["arrivals"][0] - r["t0"] for r in results if r["arrivals"]]
-    itl = [b - a for r in results for a, b in zip(r["arrivals"], r["arrivals"][1:])]
+    results, errors, wall = run_clients(lambda: one_request(server.base, body), clients, per_client)
     invalid = [r for r in results if not valid(load, r["text"])]
-
-    def pct(xs, q):
-        return round(1e3 * float(np.percentile(xs, q)), 1) if xs else None
-
-    return {"server": server.name, "load": load, "clients": clients, "requests": len(results), "errors": errors,
+    return {"server": server.name, "load": load, "clients": clients, "errors": errors, **timing(results, wall),
             "invalid": len(invalid), "cut_off": sum(1 for r in results if r["finish"] == "length"),
-            "tokens": tokens, "wall_s": round(wall, 3), "agg_tok_s": round(tokens / wall, 2) if wall > 0 else None,
-            "ttft_ms_p50": pct(ttft, 50), "ttft_ms_p99": pct(ttft, 99),
-            "itl_ms_p50": pct(itl, 50), "itl_ms_p99": pct(itl, 99),
             "invalid_sample": invalid[0]["text"][-160:] if invalid else None}
 
 

@@ -140,8 +140,9 @@ def one_request(base: str, load: str, max_tokens: int, model: str) -> dict:
             "text": "".join(text)}
 
 
-def run_load(server: Server, load: str, clients: int, per_client: int, max_tokens: int, model: str) -> dict:
-    """`clients` threads, each sending `per_client` requests in a row, all at once."""
+def run_clients(send, clients: int, per_client: int) -> tuple[list[dict], list[str], float]:
+    """`clients` threads at once, each calling `send()` `per_client` times in a row. Returns the
+    answers, the errors (as text) and the wall time."""
     results: list[dict] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -149,7 +150,7 @@ def run_load(server: Server, load: str, clients: int, per_client: int, max_token
     def client() -> None:
         for _ in range(per_client):
             try:
-                r = one_request(server.base, load, max_tokens, model)
+                r = send()
             except Exception as e:  # noqa: BLE001 - counted and reported
                 with lock:
                     errors.append(f"{type(e).__name__}: {e}")
@@ -163,7 +164,12 @@ def run_load(server: Server, load: str, clients: int, per_client: int, max_token
         t.start()
     for t in threads:
         t.join()
-    wall = time.perf_counter() - start
+    return results, errors, time.perf_counter() - start
+
+
+def timing(results: list[dict], wall: float) -> dict:
+    """Aggregate tokens/s and the TTFT and inter-token percentiles of streamed answers (each with
+    `t0`, `arrivals` and `tokens`)."""
     tokens = sum(r["tokens"] for r in results)
     ttft = [r["arrivals"][0] - r["t0"] for r in results if r["arrivals"]]
     itl = [b - a for r in results for a, b in zip(r["arrivals"], r["arrivals"][1:])]
@@ -171,11 +177,16 @@ def run_load(server: Server, load: str, clients: int, per_client: int, max_token
     def pct(xs, q):
         return round(1e3 * float(np.percentile(xs, q)), 1) if xs else None
 
-    return {"server": server.name, "load": load, "clients": clients, "requests": len(results),
-            "errors": errors, "tokens": tokens, "wall_s": round(wall, 3),
+    return {"requests": len(results), "tokens": tokens, "wall_s": round(wall, 3),
             "agg_tok_s": round(tokens / wall, 2) if wall > 0 else None,
             "ttft_ms_p50": pct(ttft, 50), "ttft_ms_p99": pct(ttft, 99),
-            "itl_ms_p50": pct(itl, 50), "itl_ms_p99": pct(itl, 99),
+            "itl_ms_p50": pct(itl, 50), "itl_ms_p99": pct(itl, 99)}
+
+
+def run_load(server: Server, load: str, clients: int, per_client: int, max_tokens: int, model: str) -> dict:
+    """`clients` threads, each sending `per_client` requests in a row, all at once."""
+    results, errors, wall = run_clients(lambda: one_request(server.base, load, max_tokens, model), clients, per_client)
+    return {"server": server.name, "load": load, "clients": clients, "errors": errors, **timing(results, wall),
             "sample_text": results[0]["text"][:120] if results else None}
 
 
