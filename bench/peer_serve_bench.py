@@ -35,11 +35,10 @@ import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
 import tempfile  # noqa: E402
-import time  # noqa: E402
 
 from bench import llama_server  # noqa: E402
 from bench.corpus import ORDER_SCHEMA_FREE, STORY  # noqa: E402
-from bench.serve_bench import Server, run_clients, timing  # noqa: E402
+from bench.serve_bench import Server, run_clients, stream_chat, timing  # noqa: E402
 
 WORDS = r"[A-Z][a-z]+( [a-z]+){23,63}\."
 WORDS_GBNF = 'root ::= [A-Z] [a-z]+ (" " [a-z]+){23,63} "."\n'
@@ -70,38 +69,13 @@ def valid(load: str, text: str) -> bool:
     return True
 
 
-def one_request(base: str, body: dict) -> dict:
-    """One streamed chat completion: send time, content-delta arrival times, tokens, text."""
-    import httpx
-
-    t0 = time.perf_counter()
-    arrivals, text, tokens, finish = [], [], None, None
-    with httpx.Client(timeout=1800) as c, c.stream("POST", base + "/v1/chat/completions", json=body) as r:
-        if r.status_code != 200:
-            raise RuntimeError(f"HTTP {r.status_code}: {r.read()[:300]!r}")
-        for line in r.iter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            obj = json.loads(line[6:])
-            if obj.get("usage"):
-                tokens = obj["usage"].get("completion_tokens", tokens)
-            for ch in obj.get("choices") or []:
-                content = (ch.get("delta") or {}).get("content")
-                if content:
-                    arrivals.append(time.perf_counter())
-                    text.append(content)
-                finish = ch.get("finish_reason") or finish
-    return {"t0": t0, "t1": time.perf_counter(), "arrivals": arrivals, "text": "".join(text), "finish": finish,
-            "tokens": tokens if tokens is not None else len(arrivals)}
-
-
 def run_load(server: Server, load: str, clients: int, per_client: int) -> dict:
     """`clients` threads at once, each sending `per_client` requests in a row; every answer
     checked against its load's language."""
     messages, max_tokens, constraint = LOADS[load]
     body = {"model": "default", "messages": messages, "max_tokens": max_tokens, "temperature": 0.0, "stream": True,
             "stream_options": {"include_usage": True}, **constraint[server.name]}
-    results, errors, wall = run_clients(lambda: one_request(server.base, body), clients, per_client)
+    results, errors, wall = run_clients(lambda: stream_chat(server.base, body), clients, per_client)
     invalid = [r for r in results if not valid(load, r["text"])]
     return {"server": server.name, "load": load, "clients": clients, "errors": errors, **timing(results, wall),
             "invalid": len(invalid), "cut_off": sum(1 for r in results if r["finish"] == "length"),

@@ -112,15 +112,13 @@ class Server:
         self.log.close()
 
 
-def one_request(base: str, load: str, max_tokens: int, model: str) -> dict:
-    """One streamed chat completion: send time, content-delta arrival times, completion tokens."""
+def stream_chat(base: str, body: dict) -> dict:
+    """One streamed chat completion: send time, content-delta arrival times, completion tokens
+    (the usage chunk's, else one per delta), text and finish reason."""
     import httpx
 
-    messages, extra = LOADS[load]
-    body = {"model": model, "messages": messages, "max_tokens": max_tokens, "temperature": 0.0, "stream": True,
-            "stream_options": {"include_usage": True}, **extra}
     t0 = time.perf_counter()
-    arrivals, tokens, text = [], None, []
+    arrivals, tokens, text, finish = [], None, [], None
     with httpx.Client(timeout=1800) as c, c.stream("POST", base + "/v1/chat/completions", json=body) as r:
         if r.status_code != 200:
             raise RuntimeError(f"HTTP {r.status_code}: {r.read()[:300]!r}")
@@ -128,16 +126,23 @@ def one_request(base: str, load: str, max_tokens: int, model: str) -> dict:
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
             obj = json.loads(line[6:])
-            if obj.get("usage") and not obj.get("choices"):
-                tokens = obj["usage"]["completion_tokens"]
+            if obj.get("usage"):
+                tokens = obj["usage"].get("completion_tokens", tokens)
             for ch in obj.get("choices") or []:
                 content = (ch.get("delta") or {}).get("content")
                 if content:
                     arrivals.append(time.perf_counter())
                     text.append(content)
-    t1 = time.perf_counter()
-    return {"t0": t0, "t1": t1, "arrivals": arrivals, "tokens": tokens if tokens is not None else len(arrivals),
-            "text": "".join(text)}
+                finish = ch.get("finish_reason") or finish
+    return {"t0": t0, "t1": time.perf_counter(), "arrivals": arrivals, "text": "".join(text), "finish": finish,
+            "tokens": tokens if tokens is not None else len(arrivals)}
+
+
+def one_request(base: str, load: str, max_tokens: int, model: str) -> dict:
+    """One streamed, greedy chat completion of `load`."""
+    messages, extra = LOADS[load]
+    return stream_chat(base, {"model": model, "messages": messages, "max_tokens": max_tokens, "temperature": 0.0,
+                              "stream": True, "stream_options": {"include_usage": True}, **extra})
 
 
 def run_clients(send, clients: int, per_client: int) -> tuple[list[dict], list[str], float]:
