@@ -37,20 +37,18 @@ import re  # noqa: E402
 import tempfile  # noqa: E402
 
 from bench import llama_server  # noqa: E402
-from bench.corpus import ORDER_SCHEMA_FREE, STORY  # noqa: E402
-from bench.serve_bench import Server, run_clients, stream_chat, timing  # noqa: E402
+from bench.corpus import ORDER_SCHEMA_FREE  # noqa: E402
+from bench.serve_bench import LOADS as SERVE_LOADS  # noqa: E402
+from bench.serve_bench import WORDS, Server, run_clients, stream_chat, timing  # noqa: E402
 
-WORDS = r"[A-Z][a-z]+( [a-z]+){23,63}\."
+# serve_bench's prompts and constraints; llama.cpp takes the regex's language as GBNF
 WORDS_GBNF = 'root ::= [A-Z] [a-z]+ (" " [a-z]+){23,63} "."\n'
-ORDER_ASK = ("Write an order as JSON: order ID ORD-1042 for customer Jane Doe (jane@shop.com), who bought "
-             "2 notebooks (SKU NB-01) at 3.50 each and 1 pen (SKU PN-07) at 1.25.")
-RESPONSE_FORMAT = {"type": "json_schema", "json_schema": {"name": "order", "schema": ORDER_SCHEMA_FREE}}
+RESPONSE_FORMAT = SERVE_LOADS["json"][1]["response_format"]
 # load -> (messages, max_tokens, the body's constraint per server)
 LOADS = {
-    "free": ([{"role": "user", "content": STORY}], 64, {"onyx": {}, "llama.cpp": {}}),
-    "grammar": ([{"role": "user", "content": "Describe a walk through a forest at dawn, in one long sentence."}],
-                160, {"onyx": {"regex": WORDS}, "llama.cpp": {"grammar": WORDS_GBNF}}),
-    "json": ([{"role": "user", "content": ORDER_ASK}], 160,
+    "free": (SERVE_LOADS["free"][0], 64, {"onyx": {}, "llama.cpp": {}}),
+    "grammar": (SERVE_LOADS["regex"][0], 160, {"onyx": {"regex": WORDS}, "llama.cpp": {"grammar": WORDS_GBNF}}),
+    "json": (SERVE_LOADS["json"][0], 160,
              {"onyx": {"response_format": RESPONSE_FORMAT}, "llama.cpp": {"response_format": RESPONSE_FORMAT}}),
 }
 
