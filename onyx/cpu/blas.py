@@ -20,7 +20,8 @@
   (each reads the weights again, and split between two threads like the other products), sends
   other one-row / one-column products to `cblas_sgemv` and everything else to OpenBLAS's
   `cblas_sgemm`. Without a compiler it falls back to plain OpenBLAS. `bench/matmul_bench.py`
-  measures the kernels against OpenBLAS.
+  measures the kernels against OpenBLAS. The shim also multiplies by quantized weights
+  (`quant_shim.c`, compiled with it; see `onyx.cpu.quant`).
 
   The shim splits a few-row product between two threads (`shim_threads()`): chunks of weight
   rows, claimed one at a time by the calling thread and a helper, so a helper that loses its core
@@ -72,7 +73,8 @@ _state: dict[str, str | None] = {"loaded": None, "note": None, "shim": None, "th
 # The cblas_sgemm shim (see the module docstring). `onyx_blas_shim_init(path)` binds it to the
 # OpenBLAS at `path`; when preloaded with LD_PRELOAD instead, it binds lazily to the next
 # `cblas_sgemm` / `cblas_sgemv` in the search order (RTLD_NEXT).
-_SHIM_SOURCE = (Path(__file__).parent / "blas_shim.c").read_text()
+# `quant_shim.c` (quantized weights, `onyx.cpu.quant`) is compiled in the same unit, after it.
+_SHIM_SOURCE = "".join((Path(__file__).parent / name).read_text() for name in ("blas_shim.c", "quant_shim.c"))
 
 
 def find_blas_library() -> str | None:
@@ -253,6 +255,20 @@ def reexec_with_openblas(argv: list[str] | None = None) -> None:
     env["_ONYX_REEXEC"] = "1"
     args = [sys.executable] + (sys.argv if argv is None else argv)
     os.execve(sys.executable, args, env)
+
+
+def shim_library() -> ctypes.CDLL | None:
+    """The loaded shim (for its other entry points, e.g. `onyx.cpu.quant`), or None when this
+    process runs without it."""
+    where = _state["shim"]
+    if not where:
+        return None
+    try:
+        lib = ctypes.CDLL(None) if where == "LD_PRELOAD" else ctypes.CDLL(where, mode=ctypes.RTLD_GLOBAL)
+        lib.onyx_quant_register  # noqa: B018 (AttributeError: a shim built before quantized weights)
+        return lib
+    except (OSError, AttributeError):
+        return None
 
 
 def blas_status() -> str:

@@ -251,13 +251,18 @@ static void leftover_rows(int M, int j0, int N, const struct pass *p, const floa
         }
 }
 
-/* The product C = alpha * A @ B^T + beta * C of one call, as the kernels see it. */
+/* The product C = alpha * A @ B^T + beta * C of one call, as the kernels see it. With `q`, B is
+   a quantized matrix (quant_shim.c) and M may exceed MAX_ROWS. */
+struct qmat;
 struct gemm {
     int M, N, K, lda, ldb, ldc;
     float alpha, beta;
     const float *A, *B;
     float *C;
+    const struct qmat *q;
 };
+static void quant_rows(int j0, int j1, const struct gemm *g);
+static size_t quant_row_bytes(const struct qmat *q);
 
 /* Weight rows [j0, j1) of the product (j0 a multiple of 4; j1 too unless it is N), every block
    of K. Outputs of different weight rows never meet, so the range can be any part of N: the
@@ -356,7 +361,8 @@ static int run_chunks(uint64_t seq) {
         if (!atomic_compare_exchange_weak_explicit(&ticket, &t, t + 1, memory_order_acq_rel, memory_order_acquire))
             continue;
         const int j0 = (int)next * job_chunk, j1 = job.N - j0 > job_chunk ? j0 + job_chunk : job.N;
-        few_rows(j0, j1, &job);
+        if (job.q) quant_rows(j0, j1, &job);
+        else few_rows(j0, j1, &job);
         atomic_fetch_add_explicit(&job_done, 1, memory_order_release);
         ran++;
     }
@@ -446,20 +452,22 @@ void onyx_blas_shim_threads(int n) {
    at a time is split (MLX's CPU stream calls BLAS from one thread); a call that finds a split
    in progress runs alone. */
 static void run_gemm(const struct gemm *g) {
-    int chunk = (int)(CHUNK_BYTES / ((size_t)g->K * sizeof(float)));
+    const size_t row_bytes = g->q ? quant_row_bytes(g->q) : (size_t)g->K * sizeof(float);
+    void (*rows)(int, int, const struct gemm *) = g->q ? quant_rows : few_rows;
+    int chunk = (int)(CHUNK_BYTES / row_bytes);
     chunk = chunk < 16 ? 16 : chunk / 16 * 16;
     const uint64_t n = ((uint64_t)g->N + chunk - 1) / chunk;
     if (atomic_load_explicit(&helpers_wanted, memory_order_relaxed) == 0 ||
-        (size_t)g->N * g->K * sizeof(float) < SPLIT_MIN_BYTES || n < 2 || n > FIELD ||
+        (size_t)g->N * row_bytes < SPLIT_MIN_BYTES || n < 2 || n > FIELD ||
         atomic_flag_test_and_set_explicit(&busy, memory_order_acquire)) {
-        few_rows(0, g->N, g);
+        rows(0, g->N, g);
         return;
     }
     const int solo = solo_left > 0;  /* backing off after a stall (below) */
     if (solo || ensure_helpers() == 0) {
         solo_left -= solo, stats[4] += solo;
         atomic_flag_clear_explicit(&busy, memory_order_release);
-        few_rows(0, g->N, g);
+        rows(0, g->N, g);
         return;
     }
     job = *g;
@@ -508,12 +516,15 @@ static int few_rows_product(int M, int N, int K, float alpha, const float *A, in
     for (int i = 0, m0 = 0; i < pieces; i++) {
         const int rows = base + (i < extra);
         const struct gemm g = {rows, N, K, lda, ldb, ldc, alpha, beta, A + (size_t)m0 * lda, B,
-                               C + (size_t)m0 * ldc};
+                               C + (size_t)m0 * ldc, 0};
         run_gemm(&g);
         m0 += rows;
     }
     return 1;
 }
+
+static int quant_product(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                         int ldb, float beta, float *C, int ldc);
 
 void cblas_sgemm(int order, int ta, int tb, int M, int N, int K, float alpha, const float *A,
                  int lda, const float *B, int ldb, float beta, float *C, int ldc) {
@@ -521,6 +532,8 @@ void cblas_sgemm(int order, int ta, int tb, int M, int N, int K, float alpha, co
         real_gemm = (gemm_t)dlsym(RTLD_NEXT, "cblas_sgemm");
         real_gemv = (gemv_t)dlsym(RTLD_NEXT, "cblas_sgemv");
     }
+    if (order == RowMajor && ta == NoTrans && tb == Trans && quant_product(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return;  /* x @ W^T with W a registered quantized matrix (quant_shim.c) */
     if (order == RowMajor && K > 0 && real_gemv) {
         if (ta == NoTrans && tb == Trans && few_rows_product(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
             return;  /* x @ W^T: a decode step, a verification, a batch, a prompt chunk */

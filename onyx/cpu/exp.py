@@ -84,6 +84,19 @@ def _swiglu_mlp(self, x: mx.array, *args, **kwargs) -> mx.array:
 _FAST = CallOverride(_swiglu_mlp)
 
 
+def _float32_input_width(linear) -> int | None:
+    """The input width of a Linear that computes in float32 (float32 weights, or quantized
+    weights multiplied by the shim), else None."""
+    from onyx.cpu.quant import CpuQuantizedLinear
+
+    if isinstance(linear, CpuQuantizedLinear):
+        return linear.input_dims
+    weight = getattr(linear, "weight", None)
+    if weight is None or weight.ndim != 2 or weight.dtype != mx.float32:
+        return None
+    return int(weight.shape[1])
+
+
 def takes_fast_swiglu(module) -> bool:
     """Whether `use_fast_swiglu` switched this module."""
     return _FAST.applies_to(module)
@@ -103,10 +116,10 @@ def use_fast_swiglu(model) -> int:
         if takes_fast_swiglu(module):
             switched += 1
             continue
-        width = getattr(module.gate_proj, "weight", None)
-        if width is None or width.ndim != 2 or width.dtype != mx.float32:
-            continue  # (quantized or half-precision MLPs: MLX's CPU path is not the bottleneck there)
-        x = mx.random.normal((4, width.shape[1]), key=mx.random.key(0)).astype(width.dtype)
+        width = _float32_input_width(module.gate_proj)
+        if width is None:
+            continue  # (MLX-quantized or half-precision MLPs: the SwiGLU is not the bottleneck there)
+        x = mx.random.normal((4, width), key=mx.random.key(0))
         try:
             # gate values of a few units, where SiLU and its look-alikes (GELU) differ
             x = x * (3.0 / (float(mx.std(module.gate_proj(x)).item()) + 1e-12))
