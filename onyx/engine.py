@@ -44,11 +44,14 @@ class Engine:
     """A loaded model plus everything needed to constrain it."""
 
     def __init__(self, model: str | None = None, draft_model: str | None = None, *,
+                 dtype: str | None = None,
                  grammar_cache_size: int = GRAMMAR_CACHE_SIZE, grammar_cache_bytes: int = GRAMMAR_CACHE_BYTES,
                  max_batch: int = DEFAULT_MAX_BATCH, max_queue: int | None = None,
                  prefill_chunk: int = PREFILL_CHUNK, prefill_share: float = PREFILL_SHARE,
                  compile_nice: int = COMPILE_NICE, compile_share: float = COMPILE_SHARE) -> None:
-        """`grammar_cache_bytes`: what compiled grammars and their masks may hold (least
+        """`dtype`: how weights are held, "quantized" (default: quantized weights stay quantized,
+        on Metal and on the CPU) or "float32" (see `onyx.models.loader.load`);
+        `grammar_cache_bytes`: what compiled grammars and their masks may hold (least
         recently used dropped past it; one grammar whose token index needs more is a
         `GrammarTooLargeError`); `max_batch`: sequences decoded together at most (more wait in
         the queue); `max_queue`: requests that may wait (more raise `QueueFullError`; None: no limit);
@@ -63,12 +66,12 @@ class Engine:
         if not 0 <= compile_nice <= 19:
             raise ValueError(f"compile_nice must be between 0 and 19, got {compile_nice}")
         set_compile_nice(compile_nice)
-        self.loaded: LoadedModel = load(model)
+        self.loaded: LoadedModel = load(model, dtype=dtype)
         self.runner = ModelRunner(self.loaded)
         self.vocab = self.loaded.vocabulary
         self.draft_runner: ModelRunner | None = None
         if draft_model is not None:
-            draft = load(draft_model)
+            draft = load(draft_model, dtype=dtype)
             _check_same_vocabulary(self.loaded, draft)
             self.draft_runner = ModelRunner(draft)
         self.grammars = GrammarCache(self.vocab, grammar_cache_size, grammar_cache_bytes)

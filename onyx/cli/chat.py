@@ -10,7 +10,8 @@ import json
 import sys
 from pathlib import Path
 
-from onyx.cli.common import CliError, constraint_from, engine_or_error, non_negative_float, non_negative_int, positive_int
+from onyx.cli.common import (DTYPE_HELP, CliError, constraint_from, engine_or_error, non_negative_float, non_negative_int,
+                             positive_int)
 
 
 CHAT_HELP = """commands:
@@ -30,7 +31,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         import readline  # noqa: F401  (line editing and history for input())
     except ImportError:
         pass
-    engine = engine_or_error(args.model)
+    engine = engine_or_error(args.model, args.dtype)
     try:
         constraint = constraint_from(engine, args.regex, args.schema)
     except ValueError as e:
@@ -213,6 +214,7 @@ def add_chat(sub) -> None:
                        description="Interactive chat; the reply streams as it is generated.\n\n" + CHAT_HELP,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default=None, help="model (default: the embedded SmolLM2-135M-Instruct)")
+    p.add_argument("--dtype", default=None, choices=["quantized", "float32"], help=DTYPE_HELP)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--regex", default=None, metavar="R", help="constrain replies to this regex")
     g.add_argument("--schema", default=None, metavar="S", help="constrain replies to this JSON Schema (a file, or the schema as JSON)")

@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from onyx.cli.common import (EXIT_NEGATIVE, EXIT_OK, CliError, constraint_from, engine_or_error, make_engine,
+from onyx.cli.common import (DTYPE_HELP, EXIT_NEGATIVE, EXIT_OK, CliError, constraint_from, engine_or_error, make_engine,
                              non_negative_float, non_negative_int, positive_int, prepare_model, progress)
 
 
@@ -25,7 +25,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     import dataclasses
 
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
-    engine = engine_or_error(args.model)
+    engine = engine_or_error(args.model, args.dtype)
     options = {"max_tokens": args.max_tokens, "temperature": args.temperature}
     if args.seed is not None:
         options["seed"] = args.seed
@@ -142,6 +142,7 @@ def add_generate(sub) -> None:
                                    "the constraint was met, 2 bad arguments, grammar or model.")
     p.add_argument("prompt", metavar="PROMPT", help="the prompt ('-': read stdin)")
     p.add_argument("--model", default=None, help="model (default: the embedded SmolLM2-135M-Instruct)")
+    p.add_argument("--dtype", default=None, choices=["quantized", "float32"], help=DTYPE_HELP)
     g = p.add_mutually_exclusive_group()
     g.add_argument("--regex", default=None, metavar="R", help="the output must fully match this regex")
     g.add_argument("--schema", default=None, metavar="S", help="the output must match this JSON Schema (a file, or the schema as JSON)")

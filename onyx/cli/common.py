@@ -82,11 +82,14 @@ def prepare_model(spec: str | None) -> None:
         progress(f"converted in {time.perf_counter() - t0:.1f}s")
 
 
-def engine_or_error(spec: str | None):
+DTYPE_HELP = "weights: quantized (default: kept as the model stores them) or float32"
+
+
+def engine_or_error(spec: str | None, dtype: str | None = None):
     import onyx
 
     try:
-        return make_engine(spec)
+        return make_engine(spec, dtype=dtype)
     except onyx.ModelError as e:
         raise CliError(str(e)) from None
 

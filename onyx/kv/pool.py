@@ -430,7 +430,11 @@ def _attention_of(layer):
 
 
 def _attention_dtype(layer) -> Any:
+    from onyx.cpu.quant import is_shim_quantized
+
     proj = getattr(_attention_of(layer), "k_proj", None)
+    if is_shim_quantized(proj):
+        return mx.float32  # the shim's products are float32 (its scales' dtype is storage only)
     for name in ("weight", "scales"):
         w = getattr(proj, name, None) if proj is not None else None
         if w is not None and mx.issubdtype(w.dtype, mx.floating):

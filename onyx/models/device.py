@@ -1,9 +1,10 @@
 """Which MLX device a model runs on, and in which dtype its weights are used.
 
 * Apple Silicon (macOS, arm64): MLX runs on Metal and quantized weights stay quantized.
-* Elsewhere (Linux: MLX's CPU backend): the CPU, with weights dequantized to float32, since
-  MLX's quantized and float16 matrix products on x86 CPUs are several times slower than float32
-  with OpenBLAS (`onyx.cpu.blas`).
+* Elsewhere (Linux: MLX's CPU backend): the CPU. 4- and 8-bit weights stay quantized and are
+  multiplied by the BLAS shim's kernels (`onyx.cpu.quant`); other weights are computed in float32,
+  since MLX's quantized and float16 matrix products on x86 CPUs are several times slower than
+  float32 with OpenBLAS (`onyx.cpu.blas`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def default_device() -> str:
 
 
 def default_dtype(device: str | None = None) -> str:
-    """The dtype model weights are used in: "float32" on CPU (MLX's quantized and float16
-    matmuls are several times slower than float32 on x86 CPUs), "quantized" on Metal (keep
-    whatever the checkpoint has: quantized weights stay quantized)."""
-    return "float32" if (device or default_device()) == "cpu" else "quantized"
+    """The dtype model weights are used in: "quantized" on both (quantized weights stay
+    quantized: on Metal MLX's kernels multiply them, on the CPU the BLAS shim's kernels,
+    `onyx.cpu.quant`; what neither takes is computed in float32 on the CPU)."""
+    return "quantized"

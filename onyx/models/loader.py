@@ -6,10 +6,11 @@
     loaded = load("/path/mlx-lm-folder")     # config.json + *.safetensors + tokenizer files
     loaded = load("mlx-community/...")       # downloaded by huggingface_hub (needs the network)
 
-Platform: on Apple Silicon the model runs on Metal and quantized weights stay quantized; on the
-CPU backend (Linux) every weight is dequantized to float32 at load time (MLX's quantized and
-float16 CPU matmuls are several times slower than float32 with OpenBLAS), and rotary embeddings
-read their angles from a table (`onyx/cpu/rope.py`).
+Platform: on Apple Silicon the model runs on Metal and quantized weights stay quantized. On the
+CPU backend (Linux) 4- and 8-bit weights stay quantized too and are multiplied by the BLAS
+shim's kernels (`onyx/cpu/quant.py`; MLX's own quantized CPU product is far slower); everything
+else (other formats, half-precision weights, a process without the shim, or `dtype="float32"`)
+is computed in float32. Rotary embeddings read their angles from a table (`onyx/cpu/rope.py`).
 
 `greedy_generate` is a plain greedy loop over mlx-lm's own KV cache: the reference other
 decoders are checked against.
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from onyx.models.device import default_device
+from onyx.models.device import default_device, default_dtype
 from onyx.errors import ModelError, RequestError, VocabularyError
 
 # Models Onyx can name: spec -> asset (fetched with `onyx.models.assets.fetch`, converted from GGUF).
@@ -46,7 +47,7 @@ class LoadedModel:
     vocab_size: int  # logits width (= embedding rows; can exceed the tokenizer's size)
     eos_token_ids: list[int]
     device: str  # "gpu" (Metal) or "cpu"
-    dtype: str  # "float32" on CPU; on Metal e.g. "float16+q4,q8" (float dtype + quantized bits)
+    dtype: str  # float dtypes + quantized bits, e.g. "float32+q4,q8" (CPU), "float16+q4,q8" (Metal)
     bos_token_id: int | None = None  # set when the model expects prompts to start with BOS
     _vocabulary: Any = field(default=None, repr=False)
 
@@ -142,11 +143,18 @@ def resolve(spec: str | None = None) -> tuple[Path, str]:
     return _download(text), text
 
 
-def load(spec: str | None = None, *, dequantize: bool | None = None) -> LoadedModel:
+DTYPES = ("quantized", "float32", "stored")
+
+
+def load(spec: str | None = None, *, dtype: str | None = None) -> LoadedModel:
     """Loads a model (see the module docstring for the specs). Raises ModelError.
 
-    `dequantize` overrides the platform choice (None: float32 on CPU, as stored on Metal);
-    `dequantize=False` on CPU runs the quantized weights as a Mac would (slow; for tests)."""
+    `dtype`: "quantized" (the default) keeps quantized weights quantized: as stored on Metal,
+    through the shim on the CPU where it can take them, the rest in float32; "float32"
+    dequantizes every weight to float32; "stored" keeps the modules mlx-lm loaded, as a Mac
+    runs them (on the CPU: MLX's slow quantized product; for tests)."""
+    if dtype is not None and dtype not in DTYPES:
+        raise ModelError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     path, name = resolve(spec)
     import mlx.core as mx
     from mlx_lm.utils import load_model, load_tokenizer
@@ -158,11 +166,14 @@ def load(spec: str | None = None, *, dequantize: bool | None = None) -> LoadedMo
         tokenizer = load_tokenizer(path, eos_token_ids=config.get("eos_token_id"))
     except Exception as e:  # mlx-lm raises ValueError/FileNotFoundError/KeyError/...
         raise ModelError(f"model {spec or DEFAULT_MODEL!r}: mlx-lm could not load {path}: {e}") from e
-    if dequantize if dequantize is not None else device == "cpu":
+    dtype = dtype or default_dtype(device)
+    if dtype == "float32" or (dtype == "quantized" and device == "cpu"):
+        if dtype == "quantized":
+            from onyx.cpu.quant import use_quantized_weights
+
+            use_quantized_weights(model)
         dequantize_to_float32(model)
-        dtype = "float32"
-    else:
-        dtype = _describe_dtype(model)
+    dtype = _describe_dtype(model)
     if device == "cpu":
         from onyx.cpu.patches import apply_cpu_patches
 
@@ -176,7 +187,8 @@ def load(spec: str | None = None, *, dequantize: bool | None = None) -> LoadedMo
 
 def dequantize_to_float32(model) -> None:
     """Replaces every quantized Linear/Embedding of `model` with a float32 one and casts all
-    floating parameters to float32 (the fast path on MLX's CPU backend)."""
+    floating parameters to float32 (the fast path on MLX's CPU backend); the shim's quantized
+    modules (`onyx.cpu.quant`) stay as they are."""
     import mlx.core as mx
     import mlx.nn as nn
     from mlx.utils import tree_unflatten
@@ -201,7 +213,12 @@ def dequantize_to_float32(model) -> None:
             swaps.append((path, emb))
     if swaps:
         model.update_modules(tree_unflatten(swaps))
-    model.set_dtype(mx.float32)
+    from onyx.cpu.quant import is_shim_quantized
+
+    # every floating parameter to float32, except the shim's scales (read where they are)
+    model.apply(lambda v: v.astype(mx.float32) if mx.issubdtype(v.dtype, mx.floating) else v,
+                lambda m, k, v: (nn.Module.valid_parameter_filter(m, k, v) and not is_shim_quantized(m)
+                                 and not is_shim_quantized(v)))
 
 
 def greedy_generate(loaded: LoadedModel, prompt_ids: Iterable[int], max_tokens: int, *,
@@ -299,10 +316,15 @@ def _describe_dtype(model) -> str:
     import mlx.nn as nn
     from mlx.utils import tree_flatten
 
-    bits = sorted({m.bits for _, m in model.named_modules()
-                   if isinstance(m, (nn.QuantizedLinear, nn.QuantizedEmbedding))})
-    floats = sorted({str(v.dtype).replace("mlx.core.", "") for _, v in tree_flatten(model.parameters())
-                     if v.dtype in (mx.float16, mx.bfloat16, mx.float32)})
+    from onyx.cpu.quant import is_shim_quantized
+
+    quantized = {path: m.bits for path, m in model.named_modules()
+                 if isinstance(m, (nn.QuantizedLinear, nn.QuantizedEmbedding)) or is_shim_quantized(m)}
+    bits = sorted(set(quantized.values()))
+    # the float dtypes computed in: quantized modules' scales and biases are not counted
+    floats = sorted({str(v.dtype).replace("mlx.core.", "") for path, v in tree_flatten(model.parameters())
+                     if path.rpartition(".")[0] not in quantized
+                     and v.dtype in (mx.float16, mx.bfloat16, mx.float32)})
     desc = "+".join(floats) or "float"
     return desc + ("+" + ",".join(f"q{b}" for b in bits) if bits else "")
 

@@ -22,6 +22,8 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="model to serve: a known name (smollm2, gemma3-270m), a .gguf file, an mlx-lm "
                         "folder or a Hugging Face id (default: the embedded SmolLM2-135M-Instruct)")
     p.add_argument("--draft-model", default=None, help="draft model for speculative decoding")
+    p.add_argument("--dtype", default=None, choices=["quantized", "float32"],
+                   help="weights: quantized (default: kept as the model stores them) or float32")
     p.add_argument("--host", default=config.DEFAULT_HOST,
                    help=f"address to bind (default {config.DEFAULT_HOST}: this machine only)")
     p.add_argument("--port", type=int, default=config.DEFAULT_PORT, help=f"port (default {config.DEFAULT_PORT})")
@@ -75,7 +77,7 @@ def serve(args: argparse.Namespace, *, make_engine=None) -> int:
     api_key = args.api_key or os.environ.get("ONYX_API_KEY") or None
     kwargs = {"max_batch": args.max_batch, "grammar_cache_bytes": args.grammar_cache_bytes,
               "prefill_share": args.prefill_share, "compile_nice": args.compile_nice,
-              "compile_share": args.compile_share}
+              "compile_share": args.compile_share, "dtype": args.dtype}
     if args.draft_model is not None:
         kwargs["draft_model"] = args.draft_model
     for name, value in (("max-body-bytes", args.max_body_bytes), ("max-tokens-limit", args.max_tokens_limit),

@@ -51,7 +51,7 @@ def test_platform_choices_and_blas():
 
 
 def test_default_dtype_follows_the_device():
-    assert device.default_dtype("cpu") == "float32" and device.default_dtype("gpu") == "quantized"
+    assert device.default_dtype("cpu") == "quantized" and device.default_dtype("gpu") == "quantized"
     if sys.platform != "darwin":
         assert device.default_device() == "cpu"
 

@@ -118,17 +118,24 @@ def test_greedy_generate_matches_recomputing_without_a_cache(smollm2):
 
 def test_metal_path_loads_the_same_weights_quantized(smollm2):
     # What a Mac does with the folder: keep the quantized modules, per-module bits from config.
-    quantized = models.load(dequantize=False)
+    quantized = models.load(dtype="stored")
+    dense_model = models.load(dtype="float32")
     embed = quantized.model.model.embed_tokens
     q_proj = quantized.model.model.layers[0].self_attn.q_proj
     assert isinstance(embed, nn.QuantizedEmbedding) and embed.bits == 8
     assert isinstance(q_proj, nn.QuantizedLinear) and q_proj.bits == 4 and q_proj.group_size == 32
-    assert "q4" in quantized.dtype and "q8" in quantized.dtype
-    for qm, fm in ((embed, smollm2.model.model.embed_tokens),
-                   (q_proj, smollm2.model.model.layers[0].self_attn.q_proj)):
+    assert quantized.dtype == "float16+q4,q8" and dense_model.dtype == "float32"
+    for qm, fm in ((embed, dense_model.model.model.embed_tokens),
+                   (q_proj, dense_model.model.model.layers[0].self_attn.q_proj)):
         dense = mx.dequantize(qm.weight, qm.scales, qm.biases, group_size=qm.group_size, bits=qm.bits)
         assert mx.array_equal(dense.astype(mx.float32), fm.weight).item()
-    assert smollm2.dtype == ("float32" if smollm2.device == "cpu" else smollm2.dtype)
+    # the default keeps them quantized on both platforms (on the CPU: the shim's modules)
+    assert smollm2.dtype == ("float32+q4,q8" if smollm2.device == "cpu" else quantized.dtype)
+
+
+def test_unknown_dtype_is_a_model_error():
+    with pytest.raises(ModelError, match="dtype must be one of quantized, float32, stored"):
+        models.load(dtype="int4")
 
 
 # -- errors -------------------------------------------------------------------------------------
