@@ -6,8 +6,9 @@
      are the unconstrained ones and any slowdown is mask work), and on two real constraints (a JSON
      schema, `[a-z ]+`). The configurations are interleaved (A B C D E, then rotated, ...) so all
      see the same machine load; the numbers to read are medians and the paired ratios.
-  2. the ratio to the memory-bandwidth floor: the NOTES figure (~47 tok/s) and one computed in
-     this run from the loaded model's parameter bytes and a numpy read-bandwidth measurement.
+  2. the ratio to the memory-bandwidth floor: the NOTES figure (~47 tok/s, for float32 weights)
+     and one computed in this run from the loaded model's parameter bytes (as Onyx holds them:
+     4/8-bit) and a numpy read-bandwidth measurement.
   3. paged KV cache vs mlx-lm's cache: `engine.generate(speculative="baseline")` against
      `onyx.models.loader.greedy_generate` (mlx-lm KVCache) on the same prompt and tokens, interleaved with
      the runs of 1; plus bench/cache_bench.py's step-by-step comparison on the same model.
@@ -361,7 +362,7 @@ def build_table(res: dict) -> tuple[list[tuple], dict]:
     rows.append(("   read bandwidth (this run)", f"numpy max {b['numpy_max_gbs']:.1f}, numpy dot {b['numpy_dot_gbs']:.1f}, "
                  f"mx.sum {b['mlx_sum_gbs']:.1f} GB/s", "", ""))
     f = res["floor"]
-    rows.append(("   floor NOTES (25 GB/s, 540 MB)", f"{NOTES_FLOOR_TOK_S:.1f} tok/s; unconstrained = "
+    rows.append(("   floor NOTES (float32 weights: 25 GB/s, 540 MB)", f"{NOTES_FLOOR_TOK_S:.1f} tok/s; unconstrained = "
                  f"{f['ratio_to_notes_floor']:.2f} of it", "", ""))
     rows.append(("   floor this run (best bandwidth)", f"{f['floor_tok_s_measured']:.1f} tok/s "
                  f"({f['floor_ms_measured']:.1f} ms/token); unconstrained = {f['ratio_to_measured_floor']:.2f} of it",

@@ -262,7 +262,6 @@ struct gemm {
     const struct qmat *q;
 };
 static void quant_rows(int j0, int j1, const struct gemm *g);
-static size_t quant_row_bytes(const struct qmat *q);
 
 /* Weight rows [j0, j1) of the product (j0 a multiple of 4; j1 too unless it is N), every block
    of K. Outputs of different weight rows never meet, so the range can be any part of N: the
@@ -452,13 +451,14 @@ void onyx_blas_shim_threads(int n) {
    at a time is split (MLX's CPU stream calls BLAS from one thread); a call that finds a split
    in progress runs alone. */
 static void run_gemm(const struct gemm *g) {
-    const size_t row_bytes = g->q ? quant_row_bytes(g->q) : (size_t)g->K * sizeof(float);
+    /* Chunks and the split threshold count weights as floats: a quantized product's time is
+       dequantizing its values more than reading its bytes. */
     void (*rows)(int, int, const struct gemm *) = g->q ? quant_rows : few_rows;
-    int chunk = (int)(CHUNK_BYTES / row_bytes);
+    int chunk = (int)(CHUNK_BYTES / ((size_t)g->K * sizeof(float)));
     chunk = chunk < 16 ? 16 : chunk / 16 * 16;
     const uint64_t n = ((uint64_t)g->N + chunk - 1) / chunk;
     if (atomic_load_explicit(&helpers_wanted, memory_order_relaxed) == 0 ||
-        (size_t)g->N * row_bytes < SPLIT_MIN_BYTES || n < 2 || n > FIELD ||
+        (size_t)g->N * g->K * sizeof(float) < SPLIT_MIN_BYTES || n < 2 || n > FIELD ||
         atomic_flag_test_and_set_explicit(&busy, memory_order_acquire)) {
         rows(0, g->N, g);
         return;

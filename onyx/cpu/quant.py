@@ -51,7 +51,8 @@ class _Carrier:
             scales, biases = scales.astype(mx.float32), biases.astype(mx.float32)
         weight, scales, biases = (mx.contiguous(a) for a in (weight, scales, biases))
         self.floats = mx.view(weight, mx.float32)  # the packed words, as MLX sees them
-        mx.eval(weight, scales, biases, self.floats)
+        self.floats_t = self.floats.T
+        mx.eval(weight, scales, biases, self.floats, self.floats_t)
         self.n, self.kc = self.floats.shape
         self.k = self.kc * 32 // bits
         self.rows_per_row = 32 // bits  # rows of the reshaped input per true row
@@ -70,11 +71,10 @@ class _Carrier:
     def matmul(self, x: mx.array) -> mx.array:
         """x @ W^T for float `x` of shape (..., K)."""
         lead = x.shape[:-1]
-        rows = 1
-        for d in lead:
-            rows *= d
-        x = x.astype(mx.float32).reshape(rows * self.rows_per_row, self.kc)
-        return (x @ self.floats.T)[:rows].reshape(*lead, self.n)
+        rows = x.size // self.k
+        if x.dtype != mx.float32:
+            x = x.astype(mx.float32)
+        return (x.reshape(rows * self.rows_per_row, self.kc) @ self.floats_t)[:rows].reshape(*lead, self.n)
 
 
 def ctypes_ptr(address: int) -> ctypes.c_void_p:

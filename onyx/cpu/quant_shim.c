@@ -104,10 +104,6 @@ void onyx_quant_stats(long out[3]) {
     out[2] = atomic_load(&q_count);
 }
 
-static size_t quant_row_bytes(const struct qmat *q) {
-    return q->row_bytes + (size_t)q->groups * (q->sdtype == 0 ? 8 : 4);
-}
-
 static inline float q_scalar(const void *p, int sdtype, size_t i) {
     uint32_t bits;
     float f;

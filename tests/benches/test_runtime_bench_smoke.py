@@ -69,7 +69,7 @@ def test_decode_rates_are_positive(bench_run):
 
 def test_floor_cache_and_prefix_sections(bench_run):
     _proc, data, _out = bench_run
-    assert data["model"]["param_bytes"] > 100e6  # SmolLM2-135M in float32: ~540 MB
+    assert data["model"]["param_bytes"] > 50e6  # SmolLM2-135M as stored (4/8-bit): ~98 MB
     assert data["bandwidth"]["best_gbs"] > 0
     f = data["floor"]
     assert f["floor_tok_s_measured"] > 0 and f["ratio_to_notes_floor"] > 0 and f["ratio_to_measured_floor"] > 0
