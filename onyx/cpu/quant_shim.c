@@ -11,11 +11,12 @@
    by its address, and the first M rows of C receive x @ W^T for the true M and K (the other
    rows are not written; the Linear drops them).
 
-   The product dequantizes a tile of weight rows at a time into a per-thread buffer and runs
-   the float kernels of blas_shim.c over it, every row of A in pieces of at most MAX_ROWS. The
-   weights are read from memory as they are stored (4.5 to 8.5 bits a value instead of 32), and
-   an output gets the same bits whatever rows of A share the call, as with float weights.
-   Threads split the weight rows as they do for float products. */
+   The weights are read from memory as they are stored (4.5 to 8.5 bits a value instead of 32).
+   With up to Q_FUSED_ROWS rows of A they are dequantized 32 values at a time in registers and
+   multiplied at once; with more, a tile of weight rows is dequantized into a per-thread buffer
+   once for all rows of A and multiplied by the float tiles of blas_shim.c. Both add in the same
+   order, so an output gets the same bits whatever rows of A share the call, as with float
+   weights. Threads split the weight rows as they do for float products. */
 #include <stdlib.h>
 #ifndef QTILE
 #define QTILE 8192
@@ -72,7 +73,8 @@ int onyx_quant_register(const void *w, int N, int K, int bits, int group, const 
             if (k == 0) { if (free_slot == (size_t)-1) free_slot = i; break; }
         }
         const int fresh = atomic_load(&q_keys[free_slot]) != w;
-        atomic_store(&q_keys[free_slot], 0);  /* hidden while its fields change */
+        /* hidden while its fields change (a tombstone: lookups of other keys probe past it) */
+        atomic_store(&q_keys[free_slot], Q_GONE);
         q_entries[free_slot] = (struct qmat){(const uint8_t *)w, scales, biases, N, K, K * bits / 32,
                                              bits, group, K / group, sdtype, (size_t)K * bits / 8};
         atomic_store_explicit(&q_keys[free_slot], w, memory_order_release);
@@ -90,7 +92,8 @@ void onyx_quant_unregister(const void *w) {
         const void *k = atomic_load(&q_keys[i]);
         if (k == 0) break;
         if (k == w) {
-            atomic_store(&q_keys[i], Q_GONE);
+            /* the end of a chain can become empty again; inside one, a tombstone keeps it whole */
+            atomic_store(&q_keys[i], atomic_load(&q_keys[(i + 1) & (Q_SLOTS - 1)]) == 0 ? 0 : Q_GONE);
             atomic_fetch_sub(&q_count, 1);
             break;
         }
