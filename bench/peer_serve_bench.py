@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Onyx's server beside llama.cpp's `llama-server` on the same GGUF file.
 
-Both serve the embedded default model, SmolLM2-135M-Instruct Q4_1 (Onyx on this CPU dequantizes
-it to float32; llama.cpp computes on the 4-bit weights), with the same number of threads, on
+Both serve the embedded default model, SmolLM2-135M-Instruct Q4_1 (both compute on its 4-bit
+weights as stored; `--onyx-dtype float32` runs Onyx on float32 copies), with the same number of threads, on
 loopback, at once (servers and loads take turns within each client count, so they share the
 machine's load). llama.cpp runs with 8 slots and continuous batching (its defaults otherwise);
 `bench/llama_server.py` builds it once into a cache folder.
@@ -104,6 +104,7 @@ def main() -> int:
     ap.add_argument("--loads", default=",".join(LOADS))
     ap.add_argument("--threads", type=int, default=None, help="threads of each server (default: Onyx's products')")
     ap.add_argument("--llama-server", type=Path, default=None, help="a llama-server binary (default: built, cached)")
+    ap.add_argument("--onyx-dtype", default=None, choices=["quantized", "float32"], help="Onyx's --dtype (default: its own)")
     args = ap.parse_args()
     clients = [int(c) for c in (args.clients or ("1,8" if args.quick else "1,2,4,8")).split(",")]
     per_client = args.per_client or (1 if args.quick else 2)
@@ -121,6 +122,8 @@ def main() -> int:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("ONYX_API_KEY", None)
     onyx_cmd = [sys.executable, "-m", "onyx.server", "--max-tokens-limit", "2048", "--log-level", "warning"]
+    if args.onyx_dtype:
+        onyx_cmd += ["--dtype", args.onyx_dtype]
     llama_cmd = [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "-t", str(threads), "-tb", str(threads),
                  "-np", "8", "-c", str(8 * 2048)]
     servers = {"onyx": Server("onyx", onyx_cmd, cwd=harness.ROOT, env=env, log_dir=log_dir),

@@ -27,7 +27,7 @@ from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.report_tables import (r_cache, r_cobatch, r_grammar, r_host, r_integrations, r_matmul, r_memory,  # noqa: E402
+from bench.report_tables import (r_cache, r_cobatch, r_grammar, r_host, r_quant, r_integrations, r_matmul, r_memory,  # noqa: E402
                                  r_overlap, r_peer_serve, r_phi, r_repair, r_runtime, r_schema, r_serve, r_spec, r_structure, r_whitespace,
                                  suite_lines)
 
@@ -150,11 +150,20 @@ SOURCES: dict[str, Source] = {
         "at or below zero: the bare loop is no faster than the engine's step (pairs at one request spread by "
         "about 1-2 ms, at eight by several). On this CPU a decode step's time is the model's forward; the "
         "host's part is about 0.3-0.5 ms a step."),
+    "quant_bench.json": Source(
+        "Quantized weights on the CPU: decode against the bandwidth floor", "python bench/quant_bench.py", r_quant,
+        "The default model loaded as Onyx loads it (4- and 8-bit weights multiplied by the shim as stored) and "
+        "with every weight dequantized to float32, decoding one greedy stream in turn. The floor is the bytes "
+        "one token's weight products read divided by the bandwidth the shim's one-row float kernel streams "
+        "from memory on this machine (a pool of matrices larger than the caches); `floor / decode` is the "
+        "share of a token's time those bytes take to arrive. The rest of a token's time is the forward's other "
+        "work (attention, norms, MLX's per-operation cost, Python building the graph). Products: the "
+        "quantized kernel against the float32 one with the same weights, by rows of x."),
     "peer_serve_bench.json": Source(
         "Serving beside llama.cpp on the same GGUF", "python bench/peer_serve_bench.py", r_peer_serve,
         "Onyx's server and llama.cpp's `llama-server` (b11434, built for this CPU by `bench/llama_server.py`, 8 "
         "slots) on the same SmolLM2-135M-Instruct Q4_1 file, the same number of threads, greedy streamed chat "
-        "requests. Onyx dequantizes the weights to float32 on the CPU; llama.cpp computes on the 4-bit weights. "
+        "requests. Both compute on the 4-bit weights as stored. "
         "`grammar`: Onyx's `regex`, llama.cpp the same language in GBNF; `json`: `response_format` on both. "
         "Every constrained answer is checked; one cut off by `max_tokens` before it is complete is invalid. "
         "The targets are the issue's, on aggregate tokens/s; Onyx's JSON answers are longer (more tokens per "

@@ -478,6 +478,19 @@ def r_host(d: dict) -> list[str]:
                         "outside the forward ms", "share"], rows)
 
 
+def r_quant(d: dict) -> list[str]:
+    out = [f"Bandwidth: {n(d['float_stream_gbs'])} GB/s (the one-row float kernel on {d['shim_threads']} threads); "
+           f"the quantized kernel streams {n(d['quant_stream_gbs'])} GB/s of packed bytes. Decode speed-up "
+           f"(paired, float32 / quantized): {ratio(d['decode_speedup'])}; the same greedy tokens over 64: "
+           f"{'yes' if d['same_greedy_64'] else 'no'}.", ""]
+    rows = [[k, r["dtype"], n(r["bytes_per_token"] / 1e6), n(r["floor_ms"], 2), n(r["decode_ms"], 2),
+             n(r["floor_fraction"], 2)] for k, r in d["loads"].items()]
+    out += table(["load", "dtype", "MB read per token", "floor ms", "decode ms/token", "floor / decode"], rows)
+    rows = [[p["shape"], p["rows"], n(p["float32_us"], 0), n(p["quantized_us"], 0), ratio(p["speedup"])]
+            for p in d["products"]]
+    return out + [""] + table(["shape", "rows", "float32 µs", "quantized µs", "speed-up"], rows)
+
+
 def r_peer_serve(d: dict) -> list[str]:
     rows = [[r["load"], r["clients"], r["server"], r["requests"], n(r["tokens"] / max(r["requests"], 1), 0),
              n(r["agg_tok_s"]), n(r["requests"] / r["wall_s"], 2), n(r["ttft_ms_p50"]), n(r["itl_ms_p50"]),

@@ -142,30 +142,31 @@ static void q_floats(const void *p, int sdtype, size_t i, int n, float *out) {
     for (; g < n; g++) out[g] = q_scalar(p, sdtype, i + g);
 }
 
+#if (defined(__AVX512F__) && defined(__AVX512BW__)) || (defined(__AVX2__) && defined(__FMA__))
+/* The levels of 32 values from `p` as bytes, in order: values 0-15 in v0, 16-31 in v1. */
+INLINE void levels32(const uint8_t *p, const int bits, __m128i *v0, __m128i *v1) {
+    if (bits == 8) {
+        *v0 = _mm_loadu_si128((const __m128i *)p), *v1 = _mm_loadu_si128((const __m128i *)(p + 16));
+    } else {  /* byte i holds value 2i in its low half, 2i + 1 in its high half */
+        const __m128i v = _mm_loadu_si128((const __m128i *)p), m4 = _mm_set1_epi8(15);
+        const __m128i lo = _mm_and_si128(v, m4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
+        *v0 = _mm_unpacklo_epi8(lo, hi), *v1 = _mm_unpackhi_epi8(lo, hi);
+    }
+}
+#endif
+
 /* 32 values from `p` (16 bytes at 4 bits, 32 at 8), as scale * q + bias, into 32 / VL vectors.
    Both paths below dequantize through this function: a weight gets the same float either way. */
 INLINE void deq32(const uint8_t *p, const int bits, float s, float b, vf *out) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
     __m128i v0, v1;
-    if (bits == 8) {
-        v0 = _mm_loadu_si128((const __m128i *)p), v1 = _mm_loadu_si128((const __m128i *)(p + 16));
-    } else {
-        const __m128i v = _mm_loadu_si128((const __m128i *)p), m4 = _mm_set1_epi8(15);
-        const __m128i lo = _mm_and_si128(v, m4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
-        v0 = _mm_unpacklo_epi8(lo, hi), v1 = _mm_unpackhi_epi8(lo, hi);
-    }
+    levels32(p, bits, &v0, &v1);
     const __m512 vs = _mm512_set1_ps(s), vb = _mm512_set1_ps(b);
     out[0] = (vf)_mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v0)), vs, vb);
     out[1] = (vf)_mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v1)), vs, vb);
 #elif defined(__AVX2__) && defined(__FMA__)
     __m128i v0, v1;
-    if (bits == 8) {
-        v0 = _mm_loadu_si128((const __m128i *)p), v1 = _mm_loadu_si128((const __m128i *)(p + 16));
-    } else {
-        const __m128i v = _mm_loadu_si128((const __m128i *)p), m4 = _mm_set1_epi8(15);
-        const __m128i lo = _mm_and_si128(v, m4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
-        v0 = _mm_unpacklo_epi8(lo, hi), v1 = _mm_unpackhi_epi8(lo, hi);
-    }
+    levels32(p, bits, &v0, &v1);
     const __m256 vs = _mm256_set1_ps(s), vb = _mm256_set1_ps(b);
     out[0] = (vf)_mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v0)), vs, vb);
     out[1] = (vf)_mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v0, 8))), vs, vb);

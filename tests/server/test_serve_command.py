@@ -29,3 +29,16 @@ def test_non_positive_limits_are_refused():
     assert r.returncode == 2 and "--max-queue must be positive" in r.stderr
     r = serve("--prefill-share", "0")
     assert r.returncode == 2 and "--prefill-share must be above 0" in r.stderr
+
+
+def test_an_unknown_dtype_is_refused():
+    r = serve("--dtype", "int4")
+    assert r.returncode == 2 and "invalid choice: 'int4'" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_engine_holds_the_weights_as_asked():
+    import onyx
+
+    assert onyx.Engine(dtype="float32").describe()["dtype"] == "float32"
+    with pytest.raises(onyx.ModelError, match="dtype must be one of"):
+        onyx.Engine(dtype="int4")
