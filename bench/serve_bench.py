@@ -10,13 +10,15 @@ load and C it reports:
     ITL p50 / p99        gaps between consecutive content deltas (Onyx streams every committed
                          token as its own delta, also when one step commits several)
 
-Servers, loaded with the same SmolLM2-135M-Instruct weights in float32:
-- `onyx`: this checkout's `python -m onyx.server --max-batch 16` (continuous batching);
+Servers, loaded with the same SmolLM2-135M-Instruct weights, each as it runs best on this CPU:
+- `onyx`: this checkout's `python -m onyx.server --max-batch 16` (continuous batching; its 4- and
+  8-bit weights as stored, multiplied by the BLAS shim);
 - `onyx-base`: the same command from another revision (default: the merge base with `main`,
   extracted with `git archive` into a cache folder; the compiled grammar core is this
   checkout's), at 1 client only: "one client is no slower than before batching";
 - `mlx-lm`: `python -m mlx_lm server` on the default model's folder converted with
-  `mlx_lm convert -d --dtype float32` (cached under ~/.cache/onyx/bench/), with OpenBLAS
+  `mlx_lm convert -d --dtype float32` (cached under ~/.cache/onyx/bench/; MLX's own quantized
+  CPU product is far slower than float32 here), with OpenBLAS
   preloaded the way Onyx loads it (`LD_PRELOAD` of `onyx.cpu.blas.find_blas_library()`, as many
   OpenBLAS threads as Onyx's products use, `--mlx-threads` to change); it has
   no grammar, so it runs the unconstrained load only.
