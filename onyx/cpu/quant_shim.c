@@ -225,8 +225,9 @@ INLINE void qtile_body(const int G, const int R, const float *A, int lda, const 
     UNROLL for (int i = 0; i < R * G; i += VL) lane_sums(acc + i, R * G - i < VL ? R * G - i : VL, out + i);
 }
 
-/* Fused tiles: up to Q_FUSED_ROWS rows of A, 4 weight rows while 4 x M accumulators fit, else 2
-   (1 for a last odd row). */
+/* Fused tiles: up to Q_FUSED_ROWS rows of A, 4 weight rows while 4 x M accumulators fit, else 3,
+   else 2 (1 for the last rows): the more weight rows a tile takes, the more multiply-adds each
+   dequantized vector feeds. */
 enum { Q_FUSED_ROWS = ACCS / 2 };
 
 #define QTILE_FN(G, R)                                                                            \
@@ -239,6 +240,7 @@ QTILE_ROWS(1) QTILE_ROWS(2) QTILE_ROWS(4)
 #if defined(__AVX512F__)  /* ACCS = 24: up to 12 rows of A with 2 weight rows */
 QTILE_FN(7, 1) QTILE_FN(8, 1) QTILE_FN(9, 1) QTILE_FN(10, 1) QTILE_FN(11, 1) QTILE_FN(12, 1)
 QTILE_FN(7, 2) QTILE_FN(8, 2) QTILE_FN(9, 2) QTILE_FN(10, 2) QTILE_FN(11, 2) QTILE_FN(12, 2)
+QTILE_FN(7, 3) QTILE_FN(8, 3)
 #define Q_MORE_ROWS(R) qtile_7_##R, qtile_8_##R, qtile_9_##R, qtile_10_##R, qtile_11_##R, qtile_12_##R
 #else
 #define Q_MORE_ROWS(R) 0
@@ -251,6 +253,12 @@ static void qtile(int G, int R, const float *A, int lda, const struct qmat *q, i
     static const fn_t ones[] = {qtile_1_1, qtile_2_1, qtile_3_1, qtile_4_1, qtile_5_1, qtile_6_1, Q_MORE_ROWS(1)};
     static const fn_t twos[] = {qtile_1_2, qtile_2_2, qtile_3_2, qtile_4_2, qtile_5_2, qtile_6_2, Q_MORE_ROWS(2)};
     static const fn_t fours[] = {qtile_1_4, qtile_2_4, qtile_3_4, qtile_4_4, qtile_5_4, qtile_6_4};
+#if defined(__AVX512F__)
+    if (R == 3) {
+        (G == 7 ? qtile_7_3 : qtile_8_3)(A, lda, q, j, sc, bi, out);
+        return;
+    }
+#endif
     (R == 1 ? ones : R == 2 ? twos : fours)[G - 1](A, lda, q, j, sc, bi, out);
 }
 
@@ -264,7 +272,11 @@ static void quant_rows(int j0, int j1, const struct gemm *g) {
     float out[MAX_TILE];
     if (M <= Q_FUSED_ROWS) {
         float sc[4 * (Q_TILE_FLOATS / 32)], bi[4 * (Q_TILE_FLOATS / 32)];
+#if defined(__AVX512F__)
+        const int QR = 4 * M <= ACCS ? 4 : 3 * M <= ACCS ? 3 : 2;
+#else
         const int QR = 4 * M <= ACCS ? 4 : 2;
+#endif
         for (int j = j0; j < j1; j += QR) {
             const int R = j1 - j >= QR ? QR : 1;
             q_floats(q->scales, q->sdtype, (size_t)j * ng, R * ng, sc);
