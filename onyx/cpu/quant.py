@@ -9,9 +9,10 @@ float32 array of the same bytes (the *carrier*, registered with the shim by its 
 Linear calls `x.reshape(-1, Kc) @ carrier.T`; the shim recognises the carrier inside
 `cblas_sgemm` and writes x @ W^T for the true shapes into the first rows of the result.
 
-Each weight is read as stored (4.5 to 8.5 bits), dequantized a tile at a time into the cache and
-multiplied by the float kernels, so the outputs equal a float32 product with the dequantized
-weights up to the order of additions, and a row of x gets the same bits alone or in a batch.
+Each weight is read as stored (4.5 to 8.5 bits) and dequantized in the kernel (in registers for
+a few rows of x, into a per-thread buffer for more), so the outputs equal a float32 product with
+the dequantized weights up to the order of additions, and a row of x gets the same bits alone or
+in a batch.
 
 Modules this cannot take (other bit widths, other quantization modes, no shim in the process)
 are dequantized to float32 as before. On Metal none of this is used.
@@ -61,12 +62,12 @@ class _Carrier:
         if address != _address(weight):
             raise ValueError("the float32 view of the weights is a copy")
         rc = lib.onyx_quant_register(
-            ctypes_ptr(address), self.n, self.k, bits, group_size, ctypes_ptr(_address(scales)),
-            ctypes_ptr(_address(biases)), _SCALE_DTYPES[scales.dtype])
+            ctypes.c_void_p(address), self.n, self.k, bits, group_size, ctypes.c_void_p(_address(scales)),
+            ctypes.c_void_p(_address(biases)), _SCALE_DTYPES[scales.dtype])
         if rc != 0:
             raise ValueError(f"the shim refused a {self.n} x {self.k} matrix ({bits} bits, groups of "
                              f"{group_size}): code {rc}")
-        weakref.finalize(self, lib.onyx_quant_unregister, ctypes_ptr(address))
+        weakref.finalize(self, lib.onyx_quant_unregister, ctypes.c_void_p(address))
 
     def matmul(self, x: mx.array) -> mx.array:
         """x @ W^T for float `x` of shape (..., K)."""
@@ -76,9 +77,6 @@ class _Carrier:
             x = x.astype(mx.float32)
         return (x.reshape(rows * self.rows_per_row, self.kc) @ self.floats_t)[:rows].reshape(*lead, self.n)
 
-
-def ctypes_ptr(address: int) -> ctypes.c_void_p:
-    return ctypes.c_void_p(address)
 
 
 class CpuQuantizedLinear(nn.Module):

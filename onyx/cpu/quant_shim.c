@@ -18,11 +18,8 @@
    order, so an output gets the same bits whatever rows of A share the call, as with float
    weights. Threads split the weight rows as they do for float products. */
 #include <stdlib.h>
-#ifndef QTILE
-#define QTILE 8192
-#endif
 
-enum { Q_SLOTS = 8192, Q_MAX_ENTRIES = Q_SLOTS / 2, Q_TILE_FLOATS = QTILE };
+enum { Q_SLOTS = 8192, Q_MAX_ENTRIES = Q_SLOTS / 2, Q_TILE_FLOATS = 8192 };
 
 struct qmat {
     const uint8_t *w;           /* N rows of row_bytes */
