@@ -288,8 +288,9 @@ impl Grammar {
 
     /// Per state, the distinct states one token leads to (those `live` keeps), in parallel over
     /// states. A row not in the index is computed and dropped, not kept: the token graph is a
-    /// few states per state, the index a mask per state.
-    fn token_edges(&self, live: impl Fn(StateId) -> bool + Sync) -> Vec<Vec<StateId>> {
+    /// few states per state, the index a mask per state. Each list is boxed to its length: it
+    /// is collected with one entry per allowed token (thousands in a string) before dedup.
+    fn token_edges(&self, live: impl Fn(StateId) -> bool + Sync) -> Vec<Box<[StateId]>> {
         (0..self.dfa.num_states())
             .into_par_iter()
             .map(|s| {
@@ -303,7 +304,7 @@ impl Grammar {
                 };
                 next.sort_unstable();
                 next.dedup();
-                next
+                next.into_boxed_slice()
             })
             .collect()
     }
@@ -633,7 +634,7 @@ impl Grammar {
 /// Breadth-first search backwards along `edges` (state → successor states) from the states
 /// already marked in `reached`. `on_reach(from, to)` is called when `from` is first reached
 /// through its successor `to`, in order of increasing distance.
-fn backward_closure(edges: &[Vec<StateId>], reached: &mut [bool], mut on_reach: impl FnMut(usize, usize)) {
+fn backward_closure(edges: &[Box<[StateId]>], reached: &mut [bool], mut on_reach: impl FnMut(usize, usize)) {
     let n = edges.len();
     let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
     for (s, succ) in edges.iter().enumerate() {
