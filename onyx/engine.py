@@ -52,8 +52,8 @@ class Engine:
         """`dtype`: how weights are held, "quantized" (default: quantized weights stay quantized,
         on Metal and on the CPU) or "float32" (see `onyx.models.loader.load`);
         `grammar_cache_bytes`: what compiled grammars and their masks may hold (least
-        recently used dropped past it; one grammar whose token index needs more is a
-        `GrammarTooLargeError`); `max_batch`: sequences decoded together at most (more wait in
+        recently used dropped past it; within one grammar, the rows and masks used least
+        lately, past the smaller of this and `onyx.options.MAX_INDEX_BYTES`); `max_batch`: sequences decoded together at most (more wait in
         the queue); `max_queue`: requests that may wait (more raise `QueueFullError`; None: no limit);
         `prefill_chunk`: prompt tokens per batched step; `prefill_share`: while other
         sequences decode, the most a prompt's prefill may add to a step's time (0.25: a long

@@ -69,9 +69,11 @@ def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     return value
 
 
-# Bytes a grammar cache may hold: room beside a small model on a laptop. One grammar's token
-# index may use all of it (a larger one is refused while it is built).
+# Bytes a grammar cache may hold: room beside a small model on a laptop.
 GRAMMAR_CACHE_BYTES = 1 << 30
+# Bytes one grammar's token index and one of its mask tables may each hold (the grammar core's
+# default): past them the rows and masks not used lately are dropped and made again on a visit.
+MAX_INDEX_BYTES = 256 << 20
 # While sequences decode, the most a new prompt's prefill may add to a batched step's time.
 PREFILL_SHARE = 0.25
 # Nice value grammar compilations run at while sequences decode (Linux; 0: the caller's own).

@@ -34,7 +34,7 @@ mod python;
 
 pub use automata::{thread_cpu_time, CpuDeadline, Deadline, Dfa, DfaConfig, Expr, RegexMemo};
 pub use error::{GrammarError, Result};
-pub use grammar::{Grammar, GrammarConfig, Row};
+pub use grammar::{Bitmask, Grammar, GrammarConfig, Row, DEFAULT_MAX_INDEX_BYTES};
 pub use json_escape::json_escape_bytes;
 pub use json_schema::{compile as compile_json_schema, compile_noting as compile_json_schema_noting, JsonSchemaOptions};
 pub use repair::{

@@ -1,7 +1,6 @@
 //! A grammar's step API over a small vocabulary: masks, transitions, EOS, budgets, the eager
 //! build, token-level liveness and the index size limit.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use grammar_engine::{Family, Grammar, GrammarConfig, GrammarError, StateId, TokenId, TokenSpec, Vocabulary};
@@ -36,7 +35,7 @@ fn masks_transitions_and_eos() {
     let texts: Vec<&[u8]> = allowed.iter().map(|&t| v.token_bytes(t).unwrap()).collect();
     assert!(texts.contains(&&b"123"[..]) && texts.contains(&&b"7"[..]));
     assert!(!texts.contains(&&b"a"[..]));
-    assert!(!bit(g.token_bitmask(s0).unwrap(), eos));
+    assert!(!bit(&g.token_bitmask(s0).unwrap(), eos));
     let id_123 = allowed.iter().copied().find(|&t| v.token_bytes(t) == Some(b"123")).unwrap();
     let s = g.advance(s0, id_123).unwrap();
     assert!(g.is_accepting(s).unwrap());
@@ -60,7 +59,7 @@ fn budget_restricts_only_when_needed() {
     let g = Grammar::from_regex(v.clone(), "[0-9]{1,2}|[a-z]{5}", &GrammarConfig::default()).unwrap();
     let s0 = g.initial_state();
     let plain = g.token_bitmask(s0).unwrap().to_vec();
-    assert!(matches!(g.token_bitmask_within(s0, 10).unwrap(), Cow::Borrowed(_)));
+    assert!(!g.token_bitmask_within(s0, 10).unwrap().is_restricted());
     // With no token left after this one, only tokens that complete a match remain.
     let tight = g.token_bitmask_within(s0, 0).unwrap();
     let allowed: Vec<TokenId> = (0..v.size() as u32).map(TokenId::new).filter(|&t| bit(&tight, t)).collect();
@@ -86,7 +85,7 @@ fn eager_equals_lazy() {
     eager.build_all().unwrap();
     assert_eq!(eager.rows_built(), eager.num_states());
     for s in (0..lazy.num_states() as u32).map(StateId::new) {
-        assert_eq!(lazy.token_bitmask(s).unwrap(), eager.token_bitmask(s).unwrap());
+        assert_eq!(&lazy.token_bitmask(s).unwrap()[..], &eager.token_bitmask(s).unwrap()[..]);
     }
 }
 
@@ -110,6 +109,41 @@ fn index_size_limit() {
     let cfg = GrammarConfig { max_index_bytes: 8, ..GrammarConfig::default() };
     let g = Grammar::from_regex(v, "[a-z ]+", &cfg).unwrap();
     assert!(matches!(g.token_bitmask(g.initial_state()), Err(GrammarError::TooLarge { .. })));
+}
+
+#[test]
+fn index_kept_within_its_budget() {
+    // Room for about three rows of this grammar: walking all its states drops rows, and every
+    // mask, transition and budget mask stays the one an unbounded index gives.
+    let v = ascii_vocab();
+    let pattern = "[a-c]{0,30}x";
+    let free = Grammar::from_regex(v.clone(), pattern, &GrammarConfig::default()).unwrap();
+    free.build_all().unwrap();
+    let one_row = free.memory_bytes() / free.num_states();
+    let cfg = GrammarConfig { max_index_bytes: 3 * one_row, ..GrammarConfig::default() };
+    let g = Grammar::from_regex(v.clone(), pattern, &cfg).unwrap();
+    let base = g.memory_bytes();
+    let mut held = Vec::new();
+    for round in 0..2 {
+        for s in (0..g.num_states() as u32).map(StateId::new) {
+            let mask = g.token_bitmask(s).unwrap();
+            assert_eq!(&mask[..], &free.token_bitmask(s).unwrap()[..], "state {s:?}, round {round}");
+            assert_eq!(g.transitions(s).unwrap(), free.transitions(s).unwrap());
+            assert_eq!(&g.token_bitmask_within(s, 2).unwrap()[..], &free.token_bitmask_within(s, 2).unwrap()[..]);
+            assert!(g.memory_bytes() - base <= cfg.max_index_bytes, "{} bytes of rows kept", g.memory_bytes() - base);
+            assert!(g.rows_built() < g.num_states() / 2);
+            held.push(mask);
+        }
+    }
+    assert!(g.rows_dropped() >= g.num_states());
+    // A mask handed out stays valid after its row is dropped from the index.
+    for (i, m) in held.iter().enumerate() {
+        let s = StateId::new((i % g.num_states()) as u32);
+        assert_eq!(&m[..], &free.token_bitmask(s).unwrap()[..]);
+    }
+    // All rows at once do not fit: a typed error, and the grammar still answers.
+    assert!(matches!(g.build_all(), Err(GrammarError::TooLarge { .. })));
+    assert_eq!(&g.token_bitmask(g.initial_state()).unwrap()[..], &free.token_bitmask(free.initial_state()).unwrap()[..]);
 }
 
 #[test]

@@ -118,7 +118,7 @@ fn special_tokens_are_allowed_exactly_where_named() {
     assert!(g.advance(s, calls).is_err() && g.advance(s, byte_f5).is_err() && g.advance(s, tag).is_err());
     let s = g.advance(s, id(&v, b"x")).unwrap();
     assert!(g.is_accepting(s).unwrap());
-    assert!(allowed(g.token_bitmask(s).unwrap(), eos));
+    assert!(allowed(&g.token_bitmask(s).unwrap(), eos));
     // No ordinary token ever shows up where only the special token fits.
     for t in g.allowed_token_ids(walk(&g, &text_tokens(&v, "abc")).unwrap()).unwrap() {
         assert!(t == calls || !v.is_special(t), "{t}");

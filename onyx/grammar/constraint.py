@@ -4,8 +4,10 @@
   vocabulary, once per pattern (requests for a pattern being compiled wait for that compile),
   and counts compiles and hits. It is bounded in bytes (the grammars' automata and token
   indexes, and the masks made from them, which grow as sequences visit states): least recently
-  used grammars are dropped past the bound, and one grammar whose token index alone would pass
-  it is a `GrammarTooLargeError`. The engine holds one; the framework integrations hold one for
+  used grammars are dropped past the bound. Within one grammar, its token index and each mask
+  table keep at most `MAX_INDEX_BYTES` (or the cache's bound, when smaller), dropping the rows
+  and masks not used lately; one whose automaton alone passes the cache's bound is a
+  `GrammarTooLargeError`. The engine holds one; the framework integrations hold one for
   every tokenizer.
 - `Compiled` is a grammar with what every sequence under it shares: its mask tables (one per
   framework and logits width) and which states admit nothing but EOS.
@@ -33,7 +35,7 @@ from typing import Any, Callable
 import numpy as np
 
 import onyx._grammar as _g
-from onyx.options import GRAMMAR_CACHE_BYTES, ConstraintSpec
+from onyx.options import GRAMMAR_CACHE_BYTES, MAX_INDEX_BYTES, ConstraintSpec
 
 log = logging.getLogger("onyx.grammar")
 
@@ -59,12 +61,13 @@ class MaskTable:
     masks are one per state; a pushdown grammar meets new states as text is read, and its states
     that allow the same tokens share a mask (`grammar.mask_id`), so its table keys on that."""
 
-    def __init__(self, grammar: Any, width: int, convert: Converter) -> None:
+    def __init__(self, grammar: Any, width: int, convert: Converter, max_bytes: int = MAX_INDEX_BYTES) -> None:
         self.grammar = grammar
         self.width = width
         self.convert = convert
+        self.max_bytes = max_bytes  # past it, the least recently used masks are dropped
         self._by_mask = bool(getattr(grammar, "is_pushdown", False))
-        self._masks: dict[int, Any] = {}
+        self._masks: OrderedDict[int, Any] = OrderedDict()
         self._budget_masks: dict[tuple[int, int], Any] = {}
         self._eos_only: Any = None
         self._mask_bytes = 0  # the converted masks held in `_masks`
@@ -91,10 +94,16 @@ class MaskTable:
                 return mask
         key = self.grammar.mask_id(state) if self._by_mask else state
         mask = self._masks.get(key)
-        if mask is None:
-            mask = self._masks[key] = self.convert(self.grammar.token_bitmask(state), self.width)
-            self._one_mask = _nbytes(mask, self.width)
-            self._mask_bytes += self._one_mask
+        if mask is not None:
+            with contextlib.suppress(KeyError):  # another thread's drop
+                self._masks.move_to_end(key)
+            return mask
+        mask = self._masks[key] = self.convert(self.grammar.token_bitmask(state), self.width)
+        self._one_mask = _nbytes(mask, self.width)
+        self._mask_bytes += self._one_mask
+        while self._mask_bytes > self.max_bytes and len(self._masks) > 1:
+            self._masks.popitem(last=False)
+            self._mask_bytes -= self._one_mask
         return mask
 
     def eos_only(self) -> Any:
@@ -121,8 +130,10 @@ class Compiled:
     elsewhere), with its mask tables and the states after which only EOS may follow, shared by
     every sequence under the same pattern."""
 
-    def __init__(self, grammar: Any, vocab: Any = None, spec: ConstraintSpec | None = None) -> None:
+    def __init__(self, grammar: Any, vocab: Any = None, spec: ConstraintSpec | None = None,
+                 max_table_bytes: int = MAX_INDEX_BYTES) -> None:
         self.grammar = grammar
+        self.max_table_bytes = max_table_bytes
         self.vocab = vocab  # held: a cache keyed by the vocabulary's id must keep it alive
         self.spec = spec
         self.eos_ids = frozenset(int(t) for t in grammar.eos_token_ids)
@@ -138,7 +149,7 @@ class Compiled:
             with self._lock:
                 table = self._tables.get(key)
                 if table is None:
-                    table = self._tables[key] = MaskTable(self.grammar, width, convert)
+                    table = self._tables[key] = MaskTable(self.grammar, width, convert, self.max_table_bytes)
         return table
 
     def memory_bytes(self) -> int:
@@ -228,7 +239,8 @@ class GrammarCache:
                 self.hits += 1
             return pending.compiled
         try:
-            compiled = Compiled(compile_spec(vocab, spec, self.max_bytes), vocab, spec)
+            per_grammar = min(self.max_bytes, MAX_INDEX_BYTES)
+            compiled = Compiled(compile_spec(vocab, spec, per_grammar), vocab, spec, per_grammar)
             size = compiled.memory_bytes()
             if size > self.max_bytes:
                 raise _g.GrammarTooLargeError(f"the compiled grammar takes {size} bytes, more than the "

@@ -6,14 +6,14 @@
 //! is checked on every call ([`GrammarError::InvalidState`]).
 //!
 //! Two kinds underneath, one face. A *regular* grammar is one DFA: a state is a DFA state, and
-//! rows of its token index are computed on first visit and cached (so the first mask comes
-//! fast), or all at once in parallel with [`Grammar::build_all`]. A *pushdown* grammar
+//! rows of its token index are computed on first visit and kept within the index's byte budget
+//! (so the first mask comes fast; see [`rows`](super::rows)), or all at once in parallel with
+//! [`Grammar::build_all`] when they fit. A *pushdown* grammar
 //! (recursive rules, see [`crate::pushdown`]) has its states met as the text is read, each a
 //! reading interned by the [`Pda`]; every method below hands such a grammar to it.
 
-use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
@@ -21,6 +21,7 @@ use rayon::prelude::*;
 use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 use crate::grammar::index::{compute_row, Row};
+use crate::grammar::rows::RowCache;
 use crate::json_schema::{self, JsonSchemaOptions};
 use crate::pushdown::{Compiled, Pda, RtnBuilder};
 use crate::structure::{self, SpecialTokens};
@@ -30,17 +31,52 @@ use crate::vocab::Vocabulary;
 /// Why a token id past the end of the vocabulary is refused.
 pub(crate) const OUTSIDE_VOCABULARY: &str = "the id is outside the vocabulary";
 
+/// A state's allowed-token bitmask, `ceil(V / 32)` words (dereferences to them).
+#[derive(Debug, Clone)]
+pub enum Bitmask<'a> {
+    /// A pushdown grammar's mask, stored for the grammar's life.
+    Stored(&'a [u32]),
+    /// A regular grammar's row, shared with its index: valid after the index drops its copy.
+    Row(Arc<Row>),
+    /// A mask made for one call: a budget's restriction.
+    Owned(Box<[u32]>),
+}
+
+impl Deref for Bitmask<'_> {
+    type Target = [u32];
+
+    fn deref(&self) -> &[u32] {
+        match self {
+            Bitmask::Stored(m) => m,
+            Bitmask::Row(r) => &r.mask,
+            Bitmask::Owned(m) => m,
+        }
+    }
+}
+
+impl Bitmask<'_> {
+    /// True for a mask made for one call (a budget's restriction of the plain mask).
+    pub fn is_restricted(&self) -> bool {
+        matches!(self, Bitmask::Owned(_))
+    }
+}
+
+/// The default [`GrammarConfig::max_index_bytes`]: room beside a model on a laptop.
+pub const DEFAULT_MAX_INDEX_BYTES: usize = 256 << 20;
+
 /// Limits for compiling and indexing a grammar.
 #[derive(Debug, Clone)]
 pub struct GrammarConfig {
     pub dfa: DfaConfig,
-    /// Most heap bytes the token index may hold (masks plus transitions).
+    /// Most heap bytes the token index may hold (masks plus transitions). A regular grammar
+    /// drops rows it has not used lately to stay within it and computes them again when
+    /// needed, so only a single row larger than this is an error.
     pub max_index_bytes: usize,
 }
 
 impl Default for GrammarConfig {
     fn default() -> Self {
-        GrammarConfig { dfa: DfaConfig::default(), max_index_bytes: 2 << 30 }
+        GrammarConfig { dfa: DfaConfig::default(), max_index_bytes: DEFAULT_MAX_INDEX_BYTES }
     }
 }
 
@@ -58,10 +94,8 @@ pub struct Grammar {
     /// `Some` when some byte the DFA needs is not a token of its own: then a state is usable
     /// only if a token path leads from it to acceptance, which this records per state.
     token_live: Option<Vec<bool>>,
-    rows: Box<[OnceLock<Row>]>,
+    rows: RowCache,
     min_tokens: OnceLock<Vec<u32>>,
-    index_bytes: AtomicUsize,
-    max_index_bytes: usize,
     /// For a JSON Schema compiled under a sound restriction (it did not fit exactly): which.
     restriction: Option<String>,
     /// A pushdown grammar: when set, it answers every step (`dfa` is then a placeholder).
@@ -162,10 +196,8 @@ impl Grammar {
             specials,
             ordinary: None,
             token_live: None,
-            rows: Box::new([]),
+            rows: RowCache::new(0, config.max_index_bytes),
             min_tokens: OnceLock::new(),
-            index_bytes: AtomicUsize::new(0),
-            max_index_bytes: config.max_index_bytes,
             restriction: None,
             pda: Some(pda),
         })
@@ -220,7 +252,7 @@ impl Grammar {
             dfa
         };
         let n = dfa.num_states();
-        let rows: Box<[OnceLock<Row>]> = (0..n).map(|_| OnceLock::new()).collect();
+        let rows = RowCache::new(n, config.max_index_bytes);
         let ordinary = if specials.is_empty() { None } else { Some(dfa.with_bytes_cut(&specials.bytes())) };
         let mut g = Grammar {
             source,
@@ -231,8 +263,6 @@ impl Grammar {
             token_live: None,
             rows,
             min_tokens: OnceLock::new(),
-            index_bytes: AtomicUsize::new(0),
-            max_index_bytes: config.max_index_bytes,
             restriction: None,
             pda: None,
         };
@@ -295,7 +325,7 @@ impl Grammar {
             .into_par_iter()
             .map(|s| {
                 let s = StateId::from_index(s);
-                let mut next: Vec<StateId> = match self.rows.get(s.as_usize()).and_then(OnceLock::get) {
+                let mut next: Vec<StateId> = match self.rows.peek(s) {
                     Some(row) => row.next_states().collect(),
                     None => {
                         crate::util::background::pause_point();
@@ -425,60 +455,60 @@ impl Grammar {
         self.token_live.as_ref().is_none_or(|l| l[state.as_usize()])
     }
 
-    /// The row of `state`, computed on first use (a regular grammar's: a pushdown grammar has
-    /// none, see [`crate::pushdown`]).
-    pub fn row(&self, state: StateId) -> Result<&Row> {
+    /// The row of `state`, computed on first use and kept while the index's budget allows (a
+    /// regular grammar's: a pushdown grammar has none, see [`crate::pushdown`]).
+    pub fn row(&self, state: StateId) -> Result<Arc<Row>> {
         if self.pda.is_some() {
             return Err(GrammarError::NotRegular { detail: "a pushdown grammar has no per-state rows".into() });
         }
         self.check(state)?;
-        let cell = &self.rows[state.as_usize()];
-        if let Some(row) = cell.get() {
+        if let Some(row) = self.rows.get(state) {
             return Ok(row);
         }
         crate::util::background::pause_point();
         let row = self.compute(state, |s| self.is_live(s));
-        let size = row.memory_bytes();
-        let total = self.index_bytes.fetch_add(size, Ordering::Relaxed) + size;
-        if total > self.max_index_bytes {
-            self.index_bytes.fetch_sub(size, Ordering::Relaxed);
-            return Err(GrammarError::TooLarge {
-                what: "token index",
-                limit: self.max_index_bytes,
-                detail: format!("{total} bytes needed after {} states", self.rows.iter().filter(|c| c.get().is_some()).count()),
-            });
+        self.rows.insert(state, row).map_err(|big| GrammarError::TooLarge {
+            what: "token index",
+            limit: self.rows.budget(),
+            detail: format!("state {} alone needs {} bytes", state.as_u32(), big.bytes),
+        })
+    }
+
+    /// The row of `state` if the index holds it now (marked used), without computing it.
+    pub fn kept_row(&self, state: StateId) -> Option<Arc<Row>> {
+        if self.pda.is_some() || state.as_usize() >= self.num_states() {
+            return None;
         }
-        if cell.set(row).is_err() {
-            // Another thread computed the same row first; keep its copy.
-            self.index_bytes.fetch_sub(size, Ordering::Relaxed);
-        }
-        cell.get().ok_or_else(|| self.invalid(state))
+        self.rows.get(state)
     }
 
     /// The allowed-token bitmask of `state`: `ceil(V / 32)` words, bit `t % 32` of word `t / 32`.
-    pub fn token_bitmask(&self, state: StateId) -> Result<&[u32]> {
+    pub fn token_bitmask(&self, state: StateId) -> Result<Bitmask<'_>> {
         if let Some(p) = &self.pda {
-            return p.token_bitmask(state);
+            return p.token_bitmask(state).map(Bitmask::Stored);
         }
-        Ok(&self.row(state)?.mask)
+        self.row(state).map(Bitmask::Row)
     }
 
     /// The mask of `state` restricted to tokens after which acceptance is still reachable within
     /// `budget` more tokens (budget-aware masking: with `max_tokens` set, the output can then
-    /// always be completed). Borrowed, i.e. the plain mask, whenever the budget restricts
-    /// nothing, which a per-row bound decides without any search in the common case.
-    pub fn token_bitmask_within(&self, state: StateId, budget: u32) -> Result<Cow<'_, [u32]>> {
+    /// always be completed). The plain mask (not [`Bitmask::Owned`]) whenever the budget
+    /// restricts nothing, which a per-row bound decides without any search in the common case.
+    pub fn token_bitmask_within(&self, state: StateId, budget: u32) -> Result<Bitmask<'_>> {
         if let Some(p) = &self.pda {
-            return p.token_bitmask_within(state, budget);
+            return Ok(match p.token_bitmask_within(state, budget)? {
+                std::borrow::Cow::Borrowed(m) => Bitmask::Stored(m),
+                std::borrow::Cow::Owned(m) => Bitmask::Owned(m.into_boxed_slice()),
+            });
         }
         let row = self.row(state)?;
         if self.token_live.is_none() && row.max_next_distance <= budget {
-            return Ok(Cow::Borrowed(&row.mask));
+            return Ok(Bitmask::Row(row));
         }
         self.min_tokens_to_accept(state)?;
         let mins = self.min_tokens.get().ok_or_else(|| self.invalid(state))?;
         if row.next_states().all(|n| mins[n.as_usize()] <= budget) {
-            return Ok(Cow::Borrowed(&row.mask));
+            return Ok(Bitmask::Row(row));
         }
         let mut mask = vec![0u32; row.mask.len()];
         if self.dfa.is_accepting(state) {
@@ -493,7 +523,7 @@ impl Grammar {
                 mask[(t >> 5) as usize] |= 1 << (t & 31);
             }
         }
-        Ok(Cow::Owned(mask))
+        Ok(Bitmask::Owned(mask.into_boxed_slice()))
     }
 
     /// The allowed token ids of `state`, ascending (EOS included in accepting states).
@@ -572,22 +602,40 @@ impl Grammar {
         Ok(self.row(state)?.transitions(&self.vocab).collect())
     }
 
-    /// Computes every row, in parallel over states.
+    /// Computes every row, in parallel over states, and keeps them all: a
+    /// [`GrammarError::TooLarge`] when they do not fit in the index's budget (rows are then
+    /// built as states are visited, as without this call).
     pub fn build_all(&self) -> Result<()> {
-        if let Some(p) = &self.pda {
+        if self.pda.is_some() {
             // Its states are met as text is read: there is no "all" to build ahead.
-            let _ = p;
             return Ok(());
         }
-        (0..self.num_states()).into_par_iter().try_for_each(|s| self.row(StateId::from_index(s)).map(|_| ()))
+        let dropped = self.rows.dropped();
+        let too_large = || GrammarError::TooLarge {
+            what: "token index",
+            limit: self.rows.budget(),
+            detail: format!("the rows of all {} states do not fit at once", self.num_states()),
+        };
+        (0..self.num_states()).into_par_iter().try_for_each(|s| {
+            self.row(StateId::from_index(s))?;
+            if self.rows.dropped() != dropped {
+                return Err(too_large());
+            }
+            Ok(())
+        })
     }
 
-    /// Number of rows computed so far.
+    /// Number of rows the index holds now.
     pub fn rows_built(&self) -> usize {
         if let Some(p) = &self.pda {
             return p.rows_built();
         }
-        self.rows.iter().filter(|c| c.get().is_some()).count()
+        self.rows.len()
+    }
+
+    /// Rows the index has dropped so far to stay within its budget (0 for a pushdown grammar).
+    pub fn rows_dropped(&self) -> usize {
+        self.rows.dropped()
     }
 
     /// The fewest tokens from `state` to acceptance (0 when accepting; [`Grammar::UNREACHABLE`] when
@@ -624,8 +672,8 @@ impl Grammar {
             return p.memory_bytes();
         }
         self.dfa.memory_bytes()
-            + self.index_bytes.load(Ordering::Relaxed)
-            + self.rows.len() * std::mem::size_of::<OnceLock<Row>>()
+            + self.rows.bytes()
+            + self.rows.table_bytes()
             + self.min_tokens.get().map_or(0, |m| m.len() * 4)
             + self.token_live.as_ref().map_or(0, |l| l.len())
     }

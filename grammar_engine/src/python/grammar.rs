@@ -2,13 +2,17 @@
 //!
 //! Masks are handed to Python as read-only NumPy views of the core's own masks, made once per
 //! mask and shared by every caller, so asking for a mask never copies it (a pushdown grammar's
-//! states that allow the same tokens share one mask: `mask_id`). State and token ids
+//! states that allow the same tokens share one mask: `mask_id`). A regular grammar's view owns
+//! a share of its row, so it stays valid when the index drops the row to stay within its
+//! budget; views of dropped rows are let go when the index has dropped rows since the last
+//! look. State and token ids
 //! arrive as Python ints and are checked here: a state that is not the grammar's (negative,
 //! past `u32` or past the last state) raises `InvalidStateError`, a token outside the
 //! vocabulary `TokenNotAllowedError`, never a panic.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use numpy::ndarray::ArrayView1;
 use numpy::PyArray1;
@@ -18,7 +22,7 @@ use pyo3::types::{PyBytes, PyDict};
 use super::errors::{run, run_compile, to_py};
 use super::repair::{self, RepairResult, Validation};
 use crate::error::GrammarError as CoreError;
-use crate::grammar::{Grammar as CoreGrammar, OUTSIDE_VOCABULARY};
+use crate::grammar::{Bitmask, Grammar as CoreGrammar, Row, OUTSIDE_VOCABULARY};
 use crate::util::{StateId, TokenId};
 
 /// A compiled grammar: the step API the decoding loop calls once per token.
@@ -26,16 +30,32 @@ use crate::util::{StateId, TokenId};
 pub struct Grammar {
     inner: Arc<CoreGrammar>,
     /// One read-only NumPy view per mask, made on first request and handed out again after
-    /// that, so `token_bitmask` never copies: by state for a regular grammar, by mask id for a
-    /// pushdown one (whose states are met as text is read).
-    views: Box<[OnceLock<Py<PyArray1<u32>>>]>,
+    /// that, so `token_bitmask` never copies: by state for a regular grammar (with the row it
+    /// shows, to tell whether the index still holds that row), by mask id for a pushdown one
+    /// (whose states are met as text is read).
+    views: Mutex<HashMap<u32, (usize, Py<PyArray1<u32>>)>>,
+    /// The core's `rows_dropped` when `views` was last pruned.
+    pruned_at: AtomicUsize,
     pushdown_views: Mutex<HashMap<u32, Py<PyArray1<u32>>>>,
+}
+
+/// The owner of a regular grammar's row while NumPy views of its mask exist (their base object).
+#[pyclass(frozen, module = "onyx._grammar")]
+struct RowOwner {
+    row: Arc<Row>,
 }
 
 impl Grammar {
     pub(super) fn wrap(g: CoreGrammar) -> Self {
-        let views = if g.is_pushdown() { Box::new([]) as Box<[_]> } else { (0..g.num_states()).map(|_| OnceLock::new()).collect() };
-        Grammar { inner: Arc::new(g), views, pushdown_views: Mutex::new(HashMap::new()) }
+        Grammar { inner: Arc::new(g), views: Mutex::new(HashMap::new()), pruned_at: AtomicUsize::new(0), pushdown_views: Mutex::new(HashMap::new()) }
+    }
+
+    /// The view of `state`'s row mask, when one exists and shows the row the index holds now.
+    fn kept_view<'py>(&self, py: Python<'py>, state: StateId) -> Option<Bound<'py, PyArray1<u32>>> {
+        let row = self.inner.kept_row(state)?;
+        let views = self.views.lock().unwrap_or_else(|e| e.into_inner());
+        let (shown, view) = views.get(&state.as_u32())?;
+        (*shown == Arc::as_ptr(&row) as usize).then(|| view.bind(py).clone())
     }
 
     /// A pushdown grammar's mask, one shared view per mask id.
@@ -49,7 +69,10 @@ impl Grammar {
         }
         let s = this.inner.state(state).map_err(|e| to_py(py, e))?;
         let mask = this.inner.token_bitmask(s).map_err(|e| to_py(py, e))?;
-        let view = ArrayView1::from(mask);
+        let view = match mask {
+            Bitmask::Stored(mask) => ArrayView1::from(mask),
+            _ => return Err(pyo3::exceptions::PyRuntimeError::new_err("internal error in the grammar core: a pushdown mask that is not stored")),
+        };
         // SAFETY: a pushdown grammar's masks live in a paged store whose entries are never
         // mutated or moved once set, and `slf` (which owns the grammar through an Arc) is the
         // array's base object, so the memory outlives the array.
@@ -160,26 +183,31 @@ impl Grammar {
         if this.inner.is_pushdown() {
             return Grammar::pushdown_bitmask(slf, state);
         }
-        let cached = usize::try_from(state).ok().and_then(|s| this.views.get(s)).and_then(OnceLock::get);
-        if let Some(view) = cached {
-            return Ok(view.bind(py).clone());
-        }
         let s = this.inner.state(state).map_err(|e| to_py(py, e))?;
+        if let Some(view) = this.kept_view(py, s) {
+            return Ok(view);
+        }
         let g = this.inner.clone();
-        run(py, move || g.row(s).map(|_| ()))?;
-        let mask = this.inner.token_bitmask(s).map_err(|e| to_py(py, e))?;
-        let view = ArrayView1::from(mask);
-        // SAFETY: the mask lives in a `OnceLock` row of the grammar, which is never mutated or
-        // moved once set, and `slf` (which owns the grammar through an Arc) is the array's base
-        // object, so the memory outlives the array.
-        let array = unsafe { PyArray1::borrow_from_array(&view, slf.clone().into_any()) };
-        // Read-only, once per state: callers share this array.
+        let row = run(py, move || g.row(s))?;
+        let owner = Bound::new(py, RowOwner { row })?;
+        let view = ArrayView1::from(&owner.get().row.mask()[..]);
+        // SAFETY: the mask lives in a row that is never mutated once computed, and `owner`
+        // (which holds a share of that row) is the array's base object, so the memory outlives
+        // the array.
+        let array = unsafe { PyArray1::borrow_from_array(&view, owner.clone().into_any()) };
+        // Read-only, once per row: callers share this array.
         let kwargs = PyDict::new(py);
         kwargs.set_item("write", false)?;
         array.call_method("setflags", (), Some(&kwargs))?;
-        let cell = &this.views[s.as_usize()];
-        let _ = cell.set(array.clone().unbind());
-        Ok(cell.get().map(|v| v.bind(py).clone()).unwrap_or(array))
+        let mut views = this.views.lock().unwrap_or_else(|e| e.into_inner());
+        let dropped = this.inner.rows_dropped();
+        if this.pruned_at.swap(dropped, Ordering::Relaxed) != dropped {
+            // The index dropped rows: let go of their views, so their memory goes too.
+            let g = &this.inner;
+            views.retain(|&st, (shown, _)| g.kept_row(StateId::new(st)).is_some_and(|r| *shown == Arc::as_ptr(&r) as usize));
+        }
+        views.insert(s.as_u32(), (Arc::as_ptr(&owner.get().row) as usize, array.clone().unbind()));
+        Ok(array)
     }
 
     /// `token_bitmask(state)` restricted to tokens after which acceptance stays reachable
@@ -191,8 +219,8 @@ impl Grammar {
         let budget = u32::try_from(budget.max(0)).unwrap_or(u32::MAX);
         let restricted = run(py, move || {
             Ok(match g.token_bitmask_within(g.state(state)?, budget)? {
-                std::borrow::Cow::Borrowed(_) => None,
-                std::borrow::Cow::Owned(mask) => Some(mask),
+                Bitmask::Owned(mask) => Some(mask.into_vec()),
+                _ => None,
             })
         })?;
         match restricted {
