@@ -212,12 +212,13 @@ SOURCES: dict[str, Source] = {
         "(whitespace) tokens."),
     "memory_bench.json": Source(
         "Memory: the largest schemas compiled and walked",
-        "python bench/memory_bench.py --index-from <an --eager run's memory_bench.json> --before <the same>", r_memory,
+        "python bench/memory_bench.py --index-from <an earlier memory_bench.json> --before <the same>", r_memory,
         "Each of the 50 largest JSONSchemaBench schemas (by the size of their JSON text, and by the size of the whole "
         "token index an eager run recorded, where the memory went) in a fresh worker process, "
         "its address space capped: the peak resident memory after setup (vocabulary and engine), after compiling, "
         "and after the walks, which build only the rows they visit and the distances budget-aware masks need (as a "
-        "request does; the earlier run kept beside it built the whole index first)."),
+        "request does). The earlier run kept beside it is named by its commit and whether it built the whole index "
+        "first."),
 }
 
 
