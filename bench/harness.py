@@ -13,7 +13,7 @@ imports `mlx.core` (MLX's bundled BLAS is ~40x slower on the model's matrix prod
 
 from __future__ import annotations
 
-import onyx  # noqa: F401, I001  (first: preloads OpenBLAS before mlx.core is imported)
+import onyx.cpu  # noqa: F401, I001  (OpenBLAS before mlx.core)
 
 import argparse
 import json

@@ -20,7 +20,7 @@ from collections import Counter
 
 import numpy as np
 
-import onyx  # noqa: F401, I001  (before mlx: OpenBLAS)
+import onyx.cpu  # noqa: F401, I001  (OpenBLAS before mlx.core)
 import mlx.core as mx
 
 from onyx.decoding.drafts import Proposal

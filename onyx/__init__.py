@@ -6,12 +6,9 @@ vocabulary plus the tokenizer self-test) and `Grammar`. `Engine` runs a model un
 grammar (loaded on first use, so `import onyx` stays light for grammar-only users).
 """
 
-# On Linux, MLX's CPU backend must find OpenBLAS before mlx.core is first imported (it is far
-# faster than the bundled reference BLAS on these matrix products); a no-op on macOS.
-from onyx.cpu.blas import ensure_fast_blas
-
-ensure_fast_blas()
-
+# Nothing here loads MLX or a BLAS: the grammar core is a library other engines import (vLLM,
+# transformers). The subpackages that run MLX (`onyx.cpu`, imported first by each of them)
+# preload OpenBLAS for MLX's CPU backend on Linux.
 from onyx._grammar import Grammar, read_gguf_metadata  # noqa: E402
 from onyx.errors import (  # noqa: E402
     CacheFullError,

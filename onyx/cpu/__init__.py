@@ -8,5 +8,11 @@
   their own evaluation), all switched in through `override.py`;
 - `malloc.py`: glibc's malloc arenas capped in the server.
 
-Nothing is imported here: `onyx/__init__` imports `onyx.cpu.blas` before anything loads MLX.
+Importing this package preloads OpenBLAS (`blas.ensure_fast_blas`): every part of Onyx that runs
+MLX imports it first, and the grammar core alone (`import onyx`) does not, so Onyx used as a
+library inside another engine leaves that process's libraries alone.
 """
+
+from onyx.cpu.blas import ensure_fast_blas
+
+ensure_fast_blas()

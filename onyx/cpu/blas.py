@@ -6,7 +6,8 @@
   slower than OpenBLAS for the GEMMs a transformer does. Loading OpenBLAS into the process with
   `RTLD_GLOBAL` *before* `mlx.core` is first imported makes MLX's `cblas_sgemm` resolve to
   OpenBLAS (as `LD_PRELOAD` would). Loading it after `mlx.core` was imported has no effect, so
-  `onyx/__init__.py` calls `ensure_fast_blas()` before anything imports MLX.
+  `onyx/cpu/__init__.py` calls `ensure_fast_blas()`, and every part of Onyx that imports MLX
+  imports `onyx.cpu` first (`import onyx` alone, the grammar core, loads no BLAS).
 
   Decoding multiplies one token's activations by every weight matrix: MLX calls `cblas_sgemm`
   with M=1, which OpenBLAS runs several times slower than `cblas_sgemv` (it packs the whole

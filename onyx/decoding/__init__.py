@@ -15,6 +15,7 @@
 - `runner.py`: `ModelRunner`, the only code that calls a model (prefill, forwards, KV pool).
 - `stats.py`: what a generation reports.
 """
+import onyx.cpu  # noqa: F401,I001 - OpenBLAS preloaded before MLX (Linux)
 
 from onyx.decoding.loop import Finish, decode
 from onyx.decoding.runner import ModelRunner

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import onyx.cpu  # noqa: F401,I001 - OpenBLAS preloaded before MLX (Linux)
 import mlx.core as mx
 
 from onyx.decoding.sampling import mask_to_mlx

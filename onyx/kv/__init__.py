@@ -7,3 +7,4 @@
 - `views.py`: the contiguous working views attention reads, one slot per live sequence;
 - `ragged.py`: the layout of a batched step, many sequences' rows in one forward.
 """
+import onyx.cpu  # noqa: F401,I001 - OpenBLAS preloaded before MLX (Linux)

@@ -10,6 +10,7 @@ See `onyx.server.app` for its parts and `onyx.server.routes` for the request flo
 `onyx.server` (or `onyx.server.serve`, for its command-line options) stays light: FastAPI loads
 with `onyx.server.app`.
 """
+import onyx.cpu  # noqa: F401,I001 - OpenBLAS preloaded before MLX (Linux)
 
 from onyx.server.config import ServerConfig
 

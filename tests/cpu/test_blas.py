@@ -50,6 +50,23 @@ def test_platform_choices_and_blas():
                                    rtol=1e-4, atol=1e-3)  # a row stride larger than K
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux") or blas.find_blas_library() is None, reason="Linux with OpenBLAS")
+def test_importing_the_grammar_core_loads_no_blas():
+    # Another engine (vLLM, transformers) imports Onyx's grammar core: its process must keep its
+    # own libraries. The preload happens with the first part of Onyx that runs MLX.
+    import subprocess
+
+    lib = os.path.realpath(blas.find_blas_library())
+    code = ("import os, sys, onyx, onyx.grammar.constraint, onyx.integrations.common\n"
+            "def loaded(): return any(os.path.realpath(l.split()[-1]) == {lib!r} for l in open('/proc/self/maps') if '/' in l)\n"
+            "print(loaded(), any(m == 'mlx' or m.startswith(('mlx.', 'onyx.cpu')) for m in sys.modules))\n"
+            "import onyx.decoding\n"
+            "print(loaded())\n").format(lib=lib)
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["False", "False", "True"], out.stdout + out.stderr
+
+
 def test_default_dtype_follows_the_device():
     assert device.default_dtype("cpu") == "quantized" and device.default_dtype("gpu") == "quantized"
     if sys.platform != "darwin":

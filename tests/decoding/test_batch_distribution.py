@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-import onyx  # noqa: F401  (before mlx: OpenBLAS)
+import onyx.cpu  # noqa: F401  (OpenBLAS before mlx.core)
 
 from bench.phi_laws import Rows, build_case, empirical, fvo_sample_batched, trie_laws, tv, tv_floor
 from onyx.decoding.phi import ExactPhi, score_with_function

@@ -37,7 +37,7 @@ import json
 import numpy as np
 import pytest
 
-import onyx  # noqa: F401  (before mlx: OpenBLAS)
+import onyx.cpu  # noqa: F401  (OpenBLAS before mlx.core)
 import mlx.core as mx
 
 from onyx.decoding.phi import DEAD_LOG_WEIGHT, ExactPhi, TokenTrie, _logsumexp, make_phi, score_with_function

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import onyx  # noqa: F401  (before mlx: OpenBLAS)
+import onyx.cpu  # noqa: F401  (OpenBLAS before mlx.core)
 import mlx.core as mx
 
 from onyx.decoding.sampling import apply_mask, distribution, mask_to_mlx

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import onyx  # noqa: F401  (OpenBLAS before mlx)
+import onyx.cpu  # noqa: F401  (OpenBLAS before mlx.core)
 import mlx.core as mx
 
 from onyx.decoding.sampling import Sampler, apply_mask, distribution

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-import onyx  # noqa: F401  (sets up the BLAS before mlx.core is imported)
+import onyx.cpu  # noqa: F401  (OpenBLAS before mlx.core)
 import mlx.core as mx  # noqa: E402
 from mlx_lm.models import gemma3_text, llama, qwen2  # noqa: E402
 

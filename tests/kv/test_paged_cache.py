@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-import onyx  # noqa: F401  (sets up the BLAS before mlx.core is imported)
+import onyx.cpu  # noqa: F401  (OpenBLAS before mlx.core)
 from onyx.chat.setup import chat_ids
 from onyx.kv import pool as kv_pool
 from onyx.kv import sequence as kv_sequence

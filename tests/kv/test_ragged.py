@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import onyx  # noqa: F401  (sets up the BLAS before mlx.core is imported)
+import onyx.cpu  # noqa: F401  (OpenBLAS before mlx.core)
 import mlx.core as mx  # noqa: E402
 from kv_models import ATOL_FULL, close, full_logits, model, run, tiny, tokens  # noqa: F401
 
