@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import onyx
+import onyx.cpu  # noqa: F401  (OpenBLAS before any test module imports mlx.core)
 from onyx.models import assets
 
 # The tests share inputs and helpers with the benches (`bench.corpus`, `bench.dyck`, ...): the

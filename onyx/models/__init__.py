@@ -8,6 +8,5 @@
 - `gguf_reader.py`, `gguf_convert.py`, `gguf_tokenizer.py`: a GGUF file read, converted to an
   mlx-lm folder, and its tokenizer rebuilt as Hugging Face files.
 
-Only `onyx.cpu` is imported here (OpenBLAS for MLX): `onyx.models.assets` works without MLX.
+Nothing is imported here: `onyx.models.assets` works without MLX.
 """
-import onyx.cpu  # noqa: F401,I001 - OpenBLAS preloaded before MLX (Linux)

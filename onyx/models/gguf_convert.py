@@ -28,6 +28,7 @@ Architecture conventions of llama.cpp's converters that are undone here:
 
 from __future__ import annotations
 
+import onyx.cpu  # noqa: F401,I001 - OpenBLAS preloaded before MLX (Linux)
 import hashlib
 import json
 import os

@@ -18,6 +18,7 @@ decoders are checked against.
 
 from __future__ import annotations
 
+import onyx.cpu  # noqa: F401,I001 - OpenBLAS preloaded before MLX (Linux)
 import json
 import re
 from dataclasses import dataclass, field
