@@ -24,6 +24,16 @@ fills, so `fill_bitmask` is one copy of a row made once per grammar state. Specu
 are checked with `validate_tokens` and undone with `rollback`. vLLM does not tell a backend a
 request's `max_tokens`, so masks here are not budget-aware (the engine's are).
 
+Where plug-ins cannot be loaded, `OnyxLogitsProcessor` is the no-patch way in: a custom logits
+processor (`vllm serve --logits-processors onyx.integrations.vllm:OnyxLogitsProcessor`, or
+`LLM(logits_processors=[OnyxLogitsProcessor])`) that constrains the requests whose
+`SamplingParams.extra_args` (the server's `vllm_xargs`) carry one of `onyx_regex`,
+`onyx_json_schema` (JSON text), `onyx_grammar` (GBNF) or `onyx_lark`. vLLM refuses custom
+logits processors under speculative decoding, an exception inside one would stop the engine
+(so it never raises there: a constraint that fails to compile ends its request at once, with
+only EOS allowed, and is logged), and it cannot see `max_tokens` either. It is not declared as
+an entry point: vLLM would then load it into every engine, and refuse speculative decoding.
+
 Importing this module imports vLLM and torch; `import onyx` alone imports neither.
 """
 
@@ -39,6 +49,8 @@ import torch
 from vllm.config import structured_outputs as _config
 from vllm.exceptions import VLLMValidationError
 from vllm.sampling_params import SamplingParams
+from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor
+from vllm.v1.sample.logits_processor.builtin import process_dict_updates
 from vllm.v1.structured_output import StructuredOutputManager
 from vllm.v1.structured_output.backend_types import (
     StructuredOutputBackend,
@@ -48,11 +60,11 @@ from vllm.v1.structured_output.backend_types import (
 from vllm.v1.structured_output.utils import grammar_is_likely_lark
 
 from onyx.errors import GrammarError, RequestError
-from onyx.grammar.constraint import Constraint, Compiled
+from onyx.grammar.constraint import Compiled, Constraint, unpack_bitmask
 from onyx.integrations.common import compile_constraint, vocabulary_for
 from onyx.options import ConstraintSpec
 
-__all__ = ["BACKEND", "OnyxBackend", "OnyxGrammar", "register"]
+__all__ = ["BACKEND", "OnyxBackend", "OnyxGrammar", "OnyxLogitsProcessor", "register"]
 
 log = logging.getLogger("onyx.vllm")
 
@@ -245,3 +257,108 @@ def _initialising(original):
 
     grammar_init._onyx = True
     return grammar_init
+
+
+# --- the logits processor ---------------------------------------------------------------------
+
+# `extra_args` keys, and the `ConstraintSpec.parse` argument each one is.
+EXTRA_ARGS = {"onyx_regex": "regex", "onyx_json_schema": "json_schema", "onyx_grammar": "grammar", "onyx_lark": "lark"}
+
+
+def extra_args_spec(params: SamplingParams) -> ConstraintSpec | None:
+    """The constraint a request's `extra_args` ask for, if any. Raises `onyx.RequestError`."""
+    args = params.extra_args or {}
+    given = {EXTRA_ARGS[k]: v for k, v in args.items() if k in EXTRA_ARGS}
+    if not given:
+        return None
+    if len(given) > 1:
+        raise RequestError(f"give one of {', '.join(EXTRA_ARGS)}, not several", param="extra_args")
+    return ConstraintSpec.parse(**given)
+
+
+class _Row:
+    """One constrained request in the batch: its walk, and the list vLLM appends its tokens to."""
+
+    def __init__(self, constraint: Constraint | None, output: list[int]) -> None:
+        self.constraint = constraint  # None: its constraint failed; only EOS is allowed
+        self.output = output
+
+
+class OnyxLogitsProcessor(LogitsProcessor):
+    """Constrains the requests whose `extra_args` name an Onyx constraint (see the module's
+    docstring). Never raises from `update_state` or `apply`."""
+
+    @classmethod
+    def validate_params(cls, sampling_params: SamplingParams) -> None:
+        try:
+            extra_args_spec(sampling_params)
+        except (RequestError, GrammarError) as e:
+            raise VLLMValidationError(f"{type(e).__name__}: {e}", parameter="extra_args") from None
+
+    def __init__(self, vllm_config: Any, device: torch.device, is_pin_memory: bool) -> None:
+        from vllm.tokenizers import cached_tokenizer_from_config
+
+        self.tokenizer = cached_tokenizer_from_config(model_config=vllm_config.model_config)
+        self.eos = [self.tokenizer.eos_token_id] if self.tokenizer.eos_token_id is not None else None
+        self.device = device
+        self.rows: dict[int, _Row] = {}
+
+    def is_argmax_invariant(self) -> bool:
+        return False
+
+    def _row(self, params: SamplingParams, _prompt: list[int] | None, output: list[int]) -> _Row | None:
+        try:
+            spec = extra_args_spec(params)
+            if spec is None:
+                return None
+            vocab = vocabulary_for(self.tokenizer, self.eos)
+            return _Row(Constraint(compile_constraint(vocab, spec)), output)
+        except Exception as e:  # noqa: BLE001 - an exception here would stop the engine
+            log.error("onyx constraint refused, the request ends now: %s: %s", type(e).__name__, e)
+            return _Row(None, output)
+
+    def update_state(self, batch_update: BatchUpdate | None) -> None:
+        process_dict_updates(self.rows, batch_update, self._row)
+        for row in self.rows.values():
+            c = row.constraint
+            if c is not None:
+                try:
+                    n = len(c.tokens)
+                    if len(row.output) >= n and (n == 0 or row.output[n - 1] == c.tokens[-1]):
+                        for token in row.output[n:]:  # the usual step: tokens were appended
+                            c.advance(token)
+                    else:
+                        c.sync(row.output)
+                except Exception as e:  # noqa: BLE001 - a token the mask forbade (should not happen)
+                    log.error("onyx constraint lost its walk, the request ends now: %s", e)
+                    row.constraint = None
+
+    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+        if not self.rows:
+            return logits
+        width = logits.shape[-1]
+        for index, row in self.rows.items():
+            try:
+                allowed = self._mask(row, width).to(logits.device, non_blocking=True)
+                logits[index].masked_fill_(~allowed, float("-inf"))
+            except Exception as e:  # noqa: BLE001 - never stop the engine
+                log.error("onyx mask failed, the request ends now: %s", e)
+                row.constraint = None
+                logits[index].fill_(float("-inf"))
+                logits[index, self.eos or []] = 0.0
+        return logits
+
+    def _mask(self, row: _Row, width: int) -> torch.Tensor:
+        if row.constraint is None:
+            only = torch.zeros(width, dtype=torch.bool)
+            only[self.eos or []] = True
+            return only
+        c = row.constraint
+        if c.masks is None or c.masks.width != width:
+            c.masks = c.compiled.table("torch-bool", width, _to_bool)
+        return c.next_mask()
+
+
+def _to_bool(words: np.ndarray, width: int) -> torch.Tensor:
+    """A grammar bitmask as a torch bool vector `width` long (ids past the vocabulary: False)."""
+    return torch.from_numpy(unpack_bitmask(words, width))
