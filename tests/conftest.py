@@ -21,6 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 
+# tests/vllm runs in vLLM's own environment (`make vllm-test`), not in this one.
+collect_ignore = ["vllm"]
+
+
 def pytest_configure(config):
     # Registered here until pyproject.toml's pytest settings list it.
     config.addinivalue_line("markers", "slow: takes minutes (real-data samples, bench smoke runs)")
