@@ -28,7 +28,8 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.report_tables import (r_cache, r_cobatch, r_grammar, r_host, r_quant, r_integrations, r_matmul, r_memory,  # noqa: E402
-                                 r_overlap, r_peer_serve, r_phi, r_repair, r_runtime, r_schema, r_serve, r_spec, r_structure, r_whitespace,
+                                 r_overlap, r_peer_serve, r_phi, r_repair, r_runtime, r_schema, r_serve, r_spec, r_structure, r_vllm,
+                                 r_whitespace,
                                  suite_lines)
 
 RESULTS = ROOT / "bench" / "results"
@@ -159,6 +160,16 @@ SOURCES: dict[str, Source] = {
         "share of a token's time those bytes take to arrive. The rest of a token's time is the forward's other "
         "work (attention, norms, MLX's per-operation cost, Python building the graph). Products: the "
         "quantized kernel against the float32 one with the same weights, by rows of x."),
+    "vllm_bench.json": Source(
+        "Inside vLLM: Onyx's backend beside xgrammar and guidance", "make vllm-env && python bench/vllm_bench.py", r_vllm,
+        "vLLM 0.32's CPU build (`.venv-vllm`) with SmolLM2-135M-Instruct converted to float32, one process per "
+        "structured-output backend, the same work for each: greedy JSON requests (three schemas) one and eight at "
+        "a time after a warm-up, every output checked with jsonschema; the time vLLM spends filling the batch's "
+        "bitmask each step; and a sample of JSONSchemaBench schemas (the same for each backend, chosen by a hash "
+        "of the file name) through vLLM's request validation and the backend's compile, cold. Onyx validates by "
+        "compiling, so its compile time is the first compile; xgrammar and guidance compile more ahead (their "
+        "masks), Onyx builds a state's mask on its first visit, which shows in the mask p99. The backends' "
+        "whitespace defaults differ, so their greedy outputs (and lengths) differ."),
     "peer_serve_bench.json": Source(
         "Serving beside llama.cpp on the same GGUF", "python bench/peer_serve_bench.py", r_peer_serve,
         "Onyx's server and llama.cpp's `llama-server` (b11434, built for this CPU by `bench/llama_server.py`, 8 "

@@ -503,3 +503,20 @@ def r_peer_serve(d: dict) -> list[str]:
                    "ITL p50 ms", "ITL p99 ms", "invalid", "cut off"], rows)
             + [f"Invalid constrained answers: {invalid}.", ""]
             + table(["load, clients", "Onyx / llama.cpp", "goal", "met"], goals))
+
+
+def r_vllm(d: dict) -> list[str]:
+    rows = []
+    for name, r in d["results"].items():
+        c, m = r["compile_ms"] or {}, r["mask_fill_us"] or {}
+        runs = {x["batch"]: x for x in r["runs"]}
+        rows.append([name, f"{r['accepted']} / {r['schemas']}", n(c.get("p50")), n(c.get("p90")), n(c.get("max"), 0),
+                     n(m.get("p50"), 0), n(m.get("p99"), 0), n(runs[1]["tokens_per_s"]), n(runs[8]["tokens_per_s"]),
+                     n(runs[8]["tokens_per_request"], 0), sum(x["invalid"] for x in r["runs"]),
+                     sum(x["cut"] for x in r["runs"])])
+    out = table(["backend", "schemas accepted", "compile p50 ms", "p90", "max", "mask fill p50 µs", "p99",
+                 "tok/s, 1 at a time", "tok/s, 8", "tokens a request", "invalid", "cut"], rows)
+    if d.get("ratios"):
+        out += ["Onyx / xgrammar, tokens/s: " + ", ".join(f"{k.rsplit('batch', 1)[1]} at a time {ratio(v)}"
+                                                         for k, v in d["ratios"].items()) + "."]
+    return out
