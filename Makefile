@@ -72,7 +72,7 @@ vllm-env: build
 # The vLLM plug-in against the real vLLM (tests/vllm, run from outside the source tree so the
 # installed wheel is what is imported).
 vllm-test: vllm-env fetch-test-data
-	cd $(VLLM_VENV) && bin/python -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR)/tests/vllm $(CURDIR)/tests/vllm
+	cd $(VLLM_VENV) && bin/python -m pytest -q -p no:cacheprovider --confcutdir=$(CURDIR)/tests/vllm --rootdir=$(CURDIR)/tests/vllm $(CURDIR)/tests/vllm
 
 pytest:
 	$(BIN)/python -m pytest -q tests

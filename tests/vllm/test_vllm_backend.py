@@ -172,3 +172,8 @@ def test_vllm_serve_with_the_onyx_backend_through_the_openai_client(server):
     again = client.completions.create(model="smollm2", prompt="An order id: ", max_tokens=16, temperature=0,
                                       extra_body={"structured_outputs": {"regex": ORDER}})
     assert re.fullmatch(ORDER, again.choices[0].text)
+
+
+def test_onyx_inside_vllm_leaves_the_process_libraries_alone(llm):
+    # Only onyx.cpu (Onyx's own engine) preloads a BLAS; the backend never imports it.
+    assert "onyx.cpu" not in sys.modules and "mlx.core" not in sys.modules
