@@ -192,9 +192,9 @@ def test_marked_names_tokens_only_where_the_vocabulary_has_them(vocabs):
     assert st.marked(smol, "x<tool_call>y", ("<tool_call>",)) == "x<tool_call>y"
 
 
-def test_the_readme_structure_examples_run(smollm2):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    (block,) = [b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "compile_structure(" in b]
+def test_the_documented_structure_examples_run(smollm2):
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", doc, flags=re.S) if "compile_structure(" in b]
     scope = {"vocab": smollm2}
     exec(block, scope)
     assert list(scope["g"].special_tokens) == [1]
