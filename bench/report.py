@@ -163,8 +163,10 @@ SOURCES: dict[str, Source] = {
     "vllm_bench.json": Source(
         "Inside vLLM: Onyx's backend beside xgrammar and guidance", "make vllm-env && python bench/vllm_bench.py", r_vllm,
         "vLLM 0.32's CPU build (`.venv-vllm`) with SmolLM2-135M-Instruct converted to float32, one process per "
-        "structured-output backend, the same work for each: greedy JSON requests (three schemas) one and eight at "
-        "a time after a warm-up, every output checked with jsonschema; the time vLLM spends filling the batch's "
+        "structured-output backend, the same work for each, the backends taking turns twice: greedy JSON requests "
+        "(three schemas) one and eight at a time after a warm-up, every output checked with jsonschema, with "
+        "tokens/s and the median request's time per token after its first (what a step costs, whatever the "
+        "output's length); the time vLLM spends filling the batch's "
         "bitmask each step; and a sample of JSONSchemaBench schemas (the same for each backend, chosen by a hash "
         "of the file name) through vLLM's request validation and the backend's compile, cold. Onyx validates by "
         "compiling, so its compile time is the first compile; xgrammar and guidance compile more ahead (their "

@@ -3,19 +3,23 @@ vLLM's own xgrammar and guidance (llguidance), on vLLM's CPU build with the defa
 converted to float32.
 
 Each backend gets a fresh process (`bench/vllm_worker.py`, run with the vLLM environment's
-Python: `make vllm-env` builds it) and the same work, warmed up first:
+Python: `make vllm-env` builds it) and the same work, warmed up first; the backends take turns,
+`--passes` times (the schema sample only in the first), and tokens/s are compared pass by pass
+(this machine is shared: a pass's backends ran minutes apart, not at once):
 
 - greedy JSON requests (three schemas of `bench/corpus.py`, each with its prompt) one at a time
   and eight at a time: tokens/s, and every output checked with jsonschema (cut ones counted).
   Backends differ in the whitespace they allow, so their greedy outputs differ in length, and a
   request's prompt is a larger share of a short one's time: the table gives tokens a request;
+- the median request's time per token after its first (vLLM's own timestamps): what a step
+  costs, which output lengths and prompts do not skew;
 - the time vLLM spends filling the batch's grammar bitmask each step (`grammar_bitmask`);
 - a sample of JSONSchemaBench schemas (the same ones for every backend: `--per-set` a set,
   chosen by a hash of the file name) through vLLM's request validation and the backend's
   compile, each timed cold: how many each backend accepts, and how long a compile takes.
 
-    python bench/vllm_bench.py                 # 10 schemas a set, 3 rounds
-    python bench/vllm_bench.py --quick         # 3 a set, 1 round
+    python bench/vllm_bench.py                 # 10 schemas a set, 3 rounds, 2 passes
+    python bench/vllm_bench.py --quick         # 3 a set, 1 round, 1 pass
 
 Prints one table and writes vllm_bench.json to --out (default bench/results).
 """
@@ -51,6 +55,7 @@ def cases(per_set: int) -> dict:
 
 
 def run(backend: str, python: Path, case_file: Path, rounds: int, timeout_s: float) -> dict:
+    """One worker's results (see `bench/vllm_worker.py`)."""
     cmd = [str(python), str(harness.ROOT / "bench" / "vllm_worker.py"), "--backend", backend,
            "--cases", str(case_file), "--rounds", str(rounds)]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=tempfile.gettempdir())
@@ -62,7 +67,7 @@ def run(backend: str, python: Path, case_file: Path, rounds: int, timeout_s: flo
 
 def table(results: dict) -> list[str]:
     head = ["backend", "accepted", "compile p50 / p90 / max ms", "mask fill p50 / p99 µs", "tok/s, 1", "tok/s, 8",
-            "tokens a request", "invalid", "cut"]
+            "ms/token, 1", "ms/token, 8", "tokens a request", "invalid", "cut"]
     rows = []
     for name, r in results.items():
         c, m = r["compile_ms"] or {}, r["mask_fill_us"] or {}
@@ -71,6 +76,7 @@ def table(results: dict) -> list[str]:
                      " / ".join(f"{c.get(k, float('nan')):.1f}" for k in ("p50", "p90", "max")),
                      f"{m.get('p50', float('nan')):.0f} / {m.get('p99', float('nan')):.0f}",
                      f"{runs[1]['tokens_per_s']:.1f}", f"{runs[8]['tokens_per_s']:.1f}",
+                     f"{runs[1]['decode_ms_per_token']:.1f}", f"{runs[8]['decode_ms_per_token']:.1f}",
                      f"{(runs[1]['tokens_per_request'] + runs[8]['tokens_per_request']) / 2:.0f}",
                      str(sum(x["invalid"] for x in r["runs"])), str(sum(x["cut"] for x in r["runs"]))])
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
@@ -82,6 +88,7 @@ def main() -> int:
     ap = harness.arg_parser(__doc__, "3 schemas a set, 1 round")
     ap.add_argument("--per-set", type=int, default=None, help="JSONSchemaBench schemas per set (default 10)")
     ap.add_argument("--rounds", type=int, default=None, help="rounds of each batch size (default 3)")
+    ap.add_argument("--passes", type=int, default=None, help="turns of every backend (default 2)")
     ap.add_argument("--backends", default=",".join(BACKENDS))
     ap.add_argument("--vllm-python", type=Path, default=harness.ROOT / ".venv-vllm" / "bin" / "python")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per backend")
@@ -90,22 +97,45 @@ def main() -> int:
         raise SystemExit(f"{args.vllm_python} is missing: `make vllm-env` builds vLLM's environment")
     per_set = args.per_set or (3 if args.quick else 10)
     rounds = args.rounds or (1 if args.quick else 3)
+    passes = args.passes or (1 if args.quick else 2)
     work = cases(per_set)
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(work, f)
-    results = {}
-    for backend in args.backends.split(","):
-        print(f"{backend} ...", flush=True)
-        results[backend] = run(backend, args.vllm_python, Path(f.name), rounds, args.timeout)
+    files = []
+    for sample in (work, {**work, "coverage": []}):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(sample, f)
+        files.append(Path(f.name))
+    results: dict = {}
+    for p in range(passes):
+        for backend in args.backends.split(","):
+            print(f"pass {p + 1}: {backend} ...", flush=True)
+            r = run(backend, args.vllm_python, files[min(p, 1)], rounds, args.timeout)
+            if p == 0:
+                results[backend] = {**r, "passes": [r["runs"]]}
+            else:
+                results[backend]["passes"].append(r["runs"])
+    for r in results.values():  # each batch size's figures: the median pass by tokens/s
+        r["runs"] = [sorted((runs[i] for runs in r["passes"]), key=lambda x: x["tokens_per_s"])[len(r["passes"]) // 2]
+                     for i in range(len(r["passes"][0]))]
     lines = table(results)
     print("\n" + "\n".join(lines))
     ratios = {}
     if "onyx" in results and "xgrammar" in results:
-        tps = lambda name, b: next(x["tokens_per_s"] for x in results[name]["runs"] if x["batch"] == b)  # noqa: E731
-        ratios = {f"onyx_over_xgrammar_tokens_per_s_batch{b}": tps("onyx", b) / tps("xgrammar", b) for b in (1, 8)}
-        print("\n" + ", ".join(f"{k}: {v:.2f}" for k, v in ratios.items()))
+        def tps(name: str, p: int, b: int) -> float:
+            return next(x["tokens_per_s"] for x in results[name]["passes"][p] if x["batch"] == b)
+
+        def ms(name: str, p: int, b: int) -> float:
+            return next(x["decode_ms_per_token"] for x in results[name]["passes"][p] if x["batch"] == b)
+
+        for b in (1, 8):
+            ratios[f"onyx_over_xgrammar_tokens_per_s_batch{b}"] = [tps("onyx", p, b) / tps("xgrammar", p, b)
+                                                                  for p in range(passes)]
+            ratios[f"onyx_over_xgrammar_decode_speed_batch{b}"] = [ms("xgrammar", p, b) / ms("onyx", p, b)
+                                                                  for p in range(passes)]
+        print("\nOnyx / xgrammar, pass by pass: "
+              + "; ".join(f"{k.removeprefix('onyx_over_xgrammar_')}: " + ", ".join(f"{v:.2f}" for v in vs)
+                          for k, vs in ratios.items()))
     versions = next(iter(results.values()))["versions"]
-    meta = {**harness.machine_meta(), "per_set": per_set, "rounds": rounds, "versions": versions}
+    meta = {**harness.machine_meta(), "per_set": per_set, "rounds": rounds, "passes": passes, "versions": versions}
     harness.save_results(harness.out_dir(args.out), "vllm_bench", {"meta": meta, "results": results, "ratios": ratios})
     return 0
 

@@ -94,8 +94,9 @@ def coverage(llm, schemas: list[dict], timeout_s: float) -> list[dict]:
 
 
 def throughput(llm, cases: list[dict], batch: int, max_tokens: int, rounds: int) -> dict:
-    """Greedy requests, `batch` at a time, each with its JSON Schema: tokens/s, and every
-    output checked with jsonschema (a cut one counted apart)."""
+    """Greedy requests, `batch` at a time, each with its JSON Schema: tokens/s, the median
+    request's time per token after its first (what a step costs, whatever the output's length
+    and the prompt's share), and every output checked with jsonschema (a cut one counted apart)."""
     import jsonschema
     from vllm import SamplingParams
     from vllm.sampling_params import StructuredOutputsParams
@@ -103,7 +104,7 @@ def throughput(llm, cases: list[dict], batch: int, max_tokens: int, rounds: int)
     prompts = [c["prompt"] for c in cases]
     params = [SamplingParams(max_tokens=max_tokens, temperature=0,
                              structured_outputs=StructuredOutputsParams(json=c["schema"])) for c in cases]
-    tokens, seconds, invalid, cut = 0, 0.0, 0, 0
+    tokens, seconds, invalid, cut, decode_ms = 0, 0.0, 0, 0, []
     for r in range(rounds):
         picks = [(r * batch + i) % len(cases) for i in range(batch)]
         t0 = time.perf_counter()
@@ -112,6 +113,9 @@ def throughput(llm, cases: list[dict], batch: int, max_tokens: int, rounds: int)
         for i, o in zip(picks, outs):
             c = o.outputs[0]
             tokens += len(c.token_ids)
+            m = o.metrics  # the engine's timestamps: first and last token
+            if m is not None and len(c.token_ids) > 1 and m.last_token_ts > m.first_token_ts:
+                decode_ms.append((m.last_token_ts - m.first_token_ts) * 1e3 / (len(c.token_ids) - 1))
             if c.finish_reason != "stop":
                 cut += 1
                 continue
@@ -121,6 +125,7 @@ def throughput(llm, cases: list[dict], batch: int, max_tokens: int, rounds: int)
                 invalid += 1
     return {"batch": batch, "tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds,
             "tokens_per_request": tokens / (rounds * batch),
+            "decode_ms_per_token": statistics.median(decode_ms) if decode_ms else None,
             "requests": rounds * batch, "invalid": invalid, "cut": cut}
 
 
@@ -144,7 +149,7 @@ def main() -> None:
     from vllm.v1.structured_output import StructuredOutputManager
 
     llm = LLM(model=args.model or default_model(), dtype="float32", enforce_eager=True, max_model_len=2048,
-              seed=0, structured_outputs_config={"backend": args.backend})
+              seed=0, structured_outputs_config={"backend": args.backend}, disable_log_stats=False)
     # Warm up: the backend is made on the first structured request, and every schema is
     # compiled and walked once, as a server that has seen them would have them.
     throughput(llm, cases["generate"], len(cases["generate"]), args.max_tokens, 1)
