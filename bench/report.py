@@ -161,8 +161,8 @@ SOURCES: dict[str, Source] = {
         "work (attention, norms, MLX's per-operation cost, Python building the graph). Products: the "
         "quantized kernel against the float32 one with the same weights, by rows of x."),
     "vllm_bench.json": Source(
-        "Inside vLLM: Onyx's backend beside xgrammar and guidance", "make vllm-env && python bench/vllm_bench.py", r_vllm,
-        "vLLM 0.32's CPU build (`.venv-vllm`) with SmolLM2-135M-Instruct converted to float32, one process per "
+        "Inside vLLM: Onyx's backend beside xgrammar and guidance", "python bench/vllm_bench.py", r_vllm,
+        "vLLM 0.32's CPU build (`.venv-vllm`, which `make vllm-env` builds) with SmolLM2-135M-Instruct converted to float32, one process per "
         "structured-output backend, the same work for each, the backends taking turns twice: greedy JSON requests "
         "(three schemas) one and eight at a time after a warm-up, every output checked with jsonschema, with "
         "tokens/s and the median request's time per token after its first (what a step costs, whatever the "
