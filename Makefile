@@ -70,9 +70,11 @@ vllm-env: build
 	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall $(VLLM_VENV)/wheels/*.whl
 
 # The vLLM plug-in against the real vLLM (tests/vllm, run from outside the source tree so the
-# installed wheel is what is imported).
+# installed wheel is what is imported), each test file in a process of its own: a second
+# in-process vLLM engine in one process trips over the first one's leftovers.
 vllm-test: vllm-env fetch-test-data
-	cd $(VLLM_VENV) && bin/python -m pytest -q -p no:cacheprovider --confcutdir=$(CURDIR)/tests/vllm --rootdir=$(CURDIR)/tests/vllm $(CURDIR)/tests/vllm
+	cd $(VLLM_VENV) && for t in $(CURDIR)/tests/vllm/test_*.py; do \
+		bin/python -m pytest -q -p no:cacheprovider --confcutdir=$(CURDIR)/tests/vllm --rootdir=$(CURDIR)/tests/vllm $$t || exit 1; done
 
 pytest:
 	$(BIN)/python -m pytest -q tests
