@@ -210,7 +210,9 @@ def test_a_request_that_raises_fails_alone(engine):
     assert [r.token_ids for r in good] == [r.token_ids for r in alone]
     assert bad_mask.gens[0].finish == "error" and "injected fault" in str(bad_mask.gens[0].error)
     assert bad_seq.gens[0].finish == "error" and errors
-    assert max(s.sequences for s in engine.scheduler.batch.log if s.index >= steps) >= 3
+    # They shared steps with others: prompts are admitted a share at a time, so how many of the
+    # four decode at once depends on timing, and the faulty ones may end before the last arrives.
+    assert max(s.sequences for s in engine.scheduler.batch.log if s.index >= steps) >= 2
     assert engine.runner.pool.stats()["live_sequences"] == 0
 
 
