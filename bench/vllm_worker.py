@@ -52,7 +52,7 @@ class Timed:
     """Wraps `cls.name` to add its calls' durations to `self.seconds`."""
 
     def __init__(self, cls, name: str) -> None:
-        self.seconds, self.calls = [], 0
+        self.seconds: list[float] = []
         original = getattr(cls, name)
 
         def wrapped(*a, **k):

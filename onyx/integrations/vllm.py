@@ -336,11 +336,10 @@ class OnyxLogitsProcessor(LogitsProcessor):
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
         if not self.rows:
             return logits
-        width = logits.shape[-1]
+        width, device = logits.shape[-1], logits.device
         for index, row in self.rows.items():
             try:
-                allowed = self._mask(row, width).to(logits.device, non_blocking=True)
-                logits[index].masked_fill_(~allowed, float("-inf"))
+                logits[index].masked_fill_(self._forbidden(row, width, device), float("-inf"))
             except Exception as e:  # noqa: BLE001 - never stop the engine
                 log.error("onyx mask failed, the request ends now: %s", e)
                 row.constraint = None
@@ -348,17 +347,24 @@ class OnyxLogitsProcessor(LogitsProcessor):
                 logits[index, self.eos or []] = 0.0
         return logits
 
-    def _mask(self, row: _Row, width: int) -> torch.Tensor:
+    def _forbidden(self, row: _Row, width: int, device: torch.device) -> torch.Tensor:
+        """The tokens `row` may not take next, as a bool vector on `device` (the logits' device
+        does not change), made once per grammar state."""
         if row.constraint is None:
-            only = torch.zeros(width, dtype=torch.bool)
-            only[self.eos or []] = True
-            return only
+            only = torch.ones(width, dtype=torch.bool)
+            only[self.eos or []] = False
+            return only.to(device)
         c = row.constraint
         if c.masks is None or c.masks.width != width:
-            c.masks = c.compiled.table("torch-bool", width, _to_bool)
+            c.masks = c.compiled.table(f"torch-forbidden-{device}", width, _forbidden_on(device))
         return c.next_mask()
 
 
-def _to_bool(words: np.ndarray, width: int) -> torch.Tensor:
-    """A grammar bitmask as a torch bool vector `width` long (ids past the vocabulary: False)."""
-    return torch.from_numpy(unpack_bitmask(words, width))
+def _forbidden_on(device: torch.device):
+    """A converter from grammar bitmasks to the forbidden tokens as a torch bool vector on
+    `device` (ids past the vocabulary are forbidden)."""
+
+    def convert(words: np.ndarray, width: int) -> torch.Tensor:
+        return torch.from_numpy(~unpack_bitmask(words, width)).to(device)
+
+    return convert
