@@ -263,3 +263,42 @@ fn optional_scalar_members_and_array_elements_tell_cases_apart_exactly() {
         assert_eq!(g.check_text(text.as_bytes()).is_ok(), ok, "{text}");
     }
 }
+
+#[test]
+fn a_one_of_beside_a_recursive_definition_keeps_the_recursion() {
+    // The branches overlap (an object may hold both `r` and `side`), so they are kept apart by
+    // a difference, and each calls rules: `point` (a reference) and the rule of any value (an
+    // open member). Those calls are inlined for the difference, so the tree elsewhere in the
+    // schema stays a recursive rule rather than a copy unrolled a few levels.
+    let schema = json!({
+        "$defs": {
+            "node": tree_schema()["$defs"]["node"].clone(),
+            "point": {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+                      "required": ["x", "y"], "additionalProperties": false},
+        },
+        "type": "object",
+        "properties": {
+            "tree": {"$ref": "#/$defs/node"},
+            "shape": {"oneOf": [
+                {"type": "object", "properties": {"r": {"type": "integer"}, "center": {"$ref": "#/$defs/point"}}, "required": ["r"]},
+                {"type": "object", "properties": {"side": {"type": "integer"}, "meta": {}}, "required": ["side"]}
+            ]}
+        },
+        "required": ["tree", "shape"],
+        "additionalProperties": false
+    });
+    let g = grammar(&schema);
+    assert!(g.is_pushdown(), "compiled without rules");
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    let mut chain = tree(1);
+    for _ in 0..12 {
+        chain = format!(r#"{{"name":"y","children":[{chain}]}}"#);
+    }
+    let with = |shape: &str| format!(r#"{{"tree":{chain},"shape":{shape}}}"#);
+    for good in [r#"{"r":1}"#, r#"{"r":1,"center":{"x":2,"y":3}}"#, r#"{"side":2,"meta":{"a":[1,"b"]}}"#, r#"{"side":2,"meta":null}"#] {
+        assert_eq!(g.check_text(with(good).as_bytes()), Ok(()), "{good}");
+    }
+    for bad in [r#"{"r":1,"side":2}"#, r#"{"side":2,"r":1}"#, r#"{"r":1,"center":{"x":2}}"#, r#"{}"#] {
+        assert!(g.check_text(with(bad).as_bytes()).is_err(), "{bad}");
+    }
+}

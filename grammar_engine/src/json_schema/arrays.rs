@@ -159,21 +159,22 @@ pub(crate) fn array<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
     let mut next = 0usize;
     for (schema, min, max) in &contains {
         let want = c.inside(|c| c.compile_one(schema.clone()))?;
+        let want = if *min > 0 { c.regular(&want)? } else { want };
         let want = if *min > 1 { want.built(c.config)? } else { want };
         for _ in 0..*min {
             if next >= at.len() {
                 break;
             }
-            at[next] = at[next].and(&want, c.config)?;
+            at[next] = c.regular(&at[next])?.and(&want, c.config)?;
             next += 1;
         }
         if max.is_some() {
             // Built once: subtracted from every later element and the rest.
             let over = c.inside(|c| c.over(Conj::of(vec![schema.clone()])))?.built(c.config)?;
             for e in at.iter_mut().skip(next) {
-                *e = e.minus(&over, c.config)?;
+                *e = c.regular(e)?.minus(&over, c.config)?;
             }
-            rest = rest.minus(&over, c.config)?;
+            rest = c.regular(&rest)?.minus(&over, c.config)?;
         }
     }
 

@@ -375,7 +375,9 @@ impl Ladder<'_> {
             return match builder.build(start, "JSON Schema", &config) {
                 Ok(compiled) => Outcome::Fit(Box::new(compiled), has_large_bounds, compiler.taken()),
                 Err(e @ GrammarError::TooLarge { .. }) => Outcome::TooLarge(e),
-                Err(e @ GrammarError::EmptyLanguage { .. }) => Outcome::Failed(compiler.emptied().unwrap_or(e)),
+                // Left to the compile without rules (see `compile_language`), which sees at each
+                // value what the rules only show once built, and names an approximation it blames.
+                Err(e @ GrammarError::EmptyLanguage { .. }) => Outcome::Failed(e),
                 Err(e) => Outcome::Failed(e),
             };
         }

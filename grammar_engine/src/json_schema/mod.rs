@@ -138,10 +138,12 @@ pub fn compile_noting(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConf
 /// that call each other) when a recursive reference makes it nest without a depth limit. When a
 /// recursive part meets an operation only regular languages allow (the difference that keeps
 /// `oneOf` branches apart, `not`, ...), the schema is compiled as [`compile`] does, its
-/// recursion unrolled.
+/// recursion unrolled. So is a schema whose rules leave the start with no string: an untyped
+/// schema whose required member no value satisfies is written as another type only where the
+/// walk sees that the member is empty, and a rule's body is only known after the walk.
 pub fn compile_language(schema: &Value, opts: &JsonSchemaOptions, config: &DfaConfig) -> Result<(Compiled, Option<String>)> {
     match ladder::compile(schema, opts, config, true) {
-        Err(GrammarError::NotRegular { .. }) => ladder::compile(schema, opts, config, false),
+        Err(GrammarError::NotRegular { .. } | GrammarError::EmptyLanguage { .. }) => ladder::compile(schema, opts, config, false),
         other => other,
     }
 }

@@ -157,10 +157,8 @@ impl<'a> Compiler<'a> {
             let case = self.with_item(&rest, k.clone())?;
             let mut lang = self.compile(case)?;
             if !disjoint && !lang.is_empty() {
-                if !lang.has_calls() {
-                    // Built once: a rule body keeps its calls (the difference refuses those).
-                    lang = lang.built(self.config)?;
-                }
+                // Built once: subtracted from by every other branch.
+                lang = self.regular(&lang)?.built(self.config)?;
                 let (had_values, before) = (!lang.is_empty(), lang.clone());
                 for (j, o) in overs.iter().enumerate() {
                     if j != i && !lang.is_empty() {
@@ -202,8 +200,7 @@ impl<'a> Compiler<'a> {
             return self.compile(case);
         }
         let under = self.compile(rest.clone())?;
-        // Built once (a rule body keeps its calls: the difference refuses those anyway).
-        let under = if under.has_calls() { under } else { under.built(self.config)? };
+        let under = self.regular(&under)?.built(self.config)?;
         if under.is_empty() {
             return Ok(under);
         }
@@ -234,7 +231,7 @@ impl<'a> Compiler<'a> {
             }
         };
         let no = self.compile(no)?;
-        let no = if no.has_calls() { no } else { no.built(self.config)? };
+        let no = self.regular(&no)?.built(self.config)?;
         let no = if no.is_empty() {
             no
         } else {

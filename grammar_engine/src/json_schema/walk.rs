@@ -54,6 +54,7 @@ use crate::error::{GrammarError, Result};
 use crate::pushdown::RtnBuilder;
 use crate::util::RuleId;
 
+mod inline;
 mod leaves;
 mod over;
 pub(crate) use leaves::Taken;

@@ -187,7 +187,7 @@ impl<'a> Compiler<'a> {
         // The proof's compiles count no case of the schema's. What they note stays noted: their
         // results are cached, and a later use of them must not hide a restriction.
         let cases = self.cases;
-        let unders: Result<Vec<Expr>> = subtracted.into_iter().map(|conj| self.compile(conj)).collect();
+        let unders: Result<Vec<Expr>> = subtracted.into_iter().map(|conj| self.compile(conj).and_then(|e| self.regular(&e))).collect();
         self.cases = cases;
         let proved = unders.is_ok_and(|u| before.minus(&Expr::union(u), self.config).is_ok_and(|rest| rest.is_empty()));
         if proved {
