@@ -302,3 +302,33 @@ fn a_one_of_beside_a_recursive_definition_keeps_the_recursion() {
         assert!(g.check_text(with(bad).as_bytes()).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn a_rule_too_large_for_one_automaton_keeps_its_largest_parts_as_calls() {
+    // Forty definitions of a few hundred states each, each used once: small enough to be inlined
+    // where they are used, but together past a low state limit. The object that uses them all
+    // keeps its largest parts as calls instead of leaving its optional members out.
+    let mut defs = serde_json::Map::new();
+    let mut props = serde_json::Map::new();
+    for d in 0..40 {
+        let mut members = serde_json::Map::new();
+        for m in 0..6 {
+            members.insert(format!("m{m}"), json!({"type": "string", "enum": [format!("first_{d}_{m}"), format!("second_{d}_{m}")]}));
+        }
+        defs.insert(format!("d{d}"), json!({"type": "object", "properties": members, "additionalProperties": false}));
+        props.insert(format!("p{d}"), json!({"$ref": format!("#/$defs/d{d}")}));
+    }
+    let schema = json!({"$defs": defs, "type": "object", "properties": props, "additionalProperties": false});
+    let mut config = GrammarConfig::default();
+    config.dfa.max_states = 3_000;
+    let opts = JsonSchemaOptions { allow_restriction: false, ..JsonSchemaOptions::default() };
+    let g = Grammar::from_json_schema(vocab(), &schema, &opts, &config).unwrap_or_else(|e| panic!("not exact: {e}"));
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    let member = |d: usize, m: usize, which: &str| format!(r#""m{m}":"{which}_{d}_{m}""#);
+    let object = |d: usize| format!("{{{}}}", (0..6).map(|m| member(d, m, if m % 2 == 0 { "first" } else { "second" })).collect::<Vec<_>>().join(","));
+    let full = format!("{{{}}}", (0..40).map(|d| format!(r#""p{d}":{}"#, object(d))).collect::<Vec<_>>().join(","));
+    assert_eq!(g.check_text(full.as_bytes()), Ok(()));
+    assert_eq!(g.check_text(br#"{"p39":{"m5":"second_39_5"}}"#), Ok(()));
+    assert!(g.check_text(br#"{"p39":{"m5":"second_38_5"}}"#).is_err(), "a value of another definition");
+    assert!(g.check_text(full.replace("first_20_2", "first_20_3").as_bytes()).is_err());
+}

@@ -1,5 +1,5 @@
 """A JSON Schema whose exact single automaton is past the size limit: exact as rules, or, when
-one automaton is asked for (a small `max_states`), compiled under a sound restriction.
+an automaton of its own rules is past a small `max_states`, compiled under a sound restriction.
 
 Deep optional members are left out: the grammar says which restriction it took
 (`Grammar.restriction`), still enforces everything it keeps, and every text it accepts
@@ -30,14 +30,17 @@ def walk_vocab(smollm2) -> WalkVocab:
                      smollm2.eos_token_ids)
 
 
-def nested_schema() -> dict:
+def nested_schema(inline: bool = True) -> dict:
     """Four levels of objects, each with one required and three optional members of the next
-    level's type; the last level a patterned string."""
-    defs = {"l4": {"type": "string", "pattern": "^[a-z]{1,6}$"}}
+    level's type; the last level a patterned string. Written inline, or (`inline=False`) each
+    level a definition the level above refers to."""
+    node = {"type": "string", "pattern": "^[a-z]{1,6}$"}
+    defs = {"l4": node}
     for level in reversed(range(4)):
         ref = {"$ref": f"#/$defs/l{level + 1}"}
         defs[f"l{level}"] = {"type": "object", "properties": {n: ref for n in "pqrs"}, "required": ["p"]}
-    return {"$ref": "#/$defs/l0", "$defs": defs}
+        node = {"type": "object", "properties": {n: node for n in "pqrs"}, "required": ["p"]}
+    return node if inline else {"$ref": "#/$defs/l0", "$defs": defs}
 
 
 def assert_walks_valid(grammar, schema: dict, vocab: WalkVocab, n: int = 4) -> None:
@@ -73,6 +76,13 @@ def test_exact_when_it_fits_restricted_when_it_does_not(smollm2, walk_vocab):
     with pytest.raises(onyx.GrammarTooLargeError):
         smollm2.compile_json_schema(schema, max_states=limit, allow_restriction=False)
     assert smollm2.compile_json_schema(schema, allow_restriction=False).restriction is None
+    # The same levels as definitions: each referred-to level is an automaton of its own, called
+    # where it is used, so the same limit keeps the exact language.
+    by_reference = smollm2.compile_json_schema(nested_schema(inline=False), max_states=limit, allow_restriction=False)
+    assert by_reference.restriction is None and by_reference.is_pushdown
+    for text in (required_only, shallow_optional, deep_optional):
+        assert by_reference.validate(text).valid, text
+    assert not by_reference.validate('{"p":{"p":{"p":{"p":"AB"}}}}').valid
 
 
 def test_a_kubernetes_deployment_compiles_exactly_as_rules(smollm2, walk_vocab):

@@ -10,7 +10,8 @@
 //!    number, a keyword), except a large one used in several places or one too large to share
 //!    a DFA with its callers ([`KEEP_SHARED`], [`KEEP_ALONE`]): so recursion and large shared
 //!    definitions stay calls, and each remaining rule is one DFA of bounded size; a small
-//!    grammar without recursion comes out as a single DFA, as a regex does;
+//!    grammar without recursion comes out as a single DFA, as a regex does. A rule whose DFA
+//!    is still too large keeps its largest callees as calls, and the build starts again;
 //! 3. compiles each remaining rule's body to a minimized DFA (calls spelled as bytes, see
 //!    [`crate::automata::calls`]) and reads the calls back out, per state, as (rule, return
 //!    state) pairs;
@@ -30,6 +31,18 @@ use crate::util::{RuleId, StateId};
 pub const KEEP_SHARED: u64 = 1_000;
 /// A rule stays a call from this size on wherever it is used: its callers' DFAs stay small.
 pub const KEEP_ALONE: u64 = 20_000;
+
+/// How many times one build may keep more callees as calls (see [`RtnBuilder::build`]).
+const MAX_SPLITS: usize = 8;
+
+/// What decides a rule's DFA in one build attempt (see `RtnBuilder::build_calling`).
+type BuiltKey = (u32, Vec<u32>, Vec<(u32, u32)>);
+
+/// Why a build attempt failed: `At` a rule whose DFA was too large, or another error.
+enum Split {
+    At(RuleId, GrammarError),
+    No(GrammarError),
+}
 
 /// Rules under construction.
 #[derive(Debug, Default)]
@@ -104,12 +117,37 @@ impl RtnBuilder {
         let order = self.reachable(start, syntax)?;
         let recursive = self.recursive(&order);
         let uses = self.uses(&order);
+        let mut call: Vec<bool> = recursive.iter().zip(&self.always_called).map(|(&r, &a)| r || a).collect();
+        let mut built = HashMap::new();
+        for split in 0.. {
+            match self.build_calling(start, &order, &uses, &mut call, &mut built, syntax, config) {
+                // A rule too large for one DFA with its callees inlined keeps the largest of
+                // them as calls, and the build starts again.
+                Err(Split::At(rule, e)) => {
+                    if split == MAX_SPLITS || !self.split(rule, &mut call, config) {
+                        return Err(e);
+                    }
+                }
+                Err(Split::No(e)) => return Err(e),
+                Ok(compiled) => return Ok(compiled),
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    /// [`RtnBuilder::build`] with the rules `call` marks kept as calls (more are marked by
+    /// size); [`Split::At`] names a rule whose DFA was too large. `built` keeps the DFAs of
+    /// earlier attempts by what decides them: the rule, the rules inlined into it and the
+    /// numbers of the rules it calls.
+    #[allow(clippy::too_many_arguments)]
+    fn build_calling(&self, start: RuleId, order: &[RuleId], uses: &[u64], call: &mut [bool], built: &mut HashMap<BuiltKey, Dfa>,
+                     syntax: &'static str, config: &DfaConfig) -> std::result::Result<Compiled, Split> {
         // Inline the non-recursive rules, callees first (`order` is a post-order of the calls,
         // so every callee not on a cycle comes before its callers), but for the ones kept.
         let mut inlined: HashMap<RuleId, Expr> = HashMap::new();
+        let mut inside: HashMap<RuleId, Vec<u32>> = HashMap::new();
         let mut kept: Vec<RuleId> = Vec::new();
-        let mut call: Vec<bool> = recursive.iter().zip(&self.always_called).map(|(&r, &a)| r || a).collect();
-        for &r in &order {
+        for &r in order {
             let body = self.body(r).substitute(&|c| if call[c.as_usize()] { None } else { inlined.get(&c).cloned() });
             if !call[r.as_usize()] && r != start {
                 let size = body.nfa_size_estimate(&mut HashMap::new());
@@ -120,23 +158,43 @@ impl RtnBuilder {
             if call[r.as_usize()] || r == start {
                 kept.push(r);
             }
+            let mut within: Vec<u32> = Vec::new();
+            for c in self.body(r).calls().into_iter().filter(|c| !call[c.as_usize()]) {
+                within.push(c.as_u32());
+                within.extend(inside.get(&c).into_iter().flatten());
+            }
+            within.sort_unstable();
+            within.dedup();
+            inside.insert(r, within);
             inlined.insert(r, body);
         }
         // The start rule first; the others in the order found.
         kept.sort_by_key(|&r| (r != start, order.iter().position(|&o| o == r)));
         let number: HashMap<RuleId, RuleId> =
             kept.iter().enumerate().map(|(i, &r)| (r, RuleId::new(i as u32))).collect();
+        let too_large = |r: RuleId| move |e: GrammarError| match e {
+            GrammarError::TooLarge { .. } => Split::At(r, e),
+            e => Split::No(e),
+        };
         let start_body = &inlined[&start];
         if kept.len() == 1 && !start_body.has_calls() {
-            let dfa = start_body.to_dfa(config)?.ok_or_else(|| GrammarError::EmptyLanguage {
-                detail: format!("the start rule '{}' matches no string", self.name(start)),
+            let dfa = start_body.to_dfa(config).map_err(too_large(start))?.ok_or_else(|| {
+                Split::No(GrammarError::EmptyLanguage { detail: format!("the start rule '{}' matches no string", self.name(start)) })
             })?;
             return Ok(Compiled::Regular(dfa));
         }
         let mut rules = Vec::with_capacity(kept.len());
         for &r in &kept {
-            let body = inlined[&r].renumber(&|c| number.get(&c).copied());
-            let dfa = match body.to_dfa(config)? {
+            let calls = inlined[&r].calls().iter().map(|c| (c.as_u32(), number.get(c).map_or(u32::MAX, |n| n.as_u32()))).collect();
+            let key = (r.as_u32(), inside[&r].clone(), calls);
+            let dfa = match built.get(&key) {
+                Some(d) => Some(d.clone()),
+                None => inlined[&r].renumber(&|c| number.get(&c).copied()).to_dfa(config).map_err(too_large(r))?,
+            };
+            if let Some(d) = &dfa {
+                built.entry(key).or_insert_with(|| d.clone());
+            }
+            let dfa = match dfa {
                 Some(d) => d,
                 // No path at all, not even through calls: an unproductive rule, left with no
                 // state a caller could enter (found unproductive below).
@@ -145,8 +203,53 @@ impl RtnBuilder {
             rules.push(Rule::new(self.name(r).to_string(), dfa));
         }
         let mut rtn = Rtn { rules };
-        rtn.analyse(syntax)?;
+        rtn.analyse(syntax).map_err(Split::No)?;
         Ok(Compiled::Pushdown(rtn))
+    }
+
+    /// Marks as calls the largest callees `rule` inlines, until what is left of it is under
+    /// `config.max_states` estimated NFA states; false when it inlines none, or when what is
+    /// left of it alone is past the estimate `Expr::to_dfa` refuses (another build would fail
+    /// the same way).
+    fn split(&self, rule: RuleId, call: &mut [bool], config: &DfaConfig) -> bool {
+        let mut sizes: HashMap<RuleId, u64> = HashMap::new();
+        let mut callees: Vec<(u64, RuleId)> = Vec::new();
+        for c in self.body(rule).calls().into_iter().filter(|c| !call[c.as_usize()]) {
+            let size = self.inlined_size(c, call, &mut sizes);
+            callees.push((size, c));
+        }
+        if callees.is_empty() {
+            return false;
+        }
+        callees.sort_unstable_by(|a, b| b.cmp(a));
+        let mut left: u64 = self.inlined_size(rule, call, &mut sizes);
+        for (size, c) in callees {
+            call[c.as_usize()] = true;
+            left = left.saturating_sub(size);
+            if left < config.max_states as u64 {
+                break;
+            }
+        }
+        let refused = config.nfa_states_factor.map(|f| (config.max_states as u64).saturating_mul(f as u64 * 2));
+        refused.is_none_or(|most| left <= most)
+    }
+
+    /// The estimated NFA size of `rule` with the callees `call` does not keep inlined.
+    fn inlined_size(&self, rule: RuleId, call: &[bool], memo: &mut HashMap<RuleId, u64>) -> u64 {
+        if let Some(&s) = memo.get(&rule) {
+            return s;
+        }
+        let own = self.body(rule).nfa_size_estimate(&mut HashMap::new());
+        let callees: u64 = self
+            .body(rule)
+            .calls()
+            .into_iter()
+            .filter(|c| !call[c.as_usize()] && *c != rule)
+            .map(|c| self.inlined_size(c, call, memo))
+            .sum();
+        let size = own.saturating_add(callees);
+        memo.insert(rule, size);
+        size
     }
 
     fn body(&self, rule: RuleId) -> &Expr {
