@@ -124,7 +124,7 @@ impl RtnBuilder {
                 // A rule too large for one DFA with its callees inlined keeps the largest of
                 // them as calls, and the build starts again.
                 Err(Split::At(rule, e)) => {
-                    if split == MAX_SPLITS || !self.split(rule, &mut call, config) {
+                    if split == MAX_SPLITS || !self.split(rule, &order, &mut call, config) {
                         return Err(e);
                     }
                 }
@@ -176,6 +176,10 @@ impl RtnBuilder {
             GrammarError::TooLarge { .. } => Split::At(r, e),
             e => Split::No(e),
         };
+        // A rule past the estimate `to_dfa` refuses fails before any other is determinized.
+        for &r in &kept {
+            config.check_nfa_states(inlined[&r].nfa_size_estimate(&mut HashMap::new()), true).map_err(too_large(r))?;
+        }
         let start_body = &inlined[&start];
         if kept.len() == 1 && !start_body.has_calls() {
             let dfa = start_body.to_dfa(config).map_err(too_large(start))?.ok_or_else(|| {
@@ -207,49 +211,54 @@ impl RtnBuilder {
         Ok(Compiled::Pushdown(rtn))
     }
 
-    /// Marks as calls the largest callees `rule` inlines, until what is left of it is under
-    /// `config.max_states` estimated NFA states; false when it inlines none, or when what is
-    /// left of it alone is past the estimate `Expr::to_dfa` refuses (another build would fail
-    /// the same way).
-    fn split(&self, rule: RuleId, call: &mut [bool], config: &DfaConfig) -> bool {
-        let mut sizes: HashMap<RuleId, u64> = HashMap::new();
-        let mut callees: Vec<(u64, RuleId)> = Vec::new();
-        for c in self.body(rule).calls().into_iter().filter(|c| !call[c.as_usize()]) {
-            let size = self.inlined_size(c, call, &mut sizes);
-            callees.push((size, c));
-        }
+    /// Marks as calls the largest callees `rule` inlines, until the estimate of what is left of
+    /// it is under `config.max_states` NFA states; false when it inlines none, or when what is
+    /// left is still estimated past twice that (the estimate runs about twice an NFA's size and
+    /// a DFA is about as large as its NFA: another build would most likely fail the same way).
+    fn split(&self, rule: RuleId, order: &[RuleId], call: &mut [bool], config: &DfaConfig) -> bool {
+        let estimate = |e: &Expr| e.nfa_size_estimate(&mut HashMap::new());
+        let inlined = self.inlined_into(rule, order, call);
+        let mut callees: Vec<(u64, RuleId)> = self
+            .body(rule)
+            .calls()
+            .into_iter()
+            .filter(|c| !call[c.as_usize()])
+            .map(|c| (inlined.get(&c).map_or(0, estimate), c))
+            .collect();
         if callees.is_empty() {
             return false;
         }
         callees.sort_unstable_by(|a, b| b.cmp(a));
-        let mut left: u64 = self.inlined_size(rule, call, &mut sizes);
-        for (size, c) in callees {
+        let mut left = u64::MAX;
+        for (_, c) in callees {
             call[c.as_usize()] = true;
-            left = left.saturating_sub(size);
+            left = estimate(&self.body(rule).substitute(&|r| if call[r.as_usize()] { None } else { inlined.get(&r).cloned() }));
             if left < config.max_states as u64 {
                 break;
             }
         }
-        let refused = config.nfa_states_factor.map(|f| (config.max_states as u64).saturating_mul(f as u64 * 2));
-        refused.is_none_or(|most| left <= most)
+        left <= (config.max_states as u64).saturating_mul(2)
     }
 
-    /// The estimated NFA size of `rule` with the callees `call` does not keep inlined.
-    fn inlined_size(&self, rule: RuleId, call: &[bool], memo: &mut HashMap<RuleId, u64>) -> u64 {
-        if let Some(&s) = memo.get(&rule) {
-            return s;
+    /// The bodies of the rules `rule` inlines (directly or through others), with the rules
+    /// `call` keeps left as calls; `order` is the build's post-order.
+    fn inlined_into(&self, rule: RuleId, order: &[RuleId], call: &[bool]) -> HashMap<RuleId, Expr> {
+        let mut wanted = vec![false; self.names.len()];
+        let mut stack = vec![rule];
+        while let Some(r) = stack.pop() {
+            for c in self.body(r).calls() {
+                if !call[c.as_usize()] && !wanted[c.as_usize()] {
+                    wanted[c.as_usize()] = true;
+                    stack.push(c);
+                }
+            }
         }
-        let own = self.body(rule).nfa_size_estimate(&mut HashMap::new());
-        let callees: u64 = self
-            .body(rule)
-            .calls()
-            .into_iter()
-            .filter(|c| !call[c.as_usize()] && *c != rule)
-            .map(|c| self.inlined_size(c, call, memo))
-            .sum();
-        let size = own.saturating_add(callees);
-        memo.insert(rule, size);
-        size
+        let mut inlined: HashMap<RuleId, Expr> = HashMap::new();
+        for &r in order.iter().filter(|r| wanted[r.as_usize()]) {
+            let body = self.body(r).substitute(&|c| if call[c.as_usize()] { None } else { inlined.get(&c).cloned() });
+            inlined.insert(r, body);
+        }
+        inlined
     }
 
     fn body(&self, rule: RuleId) -> &Expr {
