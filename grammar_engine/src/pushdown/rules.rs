@@ -136,8 +136,8 @@ impl RtnBuilder {
     }
 
     /// [`RtnBuilder::build`] with the rules `call` marks kept as calls (more are marked by
-    /// size); [`Split::At`] names a rule whose DFA was too large. `built` keeps the DFAs of
-    /// earlier attempts by what decides them: the rule, the rules inlined into it and the
+    /// size); [`Split::At`] names a rule whose DFA was too large. `built` holds the DFAs a
+    /// failed attempt built, by what decides them: the rule, the rules inlined into it and the
     /// numbers of the rules it calls.
     #[allow(clippy::too_many_arguments)]
     fn build_calling(&self, start: RuleId, order: &[RuleId], uses: &[u64], call: &mut [bool], built: &mut HashMap<BuiltKey, Dfa>,
@@ -187,23 +187,28 @@ impl RtnBuilder {
             })?;
             return Ok(Compiled::Regular(dfa));
         }
-        let mut rules = Vec::with_capacity(kept.len());
+        // Every kept rule's DFA first; a failure hands the ones built so far to the next attempt.
+        let mut raw: Vec<(BuiltKey, Option<Dfa>)> = Vec::with_capacity(kept.len());
         for &r in &kept {
             let calls = inlined[&r].calls().iter().map(|c| (c.as_u32(), number.get(c).map_or(u32::MAX, |n| n.as_u32()))).collect();
             let key = (r.as_u32(), inside[&r].clone(), calls);
-            let dfa = match built.get(&key) {
-                Some(d) => Some(d.clone()),
-                None => inlined[&r].renumber(&|c| number.get(&c).copied()).to_dfa(config).map_err(too_large(r))?,
+            let dfa = match built.remove(&key) {
+                Some(d) => Some(d),
+                None => match inlined[&r].renumber(&|c| number.get(&c).copied()).to_dfa(config) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        built.extend(raw.into_iter().filter_map(|(k, d)| d.map(|d| (k, d))));
+                        return Err(too_large(r)(e));
+                    }
+                },
             };
-            if let Some(d) = &dfa {
-                built.entry(key).or_insert_with(|| d.clone());
-            }
-            let dfa = match dfa {
-                Some(d) => d,
-                // No path at all, not even through calls: an unproductive rule, left with no
-                // state a caller could enter (found unproductive below).
-                None => crate::automata::calls::bytes_dfa(&[CALL_OPENER, CALL_OPENER]),
-            };
+            raw.push((key, dfa));
+        }
+        let mut rules = Vec::with_capacity(kept.len());
+        for (&r, (_, dfa)) in kept.iter().zip(raw) {
+            // No path at all, not even through calls: an unproductive rule, left with no state a
+            // caller could enter (found unproductive below).
+            let dfa = dfa.unwrap_or_else(|| crate::automata::calls::bytes_dfa(&[CALL_OPENER, CALL_OPENER]));
             rules.push(Rule::new(self.name(r).to_string(), dfa));
         }
         let mut rtn = Rtn { rules };
