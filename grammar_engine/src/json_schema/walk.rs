@@ -243,22 +243,28 @@ impl<'a> Compiler<'a> {
             return Ok(None);
         }
         while let Some((rule, item)) = self.pending.pop() {
-            let address = item.schema as *const Value;
-            // The target is being compiled: a reference to it inside is a call.
-            *self.active.entry(address).or_insert(0) += 1;
-            let body = self.compile_one(item);
-            if let Some(n) = self.active.get_mut(&address) {
-                *n -= 1;
-            }
-            let body = body?;
-            if let Some(b) = self.rules.as_mut() {
-                b.define(rule, body);
-            }
+            self.define_queued(rule, item)?;
         }
         let Some(mut builder) = self.rules.take() else { return Ok(None) };
         let start = builder.declare("#");
         builder.define(start, root);
         Ok(Some((builder, start)))
+    }
+
+    /// Compiles the body of `rule`, a `$ref` target taken off the queue, and defines the rule.
+    pub(crate) fn define_queued(&mut self, rule: RuleId, item: Item<'a>) -> Result<Expr> {
+        let address = item.schema as *const Value;
+        // The target is being compiled: a reference to it inside is a call.
+        *self.active.entry(address).or_insert(0) += 1;
+        let body = self.compile_one(item);
+        if let Some(n) = self.active.get_mut(&address) {
+            *n -= 1;
+        }
+        let body = body?;
+        if let Some(b) = self.rules.as_mut() {
+            b.define(rule, body.clone());
+        }
+        Ok(body)
     }
 
     /// A large language compiled for a conjunction, as a call of a rule of its own (when rules

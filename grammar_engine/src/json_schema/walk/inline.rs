@@ -9,8 +9,6 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
-
 use super::super::values::any_value_expr;
 use super::Compiler;
 use crate::automata::Expr;
@@ -62,17 +60,7 @@ impl<'a> Compiler<'a> {
             return Err(recursive(self.rule_name(rule)));
         };
         let (_, item) = self.pending.remove(at);
-        let address = item.schema as *const Value;
-        *self.active.entry(address).or_insert(0) += 1;
-        let body = self.compile_one(item);
-        if let Some(n) = self.active.get_mut(&address) {
-            *n -= 1;
-        }
-        let body = body?;
-        if let Some(b) = self.rules.as_mut() {
-            b.define(rule, body.clone());
-        }
-        Ok(body)
+        self.define_queued(rule, item)
     }
 
     fn rule_name(&self, rule: RuleId) -> String {
