@@ -39,7 +39,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
-from onyx.cpu.exp import masked_softmax
+from onyx.cpu.exp import exp, masked_softmax
 from onyx.kv.pool import PagedLayerCache, PagedSequence
 
 
@@ -224,18 +224,43 @@ class RaggedLayerCache:
         return None  # masks are per segment (see update_and_fetch)
 
 
-def grouped_attention(q: mx.array, k: mx.array, v: mx.array, mask: mx.array, scale: float) -> mx.array:
+def grouped_attention(q: mx.array, k: mx.array, v: mx.array, mask: mx.array | None, scale: float) -> mx.array:
     """Attention of (B, Hq, n, D) queries on (B, Hk, T, D) keys and values under a boolean
-    (B, 1, n, T) mask, the Hq / Hk query heads that share a key head taken as the rows of one
-    product with it (grouped-query attention without broadcasting the keys). On MLX's CPU path
-    this is no slower than `mx.fast.scaled_dot_product_attention` and faster at a few rows per
-    sequence (`bench/batch_json_bench.py --rows`); on Metal the fused kernel is used instead."""
+    (B, 1, n, T) mask (None: every key visible), the Hq / Hk query heads that share a key head
+    taken as the rows of one product with it (grouped-query attention without broadcasting the
+    keys), with the softmax's exp from `onyx.cpu.exp`. On MLX's CPU path
+    `mx.fast.scaled_dot_product_attention` takes MLX's scalar exp, which at a few thousand keys
+    costs more than the rest of the attention; on Metal the fused kernel is used instead."""
     b, heads, n, dim = q.shape
     groups = k.shape[1]
     q = (q * scale).reshape(b, groups, heads // groups * n, dim)
     scores = (q @ k.swapaxes(-1, -2)).reshape(b, groups, heads // groups, n, -1)
-    p = masked_softmax(scores, mask[:, :, None]).reshape(b, groups, heads // groups * n, -1)
+    if mask is None:
+        e = exp(scores - scores.max(axis=-1, keepdims=True))
+        p = (e / e.sum(axis=-1, keepdims=True)).astype(scores.dtype)
+    else:
+        p = masked_softmax(scores, mask[:, :, None])
+    p = p.reshape(b, groups, heads // groups * n, -1)
     return (p @ v).reshape(b, heads, n, -1)
+
+
+def cpu_attention(q: mx.array, k: mx.array, v: mx.array, scale: float, mask) -> mx.array | None:
+    """`grouped_attention` for an attention that mlx-lm's modules would give the fused kernel:
+    `mask` as mlx-lm passes it (None, "causal", or a boolean (n, T) or (B, 1, n, T) array; the
+    queries are the last n positions of the T keys). None when the call is not one it computes
+    the same (another mask kind, or not float32), for the caller to run the kernel."""
+    if q.dtype != mx.float32 or k.dtype != mx.float32 or q.shape[1] % k.shape[1]:
+        return None
+    n, t = q.shape[2], k.shape[2]
+    if isinstance(mask, str):
+        if mask != "causal":
+            return None
+        mask = None if n == 1 else mx.arange(t - n, t)[:, None] >= mx.arange(t)[None]
+    elif mask is not None and (mask.dtype != mx.bool_ or mask.ndim not in (2, 4)):
+        return None
+    if mask is not None and mask.ndim == 2:
+        mask = mask[None, None]
+    return grouped_attention(q, k, v, mask, scale)
 
 
 def ragged_attention(queries: mx.array, cache: RaggedLayerCache, scale: float, sinks=None) -> mx.array:
@@ -259,8 +284,10 @@ def ragged_attention(queries: mx.array, cache: RaggedLayerCache, scale: float, s
         outs.append(o[:, step.out_index][None])
     for i, (k, v, mask) in zip(step.long, alone):
         a, n, _ = step.offset.segments[i]
-        outs.append(mx.fast.scaled_dot_product_attention(queries[:, :, a:a + n, :], k, v, scale=scale,
-                                                         mask=mask, **kwargs))
+        q = queries[:, :, a:a + n, :]
+        o = cpu_attention(q, k, v, scale, mask) if sinks is None and step.cpu else None
+        outs.append(o if o is not None else
+                    mx.fast.scaled_dot_product_attention(q, k, v, scale=scale, mask=mask, **kwargs))
     out = outs[0] if len(outs) == 1 else mx.concatenate(outs, axis=2)
     return out if step.unpermute is None else out[:, :, step.unpermute]
 
@@ -325,6 +352,10 @@ def _dispatcher(original):
     def scaled_dot_product_attention(queries, keys, values, cache=None, scale=1.0, mask=None, **kwargs):
         if isinstance(cache, RaggedLayerCache):
             return ragged_attention(queries, cache, scale, kwargs.get("sinks"))
+        if isinstance(cache, PagedLayerCache) and not kwargs and mx.default_device() == mx.cpu:
+            out = cpu_attention(queries, keys, values, scale, mask)
+            if out is not None:
+                return out
         return original(queries, keys, values, cache=cache, scale=scale, mask=mask, **kwargs)
 
     scaled_dot_product_attention._onyx_ragged = True

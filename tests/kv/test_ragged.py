@@ -175,3 +175,26 @@ def test_the_shared_views_prepare_more_slots_before_a_sequence_needs_one(tiny, m
         s.free()
     assert views.slots == 0 and views._spare is None  # dropped with the arrays
     pool.check()
+
+
+@pytest.mark.parametrize("n, t", [(1, 1), (1, 700), (6, 300), (64, 900)])
+def test_the_cpu_attention_computes_what_the_fused_kernel_does(n, t):
+    """`cpu_attention` (the CPU's attention for a lone sequence or a segment attending alone)
+    against `mx.fast.scaled_dot_product_attention` under every mask mlx-lm passes: none,
+    "causal", a boolean window mask (n, T) and (1, 1, n, T); a mask it does not take (additive)
+    or another dtype is left to the kernel (None)."""
+    from onyx.kv.ragged import cpu_attention
+    from onyx.kv.sequence import _causal_mask
+
+    mx.random.seed(n * 1000 + t)
+    q, k, v = (mx.random.normal(shape) for shape in ((1, 9, n, 64), (1, 3, t, 64), (1, 3, t, 64)))
+    window = _causal_mask(n, t - n, 50, 0)
+    masks = ([None] if n == 1 else []) + ["causal", _causal_mask(n, t - n, None, 0), window, window[None, None]]
+    for mask in masks:
+        got = cpu_attention(q, k, v, 0.125, mask)
+        want = mx.fast.scaled_dot_product_attention(q, k, v, scale=0.125, mask=mask)
+        assert got is not None and got.shape == want.shape
+        assert mx.allclose(got, want, atol=1e-5).item(), mask if isinstance(mask, str) else type(mask)
+    additive = mx.where(window, 0.0, -mx.inf)
+    assert cpu_attention(q, k, v, 0.125, additive) is None
+    assert cpu_attention(q.astype(mx.float16), k.astype(mx.float16), v.astype(mx.float16), 0.125, None) is None
