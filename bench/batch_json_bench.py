@@ -15,10 +15,12 @@ bench/corpus.py for `json`, a long story for `free`):
   forward + verification, commit) from timers around `Generation` methods; with `--profile`,
   the cProfile top functions of the JSON batch.
 
-With `--rows`, instead: the cost of one ragged forward against its rows (1 sequence of 1, 8, 16
-rows; 2 and 4 sequences of one row; 8 sequences of 8 to 48 rows), in single-token forwards,
-cases interleaved; with `--write-calibration` also the CPU's entry of
-`onyx/decoding/step_cost.json` (the step costs γ is priced with), with its provenance.
+With `--rows`, instead: the cost of one ragged forward against its rows (1 sequence of 1, 2, 4,
+8, 16 rows; 2 and 4 sequences of one row; 8 sequences of 8 to 48 rows), in single-token
+forwards, cases interleaved; with `--write-calibration` also the loaded model's entry of
+`onyx/decoding/step_cost.json` (the step costs γ is priced with: "cpu" for float32 weights,
+"cpu-quantized" for the default quantized ones, `--dtype float32` to measure the former), with
+its provenance.
 
 With `--overlap` (CPU), instead: the same forwards (1 and 8 sequences of one row, 8 of three)
 with the decoder layers `onyx.cpu.overlap` switched and switched back, alternated, on each model
@@ -26,6 +28,7 @@ of `--models`: the time of the overlapped forward against evaluating once at the
 
     python bench/batch_json_bench.py --base 217e64f --reps 6
     python bench/batch_json_bench.py --rows --write-calibration
+    python bench/batch_json_bench.py --rows --write-calibration --dtype float32
     python bench/batch_json_bench.py --overlap --models smollm2,gemma3-270m
     python bench/batch_json_bench.py --no-base --batch 8 --profile
 
@@ -47,6 +50,7 @@ import io  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import pstats  # noqa: E402
+import re  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
@@ -194,7 +198,7 @@ def run_batch(engine, kind: str, size: int, profile: bool = False) -> dict:
     return out
 
 
-ROW_CASES = [(1, 1), (1, 8), (1, 16), (2, 2), (4, 4), (8, 8), (8, 9), (8, 10), (8, 12), (8, 14), (8, 16), (8, 17), (8, 24),
+ROW_CASES = [(1, 1), (1, 2), (1, 4), (1, 8), (1, 16), (2, 2), (4, 4), (8, 8), (8, 9), (8, 10), (8, 12), (8, 14), (8, 16), (8, 17), (8, 24),
              (8, 32), (8, 33), (8, 48)]
 
 
@@ -242,24 +246,24 @@ def forward_costs(engine, reps: int) -> dict:
 CALIBRATION_ROWS = 64  # the calibration's table reaches this many rows (extrapolated past the cases)
 
 
-def calibration(costs: dict) -> dict:
-    """The CPU's entry of onyx/decoding/step_cost.json from `forward_costs`: the step cost of
-    R rows from the case of min(R, 8) sequences, extended in a straight line to
-    `CALIBRATION_ROWS`; the width cost fitted (least squares through 1 at no draft) to the lone
-    sequence's cases."""
+def calibration(costs: dict, model: str = "SmolLM2-135M-Instruct, float32 weights") -> dict:
+    """An entry of onyx/decoding/step_cost.json from `forward_costs`: the step cost of R rows
+    from the case of min(R, 8) sequences, extended in a straight line to `CALIBRATION_ROWS`; the
+    width cost fitted (least squares through 1 at no draft) to the lone sequence's cases of at
+    most 1 + 7 rows (an adaptive round's most)."""
     from onyx.cpu.blas import blas_status
 
     points = [(1, 1.0)] + sorted((r, costs[f"{s}x{r}"]["vs_one_row"]) for s, r in ROW_CASES if r > 1 and s == min(r, 8))
     (r0, c0), (r1, c1) = points[-2], points[-1]
     if r1 < CALIBRATION_ROWS:
         points.append((CALIBRATION_ROWS, round(c1 + (c1 - c0) * (CALIBRATION_ROWS - r1) / (r1 - r0), 2)))
-    lone = [(r - 1, costs[f"1x{r}"]["vs_one_row"] - 1.0) for s, r in ROW_CASES if s == 1 and r > 1]
+    lone = [(r - 1, costs[f"1x{r}"]["vs_one_row"] - 1.0) for s, r in ROW_CASES if s == 1 and 1 < r <= 8]
     width = sum(g * c for g, c in lone) / sum(g * g for g, _ in lone)
     commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=harness.ROOT, capture_output=True,
                             text=True).stdout.strip() or None
     return {"step_cost": [[r, round(c, 2)] for r, c in points], "width_cost": round(width, 3),
             "max_rows": CALIBRATION_ROWS,
-            "provenance": {"model": "SmolLM2-135M-Instruct, float32 weights",
+            "provenance": {"model": model,
                            "machine": f"{harness.machine_meta()['platform']}, {os.cpu_count()} cores; {blas_status()}",
                            "command": "python bench/batch_json_bench.py --rows --write-calibration",
                            "commit": commit,
@@ -267,12 +271,17 @@ def calibration(costs: dict) -> dict:
 
 
 def write_calibration(entry: dict, device: str = "cpu") -> Path:
-    """Replaces `device`'s entry of onyx/decoding/step_cost.json."""
+    """Replaces `device`'s entry (a cost profile, `onyx.decoding.gamma.cost_profile`) of
+    onyx/decoding/step_cost.json."""
     from onyx.decoding.gamma import CALIBRATION_FILE
 
     data = json.loads(CALIBRATION_FILE.read_text())
     data[device] = entry
-    CALIBRATION_FILE.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    text = json.dumps(data, indent=1, ensure_ascii=False)
+    # each table on one line, as written by hand: [[rows, cost], ...]
+    text = re.sub(r'"step_cost": \[(.*?)\n  \]', lambda m: '"step_cost": [' + re.sub(r"\s+", "", m.group(1))
+                  .replace(",[", ", [").replace(",", ", ").replace(",  [", ", [") + "]", text, flags=re.S)
+    CALIBRATION_FILE.write_text(text + "\n")
     return CALIBRATION_FILE
 
 
@@ -334,7 +343,8 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=4)
     ap.add_argument("--rows", action="store_true", help="measure forward cost against rows instead")
     ap.add_argument("--write-calibration", action="store_true",
-                    help="with --rows: rewrite the CPU's step costs in onyx/decoding/step_cost.json")
+                    help="with --rows: rewrite the loaded model's profile in onyx/decoding/step_cost.json")
+    ap.add_argument("--dtype", default=None, help="with --rows: the weights to load (default: the engine's)")
     ap.add_argument("--overlap", action="store_true", help="measure onyx.cpu.overlap's layers instead (CPU)")
     ap.add_argument("--models", default="smollm2", help="comma-separated models for --overlap")
     ap.add_argument("--profile", action="store_true", help="print cProfile's top functions (JSON batches)")
@@ -344,13 +354,21 @@ def main() -> int:
     if args.rows:
         from onyx import Engine
 
-        result["forward_costs"] = costs = forward_costs(Engine(), max(args.reps, 5))
+        from onyx.decoding.gamma import cost_profile
+
+        engine = Engine(**({"dtype": args.dtype} if args.dtype else {}))
+        loaded = engine.runner.loaded
+        profile = cost_profile(loaded.device, loaded.dtype)
+        if loaded.device == "cpu" and "+q" in loaded.dtype:
+            profile = "cpu-quantized"  # (also when the file has no entry for it yet)
+        result["forward_costs"] = costs = forward_costs(engine, max(args.reps, 5))
         for case, c in costs.items():
             print(f"{case:>6} sequences x rows: {c['ms']:8.1f} ms  {c['vs_one_row']:5.2f}x")
-        result["calibration"] = entry = calibration(costs)
-        print("calibration:", json.dumps(entry["step_cost"]), "width cost", entry["width_cost"])
+        result["calibration"] = entry = calibration(costs, f"{loaded.name}, {loaded.dtype} weights")
+        result["profile"] = profile
+        print(f"calibration ({profile}):", json.dumps(entry["step_cost"]), "width cost", entry["width_cost"])
         if args.write_calibration:
-            print(f"wrote {write_calibration(entry)}")
+            print(f"wrote {write_calibration(entry, profile)}")
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "batch_rows_bench.json").write_text(json.dumps(result, indent=1) + "\n")
         return 0

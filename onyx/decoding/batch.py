@@ -48,7 +48,7 @@ import mlx.core as mx
 import numpy as np
 
 from onyx._grammar import compiles_running, hold_compiles, release_compiles
-from onyx.decoding.gamma import batch_row_cost, fit_rows, row_limit
+from onyx.decoding.gamma import batch_row_cost, cost_profile, fit_rows, row_limit
 from onyx.decoding.generation import Generation
 from onyx.decoding.runner import PREFILL_CHUNK
 from onyx.decoding.verify import verify_many
@@ -87,6 +87,8 @@ class Batch:
     def __init__(self, runner, *, prefill_chunk: int = PREFILL_CHUNK, prefill_share: float = PREFILL_SHARE,
                  compile_share: float = COMPILE_SHARE, log_size: int = 4096) -> None:
         self.runner = runner
+        loaded = runner.loaded
+        self.profile = cost_profile(loaded.device, loaded.dtype)  # the step costs drafts are priced with
         self.prefill_chunk = max(1, int(prefill_chunk))
         if not prefill_share > 0:
             raise ValueError(f"prefill_share must be above 0, got {prefill_share}")
@@ -170,7 +172,7 @@ class Batch:
         # Drafts are priced at the first extra row of a step (its cheapest); `_fit` then keeps
         # the ones that pay at the step's actual width.
         sequences = len(decoding) + sum(1 for g in prefilling if g.prompt_rest <= self.prefill_chunk)
-        row_cost = batch_row_cost(sequences, sequences, self.runner.loaded.device)
+        row_cost = batch_row_cost(sequences, sequences, self.profile)
 
         # Rows: (generation, tokens, logit rows, prompt tokens fed, length before the step)
         entries: list[tuple[Generation, list[int], int, int, int]] = []
@@ -347,7 +349,7 @@ class Batch:
                     tokens = g.keep_drafts(0)
                     entries[i] = (g, tokens, len(tokens), fed, length)
             return
-        device = self.runner.loaded.device
+        device = self.profile
         odds = [g.gamma.odds(g.proposal.sources, g.proposal.match) for g, *_ in entries]
         if len(entries) > 1:
             keep = fit_rows(odds, len(entries), device)

@@ -5,10 +5,12 @@ for the grammar-forced ones on top, then reports what was accepted with `update(
 step of several sequences then keeps, of all their drafts, the ones that pay at the step's
 width (`fit_rows`, from the step cost against rows).
 
-The costs are a device's calibration, measured by a bench, not constants of the algorithm: they
-live in `step_cost.json` beside this module, with where they come from (model, machine, bench
+The costs are a calibration, measured by a bench, not constants of the algorithm: they live in
+`step_cost.json` beside this module, one entry per cost profile (`cost_profile`: the device, and
+on the CPU whether the weights are quantized, since the shim's quantized products grow with the
+rows far more steeply than float32 ones), with where they come from (model, machine, bench
 command, commit); `python bench/batch_json_bench.py --rows --write-calibration` measures the
-CPU's again and rewrites its entry.
+loaded model's profile again and rewrites its entry.
 """
 
 from __future__ import annotations
@@ -152,6 +154,15 @@ class GammaController:
             tested = min(forced_drafted, forced_accepted + 1) - 1  # later forced tokens verified
             if forced_accepted > 0 and tested > 0:
                 self.forced_rest = 0.8 * self.forced_rest + 0.2 * ((forced_accepted - 1) / tested)
+
+
+def cost_profile(device: str, dtype: str) -> str:
+    """The calibration entry a model's steps are priced with: "cpu-quantized" for a CPU model
+    whose products read quantized weights (its `dtype` names bits, e.g. "float32+q4,q8"), else
+    the device ("cpu", "gpu")."""
+    if device == "cpu" and "+q" in dtype and "cpu-quantized" in CALIBRATION:
+        return "cpu-quantized"
+    return device
 
 
 def _device(device: str) -> dict:

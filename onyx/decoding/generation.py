@@ -21,7 +21,7 @@ import threading
 import time
 
 from onyx.decoding.drafts import DraftModel, Drafter, ForcedTokens, Proposal
-from onyx.decoding.gamma import GammaController
+from onyx.decoding.gamma import GammaController, cost_profile
 from onyx.decoding.phi import make_phi
 from onyx.decoding.processors import ReasoningGate, row_sampling
 from onyx.decoding.stats import DecodeStats, DraftCounts
@@ -63,7 +63,8 @@ class Generation:
             constraint is not None and spec.mode == "aware" and spec.jump_forward) else None
         draft = DraftModel(draft_runner, params, params.seed) if (
             self.drafting and draft_runner is not None) else None
-        self.gamma = GammaController(spec.num_draft_tokens if self.drafting else 0, device=loaded.device,
+        self.gamma = GammaController(spec.num_draft_tokens if self.drafting else 0,
+                                     device=cost_profile(loaded.device, loaded.dtype),
                                      draft_cost=draft_runner.weight_bytes / runner.weight_bytes
                                      if draft is not None else 0.0)
         reference = loaded.tokenizer.encode(options.prediction, add_special_tokens=False) if (

@@ -95,7 +95,7 @@ def test_step_costs_come_from_the_calibration_file_with_their_provenance(tmp_pat
     from onyx.decoding import gamma
 
     data = json.loads(gamma.CALIBRATION_FILE.read_text())
-    for device in ("cpu", "gpu"):
+    for device in ("cpu", "cpu-quantized", "gpu"):
         assert set(data[device]["provenance"]) >= {"model", "machine", "command", "commit", "note"}
         for rows, cost in data[device]["step_cost"]:
             assert gamma.step_cost(rows, device) == cost
@@ -121,3 +121,21 @@ def test_the_bench_writes_a_calibration_that_gamma_reads(tmp_path):
     path.write_text(json.dumps({"cpu": entry}))
     table = dict(gamma.load_calibration(path)["cpu"]["step_cost"])
     assert table[8] == round(costs["8x8"]["vs_one_row"], 2) and table[2] == round(costs["2x2"]["vs_one_row"], 2)
+
+
+def test_each_kind_of_weights_is_priced_with_its_own_step_costs(engine):
+    """The CPU's quantized products grow with the rows more steeply than float32 ones, so a
+    model whose products read quantized weights is priced with its own calibration entry; the
+    default model (quantized) gets it in the batch and in each generation's γ."""
+    from onyx.decoding import gamma
+    from onyx.decoding.batch import Batch
+
+    assert gamma.cost_profile("cpu", "float32+q4,q8") == "cpu-quantized"
+    assert gamma.cost_profile("cpu", "float32") == "cpu"
+    assert gamma.cost_profile("gpu", "float16+q4,q8") == "gpu"
+    quantized = gamma.CALIBRATION["cpu-quantized"]
+    assert gamma.GammaController("auto", device="cpu-quantized").width_cost == quantized["width_cost"]
+    assert gamma.step_cost(16, "cpu-quantized") == dict(quantized["step_cost"])[16]
+    loaded = engine.runner.loaded
+    assert "+q" in loaded.dtype  # the default keeps the GGUF's quantized weights
+    assert Batch(engine.runner).profile == "cpu-quantized"
