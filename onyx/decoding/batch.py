@@ -87,8 +87,9 @@ class Batch:
     def __init__(self, runner, *, prefill_chunk: int = PREFILL_CHUNK, prefill_share: float = PREFILL_SHARE,
                  compile_share: float = COMPILE_SHARE, log_size: int = 4096) -> None:
         self.runner = runner
-        loaded = runner.loaded
-        self.profile = cost_profile(loaded.device, loaded.dtype)  # the step costs drafts are priced with
+        loaded = getattr(runner, "loaded", None)  # (None: a batch the tests drive without a model)
+        # the step costs drafts are priced with
+        self.profile = "cpu" if loaded is None else cost_profile(loaded.device, loaded.dtype)
         self.prefill_chunk = max(1, int(prefill_chunk))
         if not prefill_share > 0:
             raise ValueError(f"prefill_share must be above 0, got {prefill_share}")
