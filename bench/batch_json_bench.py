@@ -279,8 +279,8 @@ def write_calibration(entry: dict, device: str = "cpu") -> Path:
     data[device] = entry
     text = json.dumps(data, indent=1, ensure_ascii=False)
     # each table on one line, as written by hand: [[rows, cost], ...]
-    text = re.sub(r'"step_cost": \[(.*?)\n  \]', lambda m: '"step_cost": [' + re.sub(r"\s+", "", m.group(1))
-                  .replace(",[", ", [").replace(",", ", ").replace(",  [", ", [") + "]", text, flags=re.S)
+    text = re.sub(r'"step_cost": (\[.*?\n  \])', lambda m: '"step_cost": ' + json.dumps(json.loads(m.group(1))),
+                  text, flags=re.S)
     CALIBRATION_FILE.write_text(text + "\n")
     return CALIBRATION_FILE
 
@@ -359,8 +359,6 @@ def main() -> int:
         engine = Engine(**({"dtype": args.dtype} if args.dtype else {}))
         loaded = engine.runner.loaded
         profile = cost_profile(loaded.device, loaded.dtype)
-        if loaded.device == "cpu" and "+q" in loaded.dtype:
-            profile = "cpu-quantized"  # (also when the file has no entry for it yet)
         result["forward_costs"] = costs = forward_costs(engine, max(args.reps, 5))
         for case, c in costs.items():
             print(f"{case:>6} sequences x rows: {c['ms']:8.1f} ms  {c['vs_one_row']:5.2f}x")

@@ -159,10 +159,8 @@ class GammaController:
 def cost_profile(device: str, dtype: str) -> str:
     """The calibration entry a model's steps are priced with: "cpu-quantized" for a CPU model
     whose products read quantized weights (its `dtype` names bits, e.g. "float32+q4,q8"), else
-    the device ("cpu", "gpu")."""
-    if device == "cpu" and "+q" in dtype and "cpu-quantized" in CALIBRATION:
-        return "cpu-quantized"
-    return device
+    the device ("cpu", "gpu"). A profile the file has no entry for is priced as "cpu"."""
+    return "cpu-quantized" if device == "cpu" and "+q" in dtype else device
 
 
 def _device(device: str) -> dict:

@@ -139,3 +139,22 @@ def test_each_kind_of_weights_is_priced_with_its_own_step_costs(engine):
     loaded = engine.runner.loaded
     assert "+q" in loaded.dtype  # the default keeps the GGUF's quantized weights
     assert Batch(engine.runner).profile == "cpu-quantized"
+
+
+def test_the_bench_replaces_one_profile_and_keeps_the_others(tmp_path, monkeypatch):
+    import json
+
+    from bench.batch_json_bench import ROW_CASES, calibration, write_calibration
+    from onyx.decoding import gamma
+
+    path = tmp_path / "step_cost.json"
+    path.write_text(gamma.CALIBRATION_FILE.read_text())
+    monkeypatch.setattr(gamma, "CALIBRATION_FILE", path)
+    costs = {f"{s}x{r}": {"vs_one_row": 1.0 + 0.2 * (r - 1)} for s, r in ROW_CASES}
+    entry = calibration(costs, "a model, float32+q4 weights")
+    assert write_calibration(entry, "cpu-quantized") == path
+    written = gamma.load_calibration(path)
+    assert written["cpu-quantized"]["step_cost"] == tuple(tuple(p) for p in entry["step_cost"])
+    assert written["cpu"] == gamma.CALIBRATION["cpu"] and written["gpu"] == gamma.CALIBRATION["gpu"]
+    tables = [line for line in path.read_text().splitlines() if '"step_cost"' in line]
+    assert len(tables) == len(json.loads(path.read_text())) - 1  # one line per table ("about" has none)
