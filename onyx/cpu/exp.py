@@ -65,13 +65,16 @@ def swiglu(gate: mx.array, x: mx.array) -> mx.array:
     return _silu_times(gate, x, exp(-gate)).astype(gate.dtype)
 
 
-def masked_softmax(scores: mx.array, mask: mx.array) -> mx.array:
+def masked_softmax(scores: mx.array, mask: mx.array | None) -> mx.array:
     """Softmax over the last axis of the entries where the boolean `mask` (broadcast to
-    `scores`) is true; the others are 0. Every row must have one entry that is true. (Only `exp`
-    is compiled: a shapeless trace records a broadcast only where the first call's shapes
-    differ, so a first call with one key would divide without one ever after.)"""
-    s = mx.where(mask, scores, -mx.inf)
-    e = mx.where(mask, exp(s - s.max(axis=-1, keepdims=True)), 0.0)
+    `scores`; None: every entry) is true; the others are 0. Every row must have one entry that
+    is true. (Only `exp` is compiled: a shapeless trace records a broadcast only where the first
+    call's shapes differ, so a first call with one key would divide without one ever after.)"""
+    if mask is None:
+        e = exp(scores - scores.max(axis=-1, keepdims=True))
+    else:
+        s = mx.where(mask, scores, -mx.inf)
+        e = mx.where(mask, exp(s - s.max(axis=-1, keepdims=True)), 0.0)
     return (e / e.sum(axis=-1, keepdims=True)).astype(scores.dtype)
 
 

@@ -39,7 +39,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
-from onyx.cpu.exp import exp, masked_softmax
+from onyx.cpu.exp import masked_softmax
 from onyx.kv.pool import PagedLayerCache, PagedSequence
 
 
@@ -235,11 +235,7 @@ def grouped_attention(q: mx.array, k: mx.array, v: mx.array, mask: mx.array | No
     groups = k.shape[1]
     q = (q * scale).reshape(b, groups, heads // groups * n, dim)
     scores = (q @ k.swapaxes(-1, -2)).reshape(b, groups, heads // groups, n, -1)
-    if mask is None:
-        e = exp(scores - scores.max(axis=-1, keepdims=True))
-        p = (e / e.sum(axis=-1, keepdims=True)).astype(scores.dtype)
-    else:
-        p = masked_softmax(scores, mask[:, :, None])
+    p = masked_softmax(scores, None if mask is None else mask[:, :, None])
     p = p.reshape(b, groups, heads // groups * n, -1)
     return (p @ v).reshape(b, heads, n, -1)
 
