@@ -1,7 +1,8 @@
 /* The few-row GEMM shim for MLX's CPU backend on Linux (see onyx/cpu/blas.py, which builds it
    once per machine with the host's vector instructions and preloads it before OpenBLAS). It
    exports `cblas_sgemm`: x @ W^T products of 1 to 512 rows go to its own kernels (`few_rows_product`),
-   other one-row / one-column products to OpenBLAS's `cblas_sgemv`, everything else to OpenBLAS's
+   x @ V products of 1 to 32 rows with V at most 256 columns wide to `rows_times_matrix`, other
+   one-row / one-column products to OpenBLAS's `cblas_sgemv`, everything else to OpenBLAS's
    `cblas_sgemm`. `onyx_blas_shim_init(path)` binds it to the OpenBLAS at `path`; preloaded with
    LD_PRELOAD instead, it binds to the next `cblas_sgemm` / `cblas_sgemv` (RTLD_NEXT). */
 #define _GNU_SOURCE
@@ -523,6 +524,76 @@ static int few_rows_product(int M, int N, int K, float alpha, const float *A, in
     return 1;
 }
 
+/* x @ V for 1 to 32 rows of x with V (K x N) row-major and not transposed: attention's
+   probabilities times its values (K the keys, N a head's width). OpenBLAS's sgemm packs V on
+   every call, which for a few rows costs more than the product; here each output row is a
+   vector accumulator per VL columns that adds x[m, k] * V[k, :] for k in order, one rounding per
+   multiply-add, whatever M is (a row gets the same bits alone or beside others, as in the x @ W^T
+   kernels). V is read in blocks of PV_KB rows, which stay in L1 while every group of rows of x
+   takes them; the accumulators live in `acc` between blocks, which does not change a bit.
+   0 (not done): a shape it does not take (N not a whole number of vectors, or too wide). */
+enum { PV_MAX_ROWS = 32, PV_MAX_N = 256, PV_KB = 96, PV_W = 4, PV_G = ACCS / PV_W };
+#if defined(__AVX512F__)
+#define PV_G_MAX 6  /* = PV_G: 24 accumulators */
+#else
+#define PV_G_MAX 2
+#endif
+
+INLINE void pv_tile(const int G, const int W, int k0, int k1, const float *A, int lda, const float *B,
+                    int ldb, vf *acc, int NV) {
+    vf s[PV_G][PV_W];
+    UNROLL for (int r = 0; r < G; r++) UNROLL for (int w = 0; w < W; w++) s[r][w] = acc[r * NV + w];
+    for (int k = k0; k < k1; k++) {
+        vf b[PV_W];
+        UNROLL for (int w = 0; w < W; w++) memcpy(&b[w], B + (size_t)k * ldb + w * VL, sizeof(vf));
+        UNROLL for (int r = 0; r < G; r++) {
+            const vf a = (vf){0} + A[(size_t)r * lda + k];
+            UNROLL for (int w = 0; w < W; w++) s[r][w] += a * b[w];
+        }
+    }
+    UNROLL for (int r = 0; r < G; r++) UNROLL for (int w = 0; w < W; w++) acc[r * NV + w] = s[r][w];
+}
+
+
+#define PV_TILE(g, w) pv_tile(g, w, k0, k1, a, lda, b, ldb, acc + (size_t)m0 * NV + j, NV)
+static int rows_times_matrix(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                             int ldb, float beta, float *C, int ldc) {
+    if (M < 1 || M > PV_MAX_ROWS || N < VL || N > PV_MAX_N || N % VL) return 0;
+    const int NV = N / VL;
+    vf acc[PV_MAX_ROWS * PV_MAX_N / VL];
+    for (int i = 0; i < M * NV; i++) acc[i] = (vf){0};
+    for (int k0 = 0; k0 < K; k0 += PV_KB) {
+        const int k1 = K - k0 < PV_KB ? K : k0 + PV_KB;
+        for (int m0 = 0; m0 < M; m0 += PV_G) {
+            const int g = M - m0 < PV_G ? M - m0 : PV_G;
+            const float *a = A + (size_t)m0 * lda;
+            for (int j = 0; j < NV; j += PV_W) {
+                const float *b = B + (size_t)j * VL;
+                const int w = NV - j < PV_W ? NV - j : PV_W;
+                /* constant tile shapes, so that the accumulators are registers */
+                switch ((g - 1) * PV_W + w - 1) {
+#define PV_CASE(gg) \
+                case (gg - 1) * PV_W + 0: PV_TILE(gg, 1); break; case (gg - 1) * PV_W + 1: PV_TILE(gg, 2); break; \
+                case (gg - 1) * PV_W + 2: PV_TILE(gg, 3); break; case (gg - 1) * PV_W + 3: PV_TILE(gg, 4); break;
+                PV_CASE(1) PV_CASE(2)
+#if PV_G_MAX > 2
+                PV_CASE(3) PV_CASE(4) PV_CASE(5) PV_CASE(6)
+#endif
+#undef PV_CASE
+                }
+            }
+        }
+    }
+    for (int m = 0; m < M; m++) {
+        const float *s = (const float *)(acc + (size_t)m * NV);
+        float *c = C + (size_t)m * ldc;
+        if (beta == 0.0f) for (int n = 0; n < N; n++) c[n] = alpha * s[n];  /* C is never read */
+        else for (int n = 0; n < N; n++) c[n] = alpha * s[n] + beta * c[n];
+    }
+    return 1;
+}
+#undef PV_TILE
+
 static int quant_product(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                          int ldb, float beta, float *C, int ldc);
 
@@ -537,6 +608,8 @@ void cblas_sgemm(int order, int ta, int tb, int M, int N, int K, float alpha, co
     if (order == RowMajor && K > 0 && real_gemv) {
         if (ta == NoTrans && tb == Trans && few_rows_product(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
             return;  /* x @ W^T: a decode step, a verification, a batch, a prompt chunk */
+        if (ta == NoTrans && tb == NoTrans && rows_times_matrix(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+            return;  /* x @ V: attention's values for a few queries */
         if (M == 1) {  /* C[0,:] = alpha * A[0,:] @ op(B) + beta * C[0,:] */
             int incx = ta == NoTrans ? 1 : lda;
             if (tb == Trans) gemv(NoTrans, N, K, alpha, B, ldb, A, incx, beta, C, 1, N);

@@ -164,6 +164,47 @@ def test_mlx_products_go_through_the_shim_bit_for_bit():
     np.testing.assert_allclose(got513, x @ w.T, rtol=1e-4, atol=1e-3)
 
 
+def _x_v(sgemm, x, v, c, alpha=1.0, beta=0.0):
+    """c = alpha * x @ v + beta * c through the shim (v not transposed: K x N)."""
+    (m, k), n = x.shape, v.shape[1]
+    sgemm(ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, alpha, x.ctypes.data, x.strides[0] // 4, v.ctypes.data,
+          v.strides[0] // 4, beta, c.ctypes.data, c.strides[0] // 4)
+    return c
+
+
+@needs_shim
+def test_attention_values_product_matches_numpy_and_a_row_keeps_its_bits():
+    # x @ V (probabilities times values): 1..32 rows in the shim's own kernel, every width it
+    # takes (one vector to 256 floats, whole tiles and a tile's tail), K across several blocks,
+    # strides, alpha and beta; a row's bits do not depend on the rows beside it. Widths it does
+    # not take (not whole vectors, past 256) and more rows go to OpenBLAS and must still be right.
+    sgemm, rng = _shim_sgemm(), np.random.default_rng(6)
+    for n in (16, 48, 64, 80, 128, 256, 30, 320):
+        for k in (1, 5, 96, 97, 700, 2401):
+            v = _strided(rng, k, n, 3)
+            x = rng.random((40, k + 2), dtype=np.float32)[:, :k]
+            want = x.astype(np.float64) @ v.astype(np.float64)
+            tol = 2e-6 * k * (1 + np.abs(want))
+            alone = np.stack([_x_v(sgemm, x[i:i + 1], v, np.empty((1, n), np.float32))[0] for i in range(33)])
+            assert np.all(np.abs(alone - want[:33]) <= tol[:33]), (n, k)
+            for m in (2, 3, 7, 12, 15, 32, 33, 40):
+                c = np.full((m, n + 1), np.nan, np.float32)[:, :n]  # beta = 0: C is never read
+                got = _x_v(sgemm, x[:m], v, c)
+                assert np.all(np.abs(got - want[:m]) <= tol[:m]), (m, n, k)
+                if m <= 32 and n % 16 == 0 and n <= 256:
+                    assert np.array_equal(got, alone[:m]), (m, n, k)
+            c0 = rng.standard_normal((5, n)).astype(np.float32)
+            got = _x_v(sgemm, x[:5], v, c0.copy(), alpha=0.5, beta=-2.0)
+            assert np.all(np.abs(got - (0.5 * want[:5] - 2.0 * c0)) <= tol[:5] + 1e-5 * np.abs(c0)), (n, k)
+    # through MLX: attention's p @ v for a decode step and a verification of drafts
+    p = mx.softmax(mx.array(rng.standard_normal((1, 3, 15, 700)).astype(np.float32)), axis=-1)
+    vals = mx.array(rng.standard_normal((1, 3, 700, 64)).astype(np.float32))
+    together = np.array(p @ vals)
+    for g in range(3):
+        alone = _x_v(sgemm, np.array(p[0, g, :3]), np.array(vals[0, g]), np.empty((3, 64), np.float32))
+        assert np.array_equal(together[0, g, :3], alone)
+
+
 def _split_stats(lib) -> list[int]:
     out = (ctypes.c_long * 5)()
     lib.onyx_blas_shim_stats(out)
