@@ -4,7 +4,8 @@
   built once for this machine;
 - `quant.py`: 4- and 8-bit weights kept quantized and multiplied by the shim (`quant_shim.c`);
 - `patches.py`: the one place that adapts a loaded model to the CPU: `rope.py` (angles from a
-  table), `exp.py` (a vectorised exp for SwiGLU and softmax), `overlap.py` (layers that start
+  table), `exp.py` (a vectorised exp for SwiGLU and softmax; the shim's C softmax,
+  `softmax_shim.c`, for prompt chunks), `overlap.py` (layers that start
   their own evaluation), all switched in through `override.py`;
 - `malloc.py`: glibc's malloc arenas capped in the server.
 

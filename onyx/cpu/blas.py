@@ -74,8 +74,10 @@ _state: dict[str, str | None] = {"loaded": None, "note": None, "shim": None, "th
 # The cblas_sgemm shim (see the module docstring). `onyx_blas_shim_init(path)` binds it to the
 # OpenBLAS at `path`; when preloaded with LD_PRELOAD instead, it binds lazily to the next
 # `cblas_sgemm` / `cblas_sgemv` in the search order (RTLD_NEXT).
-# `quant_shim.c` (quantized weights, `onyx.cpu.quant`) is compiled in the same unit, after it.
-_SHIM_SOURCE = "".join((Path(__file__).parent / name).read_text() for name in ("blas_shim.c", "quant_shim.c"))
+# `quant_shim.c` (quantized weights, `onyx.cpu.quant`) and `softmax_shim.c` (`onyx.cpu.exp`) are
+# compiled in the same unit, after it.
+_SHIM_SOURCE = "".join((Path(__file__).parent / name).read_text()
+                       for name in ("blas_shim.c", "quant_shim.c", "softmax_shim.c"))
 
 
 def find_blas_library() -> str | None:

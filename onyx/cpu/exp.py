@@ -17,16 +17,19 @@ NaN stays NaN).
 
 `use_fast_swiglu(model)` gives each MLP that computes down(silu(gate(x)) * up(x)) this SwiGLU,
 after checking on a random input that it computes the same (a model whose MLP does something
-else keeps its own). `masked_softmax` is the softmax of `onyx.kv.ragged`'s CPU attention.
+else keeps its own). `masked_softmax` is the softmax of `onyx.kv.ragged`'s CPU attention, and `shim_softmax` the
+same through the BLAS shim's vectorised C for the large ones (prompt chunks).
 On Metal, none of this is used: MLX's kernels there are vectorised.
 """
 
 from __future__ import annotations
 
+import ctypes
 from functools import partial
 
 import mlx.core as mx
 import mlx.nn as nn
+import numpy as np
 
 from onyx.cpu.override import CallOverride
 
@@ -76,6 +79,47 @@ def masked_softmax(scores: mx.array, mask: mx.array | None) -> mx.array:
         s = mx.where(mask, scores, -mx.inf)
         e = mx.where(mask, exp(s - s.max(axis=-1, keepdims=True)), 0.0)
     return (e / e.sum(axis=-1, keepdims=True)).astype(scores.dtype)
+
+
+# Below this many scores the graph break costs more than MLX's softmax (and decode steps, whose
+# rows must keep their bits whatever shares the step, stay on one path).
+SHIM_SOFTMAX_MIN = 1 << 16
+
+
+def shim_softmax(scores: mx.array, mask: mx.array | None) -> mx.array | None:
+    """`masked_softmax` computed by the BLAS shim's vectorised row softmax (`softmax_shim.c`),
+    for float32 scores of at least SHIM_SOFTMAX_MIN entries; None when the shim is not loaded or
+    the scores are not that. It evaluates the scores first (a break in MLX's lazy graph), so it
+    pays only where the exps outweigh that: the scores of a prompt chunk over a long history."""
+    if scores.dtype != mx.float32 or scores.size < SHIM_SOFTMAX_MIN:
+        return None
+    lib = _softmax_library()
+    if lib is None:
+        return None
+    s = scores if mask is None else mx.where(mask, scores, -mx.inf)
+    mx.eval(s)
+    x = np.ascontiguousarray(np.asarray(memoryview(s)))
+    y = np.empty_like(x)
+    cols = x.shape[-1]
+    lib.onyx_softmax_rows(x.ctypes.data, cols, y.ctypes.data, cols, x.size // cols, cols)
+    return mx.array(y)
+
+
+_SOFTMAX_LIB: list = []
+
+
+def _softmax_library():
+    """The loaded shim's `onyx_softmax_rows` (argument types set), or None."""
+    if not _SOFTMAX_LIB:
+        from onyx.cpu.blas import shim_library
+
+        lib = shim_library()
+        f = getattr(lib, "onyx_softmax_rows", None) if lib is not None else None
+        if f is not None:
+            f.restype = None
+            f.argtypes = [ctypes.c_void_p, ctypes.c_long, ctypes.c_void_p, ctypes.c_long, ctypes.c_long, ctypes.c_long]
+        _SOFTMAX_LIB.append(None if f is None else lib)
+    return _SOFTMAX_LIB[0]
 
 
 def _swiglu_mlp(self, x: mx.array, *args, **kwargs) -> mx.array:

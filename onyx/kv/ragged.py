@@ -39,7 +39,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 
-from onyx.cpu.exp import masked_softmax
+from onyx.cpu.exp import masked_softmax, shim_softmax
 from onyx.kv.pool import PagedLayerCache, PagedSequence
 
 
@@ -224,6 +224,9 @@ class RaggedLayerCache:
         return None  # masks are per segment (see update_and_fetch)
 
 
+PROMPT_QUERIES = 32  # queries of one sequence in one call from which it is a prompt chunk
+
+
 def grouped_attention(q: mx.array, k: mx.array, v: mx.array, mask: mx.array | None, scale: float) -> mx.array:
     """Attention of (B, Hq, n, D) queries on (B, Hk, T, D) keys and values under a boolean
     (B, 1, n, T) mask (None: every key visible), the Hq / Hk query heads that share a key head
@@ -235,7 +238,11 @@ def grouped_attention(q: mx.array, k: mx.array, v: mx.array, mask: mx.array | No
     groups = k.shape[1]
     q = (q * scale).reshape(b, groups, heads // groups * n, dim)
     scores = (q @ k.swapaxes(-1, -2)).reshape(b, groups, heads // groups, n, -1)
-    p = masked_softmax(scores, None if mask is None else mask[:, :, None])
+    mask = None if mask is None else mask[:, :, None]
+    # prompt chunks (many queries) through the shim's C softmax; decode and verification rows
+    # (a few queries) stay on one path, so a row's bits do not depend on the step it is in
+    p = shim_softmax(scores, mask) if n >= PROMPT_QUERIES else None
+    p = masked_softmax(scores, mask) if p is None else p
     p = p.reshape(b, groups, heads // groups * n, -1)
     return (p @ v).reshape(b, heads, n, -1)
 

@@ -6,7 +6,8 @@ import mlx.nn as nn
 import numpy as np
 import pytest
 
-from onyx.cpu.exp import exp, masked_softmax, swiglu, takes_fast_swiglu, use_fast_swiglu
+from onyx.cpu import blas
+from onyx.cpu.exp import SHIM_SOFTMAX_MIN, exp, masked_softmax, shim_softmax, swiglu, takes_fast_swiglu, use_fast_swiglu
 
 
 def test_exp_is_within_two_ulp_and_clamps_instead_of_overflowing():
@@ -40,6 +41,31 @@ def test_masked_softmax_broadcasts_whatever_shape_came_first():
         m = mx.array(np.ones((2, 1, 1, 1, keys), bool))
         np.testing.assert_allclose(np.array(masked_softmax(s, m)), np.array(mx.softmax(s, axis=-1, precise=True)),
                                    rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.skipif(not blas.shim_library(), reason="the BLAS shim is built on Linux with OpenBLAS and a C compiler only")
+def test_the_shims_softmax_matches_mlx_and_a_row_keeps_its_bits():
+    # A prompt chunk's scores (a causal mask, keys past a vector's multiple), masked entries of
+    # -inf and large spreads; every row as alone; too few scores is not its work.
+    rng = np.random.default_rng(7)
+    n, t = 64, 1203
+    shape = (1, 3, 3, n, t)
+    scores = (rng.standard_normal(shape) * rng.choice([0.1, 4.0, 60.0], size=shape[:-1] + (1,))).astype(np.float32)
+    mask = (np.arange(t - n, t)[:, None] >= np.arange(t)[None])[None, None, None]
+    s, m = mx.array(scores), mx.array(mask)
+    got = np.array(shim_softmax(s, m))
+    x = np.where(np.broadcast_to(mask, shape), scores.astype(np.float64), -np.inf)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=3e-6, atol=1e-9)  # (MLX's: 7e-6)
+    assert np.all(got[~np.broadcast_to(mask, shape)] == 0.0)
+    np.testing.assert_allclose(got.sum(-1), 1.0, rtol=1e-5)
+    rows = scores.reshape(-1, t)[::37]  # fewer rows, the same values: the same bits
+    some = np.where(np.broadcast_to(mask, shape).reshape(-1, t)[::37], rows, -np.inf)
+    pad = np.full((SHIM_SOFTMAX_MIN // t + 1, t), -1.0, np.float32)  # (to reach the shim's minimum)
+    again = np.array(shim_softmax(mx.array(np.concatenate([some, pad])), None))[:some.shape[0]]
+    assert np.array_equal(again, got.reshape(-1, t)[::37])
+    assert shim_softmax(mx.array(scores[0, 0, 0, :2, :100]), None) is None
+    assert shim_softmax(s.astype(mx.float16), None) is None
 
 
 def test_swiglu_matches_silu_times_the_up_projection():
