@@ -29,7 +29,8 @@ class ServerConfig:
     max_tokens a request may ask for (400 above). default_max_tokens: used when a request gives
     none. max_queue: generations that may wait for the model (503 above). aliases: names a
     request's `model` may use besides the engine's model name. body_timeout_s: seconds a
-    request body may take to arrive (408 after)."""
+    request body may take to arrive (408 after). context_length: the longest prompt plus
+    max_tokens a request may ask for (400 above), at most the model's own (None: the model's)."""
 
     api_key: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
@@ -38,6 +39,7 @@ class ServerConfig:
     max_queue: int = DEFAULT_MAX_QUEUE
     aliases: tuple[str, ...] = DEFAULT_ALIASES
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
+    context_length: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_tokens_limit", "default_max_tokens", "max_queue"):
@@ -45,6 +47,8 @@ class ServerConfig:
                 raise ValueError(f"{name} must be positive")
         if not self.body_timeout_s > 0:
             raise ValueError("body_timeout_s must be positive")
+        if self.context_length is not None and int(self.context_length) < 1:
+            raise ValueError("context_length must be positive")
         object.__setattr__(self, "api_key", self.api_key or None)
         object.__setattr__(self, "default_max_tokens", min(int(self.default_max_tokens), int(self.max_tokens_limit)))
         object.__setattr__(self, "aliases", tuple(self.aliases))

@@ -56,6 +56,9 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--body-timeout-s", type=float, default=config.DEFAULT_BODY_TIMEOUT_S,
                    help=f"seconds a request body may take to arrive (default {config.DEFAULT_BODY_TIMEOUT_S:g}); "
                         f"slower gets 408")
+    p.add_argument("--context-length", type=int, default=None,
+                   help="the longest prompt plus max_tokens a request may ask for (default: the model's context; "
+                        "a smaller one bounds each request's KV memory and prefill time)")
     p.add_argument("--alias", action="append", default=None, metavar="NAME",
                    help="a name clients may use for the model (repeatable; default: onyx, default)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
@@ -98,11 +101,14 @@ def serve(args: argparse.Namespace, *, make_engine=None) -> int:
     if not args.body_timeout_s > 0:
         print("onyx serve: --body-timeout-s must be positive", file=sys.stderr)
         return 2
+    if args.context_length is not None and args.context_length < 1:
+        print("onyx serve: --context-length must be positive", file=sys.stderr)
+        return 2
     server_config = config.ServerConfig(api_key=api_key, max_body_bytes=args.max_body_bytes,
                                         max_tokens_limit=args.max_tokens_limit,
                                         default_max_tokens=args.default_max_tokens, max_queue=args.max_queue,
                                         aliases=tuple(args.alias) if args.alias else config.DEFAULT_ALIASES,
-                                        body_timeout_s=args.body_timeout_s)
+                                        body_timeout_s=args.body_timeout_s, context_length=args.context_length)
     if not _is_loopback(args.host) and api_key is None:
         print(f"onyx serve: warning: binding {args.host} without an API key: anyone who can reach this "
               f"address can use the model (pass --api-key or set ONYX_API_KEY)", file=sys.stderr)

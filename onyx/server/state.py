@@ -27,11 +27,18 @@ class ServerState:
         self.requests_total = 0
         self.errors: collections.Counter = collections.Counter()
         self.description = engine.describe()
-        self.context_length = self.description["context_length"]
+        self.context_length = served_context(self.description["context_length"], config.context_length)
         self.response_store = ResponseStore(RESPONSE_STORE_SIZE)  # for /v1/responses' previous_response_id
 
     def model_names(self) -> list[str]:
         return [self.model_name, *self.aliases]
+
+
+def served_context(model: int | None, limit: int | None) -> int | None:
+    """The context requests may fill: the model's, or the server's limit when that is smaller."""
+    if limit is None or (model is not None and model <= limit):
+        return model
+    return int(limit)
 
 
 class ResponseStore:

@@ -243,7 +243,7 @@ def model_echo(state: ServerState, name: str | None) -> str:
 def check_context(state: ServerState, prompt_tokens: int, max_tokens: int) -> None:
     n = state.context_length
     if n is not None and prompt_tokens + max_tokens > n:
-        raise APIError(400, f"this model's context is {n} tokens; the prompt has {prompt_tokens} and "
+        raise APIError(400, f"this server's context is {n} tokens; the prompt has {prompt_tokens} and "
                             f"max_tokens asks for {max_tokens} more", param="messages",
                        code="context_length_exceeded")
 

@@ -29,6 +29,18 @@ def test_non_positive_limits_are_refused():
     assert r.returncode == 2 and "--max-queue must be positive" in r.stderr
     r = serve("--prefill-share", "0")
     assert r.returncode == 2 and "--prefill-share must be above 0" in r.stderr
+    r = serve("--context-length", "0")
+    assert r.returncode == 2 and "--context-length must be positive" in r.stderr
+
+
+def test_the_served_context_is_at_most_the_models():
+    from onyx.server.state import served_context
+
+    assert served_context(8192, None) == 8192
+    assert served_context(8192, 2048) == 2048
+    assert served_context(8192, 100_000) == 8192  # a limit above the model's is the model's
+    assert served_context(None, 2048) == 2048
+    assert served_context(None, None) is None
 
 
 def test_an_unknown_dtype_is_refused():

@@ -1,5 +1,6 @@
 """The server under many requests at once: a real `python -m onyx.server --max-batch 8` subprocess
-with the real default model, raw HTTP from parallel clients.
+with the real default model and a context of CONTEXT tokens (`--context-length`, so that the
+prompt that fills it costs seconds, not minutes), raw HTTP from parallel clients.
 
 - n > 1: the choices of one request (forks of its prompt, decoded side by side), whole and
   streamed;
@@ -27,9 +28,12 @@ RECORD = {"type": "object", "properties": {"name": {"type": "string", "maxLength
           "required": ["name", "age"], "additionalProperties": False}
 
 
+CONTEXT = 2048  # below the model's 8,192
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    with running_server(tmp_path_factory.mktemp("server"), "--max-batch", "8") as s:
+    with running_server(tmp_path_factory.mktemp("server"), "--max-batch", "8", "--context-length", str(CONTEXT)) as s:
         yield s
 
 
@@ -90,6 +94,17 @@ def test_health_shows_the_batch(server):
     for key in ("active_rows", "kv_used_blocks", "kv_reserved_blocks", "kv_max_blocks", "steps"):
         assert isinstance(b[key], int)
     assert isinstance(h["requests"]["queued"], int)
+
+
+def test_the_served_context_is_the_servers_limit(server):
+    assert health(server)["limits"]["context_length"] == CONTEXT
+    prompt = [(1000 + 7 * j) % 40000 + 100 for j in range(CONTEXT - 8)]
+    with httpx.Client(base_url=server["base"], timeout=600) as http:
+        r = http.post("/v1/completions", json={"model": "onyx", "prompt": prompt, "max_tokens": 16})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "context_length_exceeded", r.text
+        assert f"context is {CONTEXT} tokens" in r.json()["error"]["message"]
+        r = http.post("/v1/completions", json={"model": "onyx", "prompt": prompt, "max_tokens": 8})
+        assert r.status_code == 200 and r.json()["usage"]["prompt_tokens"] == CONTEXT - 8, r.text
 
 
 def _burst_request(base: str, i: int, context_tokens: int) -> tuple[str, object]:
