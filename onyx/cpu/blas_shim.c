@@ -1,7 +1,7 @@
 /* The few-row GEMM shim for MLX's CPU backend on Linux (see onyx/cpu/blas.py, which builds it
    once per machine with the host's vector instructions and preloads it before OpenBLAS). It
    exports `cblas_sgemm`: x @ W^T products of 1 to 512 rows go to its own kernels (`few_rows_product`),
-   x @ V products of 1 to 32 rows with V at most 256 columns wide to `rows_times_matrix`, other
+   x @ V products of 1 to 128 rows with V at most 256 columns wide to `rows_times_matrix`, other
    one-row / one-column products to OpenBLAS's `cblas_sgemv`, everything else to OpenBLAS's
    `cblas_sgemm`. `onyx_blas_shim_init(path)` binds it to the OpenBLAS at `path`; preloaded with
    LD_PRELOAD instead, it binds to the next `cblas_sgemm` / `cblas_sgemv` (RTLD_NEXT). */
@@ -524,7 +524,7 @@ static int few_rows_product(int M, int N, int K, float alpha, const float *A, in
     return 1;
 }
 
-/* x @ V for 1 to 32 rows of x with V (K x N) row-major and not transposed: attention's
+/* x @ V for 1 to 128 rows of x with V (K x N) row-major and not transposed: attention's
    probabilities times its values (K the keys, N a head's width). OpenBLAS's sgemm packs V on
    every call, which for a few rows costs more than the product; here each output row is a
    vector accumulator per VL columns that adds x[m, k] * V[k, :] for k in order, one rounding per
@@ -532,7 +532,7 @@ static int few_rows_product(int M, int N, int K, float alpha, const float *A, in
    kernels). V is read in blocks of PV_KB rows, which stay in L1 while every group of rows of x
    takes them; the accumulators live in `acc` between blocks, which does not change a bit.
    0 (not done): a shape it does not take (N not a whole number of vectors, or too wide). */
-enum { PV_MAX_ROWS = 32, PV_MAX_N = 256, PV_KB = 96, PV_W = 4, PV_G = ACCS / PV_W };
+enum { PV_MAX_ROWS = 32, PV_CHUNKED_ROWS = 128, PV_MAX_N = 256, PV_KB = 96, PV_W = 4, PV_G = ACCS / PV_W };
 #if defined(__AVX512F__)
 #define PV_G_MAX 6  /* = PV_G: 24 accumulators */
 #else
@@ -556,9 +556,8 @@ INLINE void pv_tile(const int G, const int W, int k0, int k1, const float *A, in
 
 
 #define PV_TILE(g, w) pv_tile(g, w, k0, k1, a, lda, b, ldb, acc + (size_t)m0 * NV + j, NV)
-static int rows_times_matrix(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-                             int ldb, float beta, float *C, int ldc) {
-    if (M < 1 || M > PV_MAX_ROWS || N < VL || N > PV_MAX_N || N % VL) return 0;
+static void rows_times_matrix_32(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                                 int ldb, float beta, float *C, int ldc) {
     const int NV = N / VL;
     vf acc[PV_MAX_ROWS * PV_MAX_N / VL];
     for (int i = 0; i < M * NV; i++) acc[i] = (vf){0};
@@ -590,9 +589,19 @@ static int rows_times_matrix(int M, int N, int K, float alpha, const float *A, i
         if (beta == 0.0f) for (int n = 0; n < N; n++) c[n] = alpha * s[n];  /* C is never read */
         else for (int n = 0; n < N; n++) c[n] = alpha * s[n] + beta * c[n];
     }
-    return 1;
 }
 #undef PV_TILE
+
+/* More than 32 rows (the query heads that share a key head times a step's queries) in pieces
+   of 32: a row's bits stay those it gets alone. Past PV_CHUNKED_ROWS (prompt chunks), OpenBLAS. */
+static int rows_times_matrix(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+                             int ldb, float beta, float *C, int ldc) {
+    if (M < 1 || M > PV_CHUNKED_ROWS || N < VL || N > PV_MAX_N || N % VL) return 0;
+    for (int m0 = 0; m0 < M; m0 += PV_MAX_ROWS)
+        rows_times_matrix_32(M - m0 < PV_MAX_ROWS ? M - m0 : PV_MAX_ROWS, N, K, alpha, A + (size_t)m0 * lda, lda, B, ldb,
+                             beta, C + (size_t)m0 * ldc, ldc);
+    return 1;
+}
 
 static int quant_product(int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                          int ldb, float beta, float *C, int ldc);

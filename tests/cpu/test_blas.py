@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import signal
 import sys
 import time
@@ -29,6 +30,11 @@ def test_platform_choices_and_blas():
         assert device.default_device() == "cpu" and not device.is_apple_silicon()
         if blas.find_blas_library() and "OpenBLAS" in status:
             assert blas.ensure_fast_blas() is True
+            if (shutil.which("cc") or shutil.which("gcc")) and not os.environ.get("ONYX_BLAS_SHIM") \
+                    and not os.environ.get("LD_PRELOAD"):
+                # a compiler is here, so the shim must have built: a source that does not
+                # compile would otherwise only skip the shim's tests
+                assert blas._state["shim"] and blas.shim_library() is not None, status
     # Whatever BLAS (and shim) is in use, one-row, one-column and few-row products (the shim's
     # own kernels: 1..512 rows, past 32 in pieces, any K and N, with tails; 513 rows go to
     # OpenBLAS) must be right,
@@ -174,24 +180,25 @@ def _x_v(sgemm, x, v, c, alpha=1.0, beta=0.0):
 
 @needs_shim
 def test_attention_values_product_matches_numpy_and_a_row_keeps_its_bits():
-    # x @ V (probabilities times values): 1..32 rows in the shim's own kernel, every width it
-    # takes (one vector to 256 floats, whole tiles and a tile's tail), K across several blocks,
-    # strides, alpha and beta; a row's bits do not depend on the rows beside it. Widths it does
-    # not take (not whole vectors, past 256) and more rows go to OpenBLAS and must still be right.
+    # x @ V (probabilities times values): 1..128 rows in the shim's own kernel (pieces of 32),
+    # every width it takes (one vector to 256 floats, whole tiles and a tile's tail), K across
+    # several blocks, strides, alpha and beta; a row's bits do not depend on the rows beside it.
+    # Widths it does not take (not whole vectors, past 256) and more rows go to OpenBLAS and must
+    # still be right.
     sgemm, rng = _shim_sgemm(), np.random.default_rng(6)
     for n in (16, 48, 64, 80, 128, 256, 30, 320):
         for k in (1, 5, 96, 97, 700, 2401):
             v = _strided(rng, k, n, 3)
-            x = rng.random((40, k + 2), dtype=np.float32)[:, :k]
+            x = rng.random((130, k + 2), dtype=np.float32)[:, :k]
             want = x.astype(np.float64) @ v.astype(np.float64)
             tol = 2e-6 * k * (1 + np.abs(want))
-            alone = np.stack([_x_v(sgemm, x[i:i + 1], v, np.empty((1, n), np.float32))[0] for i in range(33)])
-            assert np.all(np.abs(alone - want[:33]) <= tol[:33]), (n, k)
-            for m in (2, 3, 7, 12, 15, 32, 33, 40):
+            alone = np.stack([_x_v(sgemm, x[i:i + 1], v, np.empty((1, n), np.float32))[0] for i in range(128)])
+            assert np.all(np.abs(alone - want[:128]) <= tol[:128]), (n, k)
+            for m in (2, 3, 7, 12, 15, 32, 33, 40, 64, 97, 128, 129, 130):
                 c = np.full((m, n + 1), np.nan, np.float32)[:, :n]  # beta = 0: C is never read
                 got = _x_v(sgemm, x[:m], v, c)
                 assert np.all(np.abs(got - want[:m]) <= tol[:m]), (m, n, k)
-                if m <= 32 and n % 16 == 0 and n <= 256:
+                if m <= 128 and n % 16 == 0 and n <= 256:
                     assert np.array_equal(got, alone[:m]), (m, n, k)
             c0 = rng.standard_normal((5, n)).astype(np.float32)
             got = _x_v(sgemm, x[:5], v, c0.copy(), alpha=0.5, beta=-2.0)
