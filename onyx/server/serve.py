@@ -104,6 +104,11 @@ def serve(args: argparse.Namespace, *, make_engine=None) -> int:
     if args.context_length is not None and args.context_length < 1:
         print("onyx serve: --context-length must be positive", file=sys.stderr)
         return 2
+    if args.context_length is not None and args.context_length <= min(args.default_max_tokens, args.max_tokens_limit):
+        print(f"onyx serve: --context-length {args.context_length} leaves no room for a prompt beside "
+              f"--default-max-tokens {min(args.default_max_tokens, args.max_tokens_limit)} (lower that, or raise this)",
+              file=sys.stderr)
+        return 2
     server_config = config.ServerConfig(api_key=api_key, max_body_bytes=args.max_body_bytes,
                                         max_tokens_limit=args.max_tokens_limit,
                                         default_max_tokens=args.default_max_tokens, max_queue=args.max_queue,

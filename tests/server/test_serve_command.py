@@ -31,6 +31,8 @@ def test_non_positive_limits_are_refused():
     assert r.returncode == 2 and "--prefill-share must be above 0" in r.stderr
     r = serve("--context-length", "0")
     assert r.returncode == 2 and "--context-length must be positive" in r.stderr
+    r = serve("--context-length", "200")  # below the default max_tokens (256): no prompt would fit
+    assert r.returncode == 2 and "leaves no room for a prompt" in r.stderr
 
 
 def test_the_served_context_is_at_most_the_models():
