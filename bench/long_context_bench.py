@@ -51,8 +51,8 @@ def long_prompt(tokens: int) -> str:
     return tok.decode(ids[:tokens])
 
 
-def one(server: Server, prompt: str, max_tokens: int) -> dict:
-    body = {"model": "default", "messages": [{"role": "user", "content": prompt + "\n\nSummarise the text above."}],
+def one(server: Server, prompt: str, max_tokens: int, model: str) -> dict:
+    body = {"model": model, "messages": [{"role": "user", "content": prompt + "\n\nSummarise the text above."}],
             "max_tokens": max_tokens, "temperature": 0.0, "stream": True}
     r = stream_chat(server.base, body)
     gaps = [b - a for a, b in zip(r["arrivals"], r["arrivals"][1:])]
@@ -86,6 +86,7 @@ def main() -> None:
         servers["onyx-base"] = Server("onyx-base", onyx_cmd, cwd=base_dir,
                                       env={**env, "PYTHONPATH": str(base_dir)}, log_dir=log_dir)
         meta["base_revision"] = rev
+    models = {"onyx": "onyx", "onyx-base": "onyx"}
     if not args.no_mlx:
         from onyx.cpu.blas import find_blas_library, shim_threads
 
@@ -93,19 +94,21 @@ def main() -> None:
         blas = find_blas_library()
         if blas:
             mlx_env.update(LD_PRELOAD=blas, OPENBLAS_NUM_THREADS=str(shim_threads()))
-        servers["mlx-lm"] = Server("mlx-lm", [sys.executable, "-m", "mlx_lm", "server", "--model",
-                                              str(mlx_model_folder()), "--log-level", "WARNING"],
-                                   cwd=ROOT, env=mlx_env, log_dir=log_dir)
+        models["mlx-lm"] = str(mlx_model_folder())  # (mlx-lm's server takes its folder as the model's name)
+        servers["mlx-lm"] = Server("mlx-lm", [sys.executable, "-m", "mlx_lm", "server", "--model", models["mlx-lm"],
+                                              "--log-level", "WARNING"], cwd=ROOT, env=mlx_env, log_dir=log_dir)
     runs = []
     try:
         for s in servers.values():
             s.wait_ready()
-            one(s, "Say hello.", 8)  # warm-up
+        for name, s in servers.items():
+            one(s, "Say hello.", 8, models[name])  # warm-up
         prompts = {n: long_prompt(n) for n in lengths}
         for n in lengths:
             for rnd in range(rounds):
                 for name, s in servers.items():
-                    r = {"server": name, "prompt_tokens": n, "round": rnd, **one(s, prompts[n], args.max_tokens)}
+                    r = {"server": name, "prompt_tokens": n, "round": rnd,
+                         **one(s, prompts[n], args.max_tokens, models[name])}
                     runs.append(r)
                     print(f"{name:10} {n:5} tokens  TTFT {r['ttft_s']:.2f} s  ITL {r['itl_ms'] or 0:.1f} ms  "
                           f"({r['tokens']} tokens)", flush=True)
