@@ -12,8 +12,10 @@ default model's tokenizer (N in `--lengths`), followed by a request to summarise
   `bench/serve_bench.py` runs it); `--no-mlx` leaves it out.
 
 Every server is warmed up with a short request first; then the servers take turns, `--rounds`
-times per length. Reported per server and length: TTFT (median, seconds) and the median gap
-between streamed tokens (ms), and the ratios of this checkout to each other server.
+times per length, each prompt with a first line of its own so that no server's prompt cache holds
+any of it. Reported per server and length: TTFT (median, seconds) and the time per token after
+the first (the median over rounds of each answer's average, ms), and each server's ratio to this
+checkout.
 
     python bench/long_context_bench.py                       # about 15 minutes on 2 cores
     python bench/long_context_bench.py --lengths 2400 --rounds 1 --no-mlx
@@ -52,12 +54,15 @@ def long_prompt(tokens: int) -> str:
 
 
 def one(server: Server, prompt: str, max_tokens: int, model: str) -> dict:
+    """One request; the time per token after the first is the decode's average (tokens that a
+    step commits together arrive together, so the gaps between deltas are not it)."""
     body = {"model": model, "messages": [{"role": "user", "content": prompt + "\n\nSummarise the text above."}],
             "max_tokens": max_tokens, "temperature": 0.0, "stream": True}
     r = stream_chat(server.base, body)
-    gaps = [b - a for a, b in zip(r["arrivals"], r["arrivals"][1:])]
-    return {"ttft_s": (r["arrivals"][0] - r["t0"]) if r["arrivals"] else None,
-            "itl_ms": 1e3 * harness.median(gaps) if gaps else None, "tokens": r["tokens"]}
+    arrivals = r["arrivals"]
+    per_token = (arrivals[-1] - arrivals[0]) / (r["tokens"] - 1) if arrivals and r["tokens"] > 1 else None
+    return {"ttft_s": (arrivals[0] - r["t0"]) if arrivals else None,
+            "itl_ms": None if per_token is None else 1e3 * per_token, "tokens": r["tokens"]}
 
 
 def main() -> None:
@@ -107,8 +112,9 @@ def main() -> None:
         for n in lengths:
             for rnd in range(rounds):
                 for name, s in servers.items():
+                    # a first line of its own: no prefix of it is in any server's prompt cache
                     r = {"server": name, "prompt_tokens": n, "round": rnd,
-                         **one(s, prompts[n], args.max_tokens, models[name])}
+                         **one(s, f"Document {n}-{rnd}.\n" + prompts[n], args.max_tokens, models[name])}
                     runs.append(r)
                     print(f"{name:10} {n:5} tokens  TTFT {r['ttft_s']:.2f} s  ITL {r['itl_ms'] or 0:.1f} ms  "
                           f"({r['tokens']} tokens)", flush=True)

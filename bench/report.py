@@ -28,6 +28,7 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.report_tables import (r_cache, r_cobatch, r_grammar, r_host, r_quant, r_integrations, r_matmul, r_memory,  # noqa: E402
+                                 r_long_context,
                                  r_overlap, r_peer_serve, r_phi, r_repair, r_runtime, r_schema, r_serve, r_spec, r_structure, r_vllm,
                                  r_whitespace,
                                  suite_lines)
@@ -137,9 +138,18 @@ SOURCES: dict[str, Source] = {
         "the steps at nice 10 (and the index of a request's budget check on unlowered threads) and a prompt took "
         "a quarter of an overestimated step every step. The cost moves to the heavy requests: a cold regex's index "
         "takes about twice as long while the streams decode. Arrays filled on another thread (a long prompt's own view "
-        "arrays, spare slots) are evaluated one at a time with a pause between. Runs vary: two 3-round runs of this "
-        "commit gave 1.23 and 1.29; the steps are longer by the shares (a quarter of a step), which puts the p99 "
-        "at the gate's edge."),
+        "arrays, spare slots) are evaluated one at a time with a pause between. A prompt chunk's attention runs "
+        "through the shim (values product and softmax in C). Runs vary: 3-round runs of earlier commits gave "
+        "1.21 to 1.29; the steps are longer by the shares (a quarter of a step), which puts the p99 at the gate's "
+        "edge."),
+    "long_context_bench.json": Source(
+        "Long prompts: time to the first token and per token after it",
+        "python bench/long_context_bench.py --base 9ff8807 --lengths 1200,2400", r_long_context,
+        "One request at a time, streamed greedy chat, 32 tokens, this repository's docs cut to N tokens of the "
+        "model's tokenizer with a first line of its own per request (no prompt cache holds any of it). `onyx-base` "
+        "is the commit before a prompt chunk's attention went through the shim (its values product and softmax in "
+        "C); mlx-lm's server runs the float32 copy of the same model with OpenBLAS. Per token: the decode's "
+        "average after the first token; Onyx's drafts from the prompt (lookup) make summaries cheap per token."),
     "host_bench.json": Source(
         "Host work per decode step", "python bench/host_bench.py", r_host,
         "The engine's greedy steps (`Engine.generate_many`, one row per sequence: `speculative=\"baseline\"`) "

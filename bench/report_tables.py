@@ -464,6 +464,14 @@ def r_cobatch(d: dict) -> list[str]:
     return out
 
 
+def r_long_context(d: dict) -> list[str]:
+    servers = [k[:-len("_ttft_s")] for k in d["summary"][0] if k.endswith("_ttft_s")]
+    rows = [[r["prompt_tokens"]] + [n(r[f"{s}_ttft_s"], 2) for s in servers] + [n(r[f"{s}_itl_ms"]) for s in servers]
+            + [ratio(r[f"ttft_{s}_over_onyx"]) for s in servers if s != "onyx"] for r in d["summary"]]
+    return table(["prompt tokens"] + [f"{s} TTFT s" for s in servers] + [f"{s} ms/token" for s in servers]
+                 + [f"TTFT {s} / onyx" for s in servers if s != "onyx"], rows)
+
+
 # -- the mapping: one entry per results file ---------------------------------------------------
 
 
