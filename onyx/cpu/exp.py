@@ -17,8 +17,8 @@ NaN stays NaN).
 
 `use_fast_swiglu(model)` gives each MLP that computes down(silu(gate(x)) * up(x)) this SwiGLU,
 after checking on a random input that it computes the same (a model whose MLP does something
-else keeps its own). `masked_softmax` is the softmax of `onyx.kv.ragged`'s CPU attention, and `shim_softmax` the
-same through the BLAS shim's vectorised C for the large ones (prompt chunks).
+else keeps its own). `masked_softmax` is the softmax of `onyx.kv.ragged`'s CPU attention, and
+`shim_softmax` the same through the BLAS shim's vectorised C for the large ones (prompt chunks).
 On Metal, none of this is used: MLX's kernels there are vectorised.
 """
 

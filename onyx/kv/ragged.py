@@ -231,7 +231,7 @@ def grouped_attention(q: mx.array, k: mx.array, v: mx.array, mask: mx.array | No
     """Attention of (B, Hq, n, D) queries on (B, Hk, T, D) keys and values under a boolean
     (B, 1, n, T) mask (None: every key visible), the Hq / Hk query heads that share a key head
     taken as the rows of one product with it (grouped-query attention without broadcasting the
-    keys), with the softmax's exp from `onyx.cpu.exp`. On MLX's CPU path
+    keys), with the softmax's exp from `onyx.cpu.exp` (a prompt chunk's softmax from the shim). On MLX's CPU path
     `mx.fast.scaled_dot_product_attention` takes MLX's scalar exp, which at a few thousand keys
     costs more than the rest of the attention; on Metal the fused kernel is used instead."""
     b, heads, n, dim = q.shape
