@@ -32,25 +32,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import harness  # noqa: E402, I001  (first: sets up onyx)
 
 import os  # noqa: E402
-import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 
-from bench.serve_bench import CACHE, ROOT, Server, base_checkout, mlx_model_folder, stream_chat  # noqa: E402
+from bench.serve_bench import CACHE, ROOT, Server, base_server, mlx_server, stream_chat  # noqa: E402
 
 
-def long_prompt(tokens: int) -> str:
-    """This repository's docs cut to `tokens` tokens of the default model's tokenizer."""
+def long_prompts(lengths: list[int]) -> dict[int, str]:
+    """This repository's docs cut to each of `lengths` tokens of the default model's tokenizer."""
     from tokenizers import Tokenizer
 
     from onyx.models.loader import resolve
 
     folder, _ = resolve(None)
     tok = Tokenizer.from_file(str(Path(folder) / "tokenizer.json"))
-    text = "\n\n".join(p.read_text() for p in sorted((ROOT / "docs").glob("*.md")))
-    ids = tok.encode(text).ids
-    if len(ids) < tokens:
-        raise SystemExit(f"the docs hold {len(ids)} tokens, fewer than {tokens}")
-    return tok.decode(ids[:tokens])
+    ids = tok.encode("\n\n".join(p.read_text() for p in sorted((ROOT / "docs").glob("*.md")))).ids
+    if len(ids) < max(lengths):
+        raise SystemExit(f"the docs hold {len(ids)} tokens, fewer than {max(lengths)}")
+    return {n: tok.decode(ids[:n]) for n in lengths}
 
 
 def one(server: Server, prompt: str, max_tokens: int, model: str) -> dict:
@@ -84,31 +82,20 @@ def main() -> None:
     onyx_cmd = [sys.executable, "-m", "onyx.server", "--log-level", "warning"]
     servers = {"onyx": Server("onyx", onyx_cmd, cwd=ROOT, env=env, log_dir=log_dir)}
     meta = {"onyx_cmd": onyx_cmd, "lengths": lengths, "rounds": rounds, "max_tokens": args.max_tokens}
-    if not args.no_base:
-        rev = args.base or subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True,
-                                          text=True, check=True).stdout.strip()
-        base_dir = base_checkout(rev)
-        servers["onyx-base"] = Server("onyx-base", onyx_cmd, cwd=base_dir,
-                                      env={**env, "PYTHONPATH": str(base_dir)}, log_dir=log_dir)
-        meta["base_revision"] = rev
     models = {"onyx": "onyx", "onyx-base": "onyx"}
+    if not args.no_base:
+        servers["onyx-base"], meta["base_revision"] = base_server(args.base, onyx_cmd, env, log_dir)
     if not args.no_mlx:
-        from onyx.cpu.blas import find_blas_library, shim_threads
-
-        mlx_env = dict(env)
-        blas = find_blas_library()
-        if blas:
-            mlx_env.update(LD_PRELOAD=blas, OPENBLAS_NUM_THREADS=str(shim_threads()))
-        models["mlx-lm"] = str(mlx_model_folder())  # (mlx-lm's server takes its folder as the model's name)
-        servers["mlx-lm"] = Server("mlx-lm", [sys.executable, "-m", "mlx_lm", "server", "--model", models["mlx-lm"],
-                                              "--log-level", "WARNING"], cwd=ROOT, env=mlx_env, log_dir=log_dir)
+        servers["mlx-lm"], mlx_meta = mlx_server(env, log_dir)
+        models["mlx-lm"] = mlx_meta["mlx_model"]
+        meta.update(mlx_meta)
     runs = []
     try:
         for s in servers.values():
             s.wait_ready()
         for name, s in servers.items():
             one(s, "Say hello.", 8, models[name])  # warm-up
-        prompts = {n: long_prompt(n) for n in lengths}
+        prompts = long_prompts(lengths)
         for n in lengths:
             for rnd in range(rounds):
                 for name, s in servers.items():

@@ -212,6 +212,34 @@ def base_checkout(rev: str) -> Path:
     return dest
 
 
+def base_server(rev: str | None, cmd: list[str], env: dict, log_dir: Path) -> tuple[Server, str]:
+    """`onyx-base`: `cmd` run from revision `rev` (None: the merge base with `main`), and that
+    revision."""
+    rev = rev or subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True, text=True,
+                                check=True).stdout.strip()
+    base_dir = base_checkout(rev)
+    return Server("onyx-base", cmd, cwd=base_dir, env={**env, "PYTHONPATH": str(base_dir)}, log_dir=log_dir), rev
+
+
+def mlx_server(env: dict, log_dir: Path, threads: int | None = None) -> tuple[Server, dict]:
+    """mlx-lm's server on the default model's float32 copy with OpenBLAS preloaded, and what it
+    runs (`mlx_model`, the folder, is also the model name its requests must give)."""
+    from onyx.cpu.blas import find_blas_library, shim_threads
+
+    folder = mlx_model_folder()
+    mlx_env = dict(env)
+    blas = find_blas_library()
+    if blas:
+        mlx_env["LD_PRELOAD"] = blas
+        # As many OpenBLAS threads as Onyx's products use (onyx.cpu.blas.shim_threads(): two
+        # on this machine), so that both servers may use the same cores.
+        mlx_env["OPENBLAS_NUM_THREADS"] = str(threads or shim_threads())
+    server = Server("mlx-lm", [sys.executable, "-m", "mlx_lm", "server", "--model", str(folder), "--log-level",
+                               "WARNING"], cwd=ROOT, env=mlx_env, log_dir=log_dir)
+    return server, {"mlx_model": str(folder), "mlx_ld_preload": blas, "mlx_lm": harness.package_version("mlx-lm"),
+                    "mlx_openblas_threads": mlx_env.get("OPENBLAS_NUM_THREADS")}
+
+
 def mlx_model_folder() -> Path:
     """The default model's folder converted to float32 for mlx-lm (once, cached)."""
     from onyx.models.loader import resolve
@@ -296,8 +324,6 @@ def main() -> int:
     CACHE.mkdir(parents=True, exist_ok=True)
     log_dir = Path(tempfile.mkdtemp(prefix="serve_bench_"))
 
-    from onyx.cpu.blas import find_blas_library, shim_threads
-
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("ONYX_API_KEY", None)
     onyx_cmd = [sys.executable, "-m", "onyx.server", "--max-batch", str(args.max_batch), "--max-tokens-limit",
@@ -305,27 +331,12 @@ def main() -> int:
     servers = {"onyx": Server("onyx", onyx_cmd, cwd=ROOT, env=env, log_dir=log_dir)}
     meta = {"onyx_cmd": onyx_cmd}
     if not args.no_base:
-        rev = args.base or subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True,
-                                          text=True, check=True).stdout.strip()
-        base_dir = base_checkout(rev)
-        base_env = {**env, "PYTHONPATH": str(base_dir)}
-        servers["onyx-base"] = Server("onyx-base", [sys.executable, "-m", "onyx.server", "--max-tokens-limit", "2048",
-                                                    "--log-level", "warning"], cwd=base_dir, env=base_env,
-                                      log_dir=log_dir)
-        meta["base_revision"] = rev
+        servers["onyx-base"], meta["base_revision"] = base_server(
+            args.base, [sys.executable, "-m", "onyx.server", "--max-tokens-limit", "2048", "--log-level", "warning"],
+            env, log_dir)
     if not args.no_mlx:
-        folder = mlx_model_folder()
-        mlx_env = dict(env)
-        blas = find_blas_library()
-        if blas:
-            mlx_env["LD_PRELOAD"] = blas
-            # As many OpenBLAS threads as Onyx's products use (onyx.cpu.blas.shim_threads(): two
-            # on this machine), so that both servers may use the same cores.
-            mlx_env["OPENBLAS_NUM_THREADS"] = str(args.mlx_threads or shim_threads())
-        servers["mlx-lm"] = Server("mlx-lm", [sys.executable, "-m", "mlx_lm", "server", "--model", str(folder),
-                                              "--log-level", "WARNING"], cwd=ROOT, env=mlx_env, log_dir=log_dir)
-        meta.update(mlx_model=str(folder), mlx_ld_preload=blas, mlx_lm=harness.package_version("mlx-lm"),
-                    mlx_openblas_threads=mlx_env.get("OPENBLAS_NUM_THREADS"))
+        servers["mlx-lm"], mlx_meta = mlx_server(env, log_dir, args.mlx_threads)
+        meta.update(mlx_meta)
     runs = []
     try:
         for s in servers.values():
