@@ -74,8 +74,10 @@ GRAMMAR_CACHE_BYTES = 1 << 30
 # Bytes one grammar's token index and one of its mask tables may each hold (the grammar core's
 # default): past them the rows and masks not used lately are dropped and made again on a visit.
 MAX_INDEX_BYTES = 256 << 20
-# While sequences decode, the most a new prompt's prefill may add to a batched step's time.
-PREFILL_SHARE = 0.25
+# While sequences decode, the share of a plain decode step's time a new prompt's prefill may add
+# to each step on average: well under the quarter the co-batch gate allows, since the running
+# streams' steps also vary by themselves and widen with the arriving requests' own rows.
+PREFILL_SHARE = 0.15
 # Nice value grammar compilations run at while sequences decode (Linux; 0: the caller's own).
 COMPILE_NICE = 10
 # While sequences decode, the share of a decode step's time given to running grammar
