@@ -129,19 +129,17 @@ SOURCES: dict[str, Source] = {
         "with a token index of about 100 MB and a 2,500-token prompt arrive together one second in; quiet and "
         "disturbed rounds alternate, after a warm-up round of each. Gaps between the streams' content deltas from "
         "then to the end of the heavy requests (quiet rounds: to the streams' end, the same part of their lives). "
-        "While streams decode, a prompt's tokens may add about a quarter of a plain step's time on average "
+        "While streams decode, a prompt's tokens may add 0.15 of a plain step's time on average "
         "(`prefill_share`, a credit paid by each step's measured cost), shortest prompt first; compilations and "
         "index builds run at nice 10 (`compile_nice`), pause during the batch's steps and get a quarter of a step's "
         "time after each (`compile_share`); a prompt and a compilation both waiting get half of their shares each; "
         "the shared view arrays prepare twice the slots on another thread once every slot is taken. "
-        "The rows marked with a commit: the same bench, same session, on that commit, where compilations ran beside "
-        "the steps at nice 10 (and the index of a request's budget check on unlowered threads) and a prompt took "
-        "a quarter of an overestimated step every step. The cost moves to the heavy requests: a cold regex's index "
-        "takes about twice as long while the streams decode. Arrays filled on another thread (a long prompt's own view "
-        "arrays, spare slots) are evaluated one at a time with a pause between. A prompt chunk's attention runs "
-        "through the shim (values product and softmax in C). Runs vary: 3-round runs of earlier commits gave "
-        "1.21 to 1.29; the steps are longer by the shares (a quarter of a step), which puts the p99 at the gate's "
-        "edge."),
+        "The rows marked with a commit: the same bench, same session, on that commit, where a prompt's share was "
+        "a quarter of a step. The 2,500-token prompt goes in mostly after the streams end (one of its tokens, "
+        "which attends alone on its own view arrays, costs about as much as a quarter of a step), so the smaller "
+        "share costs it little. Arrays filled on another thread (a long prompt's own view arrays, spare slots) "
+        "are evaluated one at a time with a pause between. A prompt chunk's attention runs through the shim "
+        "(values product and softmax in C). Runs vary by about 0.05 either way, with the machine's load."),
     "long_context_bench.json": Source(
         "Long prompts: time to the first token and per token after it",
         "python bench/long_context_bench.py --base 9ff8807 --lengths 1200,2400", r_long_context,
