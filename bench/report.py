@@ -139,7 +139,8 @@ SOURCES: dict[str, Source] = {
         "which attends alone on its own view arrays, costs about as much as a quarter of a step), so the smaller "
         "share costs it little. Arrays filled on another thread (a long prompt's own view arrays, spare slots) "
         "are evaluated one at a time with a pause between. A prompt chunk's attention runs through the shim "
-        "(values product and softmax in C). Runs vary by about 0.05 either way, with the machine's load."),
+        "(values product and softmax in C). Runs vary with the machine's load: 3-round runs of this change gave "
+        "1.21, 1.17 and 1.38, the last with the lowest disturbed p99 of all and an even lower quiet one."),
     "long_context_bench.json": Source(
         "Long prompts: time to the first token and per token after it",
         "python bench/long_context_bench.py --base 9ff8807 --lengths 1200,2400", r_long_context,
