@@ -20,6 +20,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
+use std::sync::Mutex;
 
 use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
@@ -304,10 +305,7 @@ impl Expr {
             return n;
         }
         let n = match self {
-            Expr::Regex(r) => match crate::automata::parse::parse(r) {
-                Ok(hir) => hir_size(&hir),
-                Err(_) => r.len() as u64,
-            },
+            Expr::Regex(r) => regex_size_estimate(r),
             Expr::Concat(parts) | Expr::Union(parts) => {
                 parts.iter().fold(1u64, |acc, p| acc.saturating_add(p.nfa_size_estimate(memo)))
             }
@@ -381,6 +379,44 @@ impl Expr {
         }
         Ok(())
     }
+}
+
+/// Most bytes of pattern text [`regex_size_estimate`] keeps estimates for; past it, the store
+/// is emptied.
+const MAX_ESTIMATED_BYTES: usize = 8 << 20;
+
+/// The estimates of regex texts already parsed, with the bytes of text they hold: kept for
+/// every compilation of the process, since parsing a pattern again costs far more than the
+/// lookup and schemas share most of their pieces.
+static ESTIMATES: Mutex<Option<Estimates>> = Mutex::new(None);
+
+/// Estimates by regex text, and the bytes of text they hold.
+type Estimates = (HashMap<Box<str>, u64>, usize);
+
+/// About how many NFA states a regex text has (see [`Expr::nfa_size_estimate`]).
+fn regex_size_estimate(r: &str) -> u64 {
+    let lock = || ESTIMATES.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((known, _)) = lock().as_ref() {
+        if let Some(&n) = known.get(r) {
+            return n;
+        }
+    }
+    let n = match crate::automata::parse::parse(r) {
+        Ok(hir) => hir_size(&hir),
+        Err(_) => r.len() as u64,
+    };
+    if r.len() <= MAX_ESTIMATED_BYTES {
+        let mut guard = lock();
+        let (known, bytes) = guard.get_or_insert_with(Default::default);
+        if *bytes + r.len() > MAX_ESTIMATED_BYTES {
+            known.clear();
+            *bytes = 0;
+        }
+        if known.insert(r.into(), n).is_none() {
+            *bytes += r.len();
+        }
+    }
+    n
 }
 
 /// How many copies of a repeated body the estimate counts. Capped at 16: a large counted

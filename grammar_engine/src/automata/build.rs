@@ -4,14 +4,14 @@
 //! to an NFA. An NFA without look-around assertions is determinized by [`super::subset`];
 //! one with them by `regex-automata`'s lazy DFA ([`super::lazy`]), which tracks what an
 //! assertion needs to see. With a [`super::RegexMemo`] in the config, each pattern text is
-//! built once per compilation.
+//! built once per compilation, and a small one once per process ([`RegexMemo::process`]).
 
 use std::sync::Arc;
 
 use regex_automata::nfa::thompson::{self, WhichCaptures};
 
 use super::parse::parse;
-use super::{subset, Dfa, DfaConfig};
+use super::{subset, Dfa, DfaConfig, RegexMemo};
 use crate::error::{GrammarError, Result};
 
 impl Dfa {
@@ -29,10 +29,25 @@ impl Dfa {
             config.check_built(&dfa)?;
             return Ok(dfa);
         }
+        let process = RegexMemo::process();
+        if let Some(kept) = process.get(pattern) {
+            let Some(dfa) = kept else {
+                memo.put_empty(pattern);
+                return Err(no_full_match());
+            };
+            config.check_built(&dfa)?;
+            memo.put_shared(pattern, &dfa);
+            return Ok(dfa);
+        }
         match Self::build_regex(pattern, config) {
-            Ok(dfa) => Ok(memo.put(pattern, dfa)),
+            Ok(dfa) => {
+                let dfa = memo.put(pattern, dfa);
+                process.put_shared(pattern, &dfa);
+                Ok(dfa)
+            }
             Err(e @ GrammarError::EmptyLanguage { .. }) => {
                 memo.put_empty(pattern);
+                process.put_empty(pattern);
                 Err(e)
             }
             Err(e) => Err(e),

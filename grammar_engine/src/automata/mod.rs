@@ -13,7 +13,7 @@
 //! * `glued_nfa`: whole DFAs glued by empty moves, the NFA of an automaton expression;
 //! * `algebra`: automaton expressions (concatenation, union, repetition, intersection,
 //!   difference) compiled to one DFA;
-//! * `regex_memo`: regexes already built during one compilation.
+//! * `regex_memo`: regexes already built during one compilation, and small ones in the process.
 
 pub(crate) mod algebra;
 pub(crate) mod calls;
