@@ -235,6 +235,38 @@ fn a_one_of_branch_covered_by_another_is_proved_empty_not_restricted() {
 }
 
 #[test]
+fn cases_proved_empty_or_apart_through_references_kinds_and_member_counts() {
+    let exact = |schema: &Value| {
+        let g = grammar(schema);
+        assert!(g.restriction().is_none(), "{schema}: restricted: {:?}", g.restriction());
+        g
+    };
+    // An untyped object schema lets every array through: an array of its values satisfies it
+    // too, so the array branch has no value under `oneOf`, exactly.
+    let g = exact(&json!({"$defs": {"pkg": {"required": ["name"], "properties": {"name": {"type": "string"}}}},
+        "oneOf": [{"$ref": "#/$defs/pkg"}, {"type": "array", "items": {"$ref": "#/$defs/pkg"}}]}));
+    assert!(g.check_text(br#"{"name":"a"}"#).is_ok());
+    assert!(g.check_text(br#"[{"name":"a"}]"#).is_err());
+    // `not` of a schema every value satisfies admits nothing: that branch is empty.
+    let g = exact(&json!({"oneOf": [{"not": {}}, {"enum": [false]}]}));
+    assert!(g.check_text(b"false").is_ok());
+    assert!(g.check_text(b"true").is_err());
+    // An `else` whose values all pass the condition is empty: every array passes `required`.
+    let g = exact(&json!({"if": {"required": ["x"]}, "then": {"type": "object"}, "else": {"type": "array"}}));
+    assert!(g.check_text(br#"{"x":1}"#).is_ok());
+    assert!(g.check_text(b"[1]").is_err());
+    // Apart by a required member's value against `additionalProperties`, and by member counts:
+    // a repository needs two members with a string `type`, a switch one member set to `false`.
+    let repository = json!({"type": "object", "required": ["type", "url"],
+        "properties": {"type": {"enum": ["git", "svn"]}, "url": {"type": "string"}}});
+    let switch = json!({"type": "object", "additionalProperties": {"type": "boolean", "enum": [false]},
+        "minProperties": 1, "maxProperties": 1});
+    let g = exact(&json!({"type": "array", "items": {"oneOf": [repository, switch]}}));
+    assert!(g.check_text(br#"[{"type":"git","url":"u"},{"packagist":false}]"#).is_ok());
+    assert!(g.check_text(br#"[{"packagist":true}]"#).is_err());
+}
+
+#[test]
 fn optional_scalar_members_and_array_elements_tell_cases_apart_exactly() {
     // `if` on an optional member: values that fail it have the member with another value.
     let schema = json!({"type": "object", "properties": {

@@ -121,13 +121,22 @@ impl<'r, 'a> Disjoint<'r, 'a> {
             let (ra, rb) = (names(a.get("required")), names(b.get("required")));
             let outer: Vec<String> = if depth == 0 { self.required.clone() } else { Vec::new() };
             for p in ra.iter().copied().chain(rb.iter().copied()).chain(outer.iter().map(String::as_str)) {
-                if let (Some(pa), Some(pb)) = (property(a, p), property(b, p)) {
+                if let (Some(pa), Some(pb)) = (member_schema(a, p), member_schema(b, p)) {
                     if self.schemas(pa, pb, depth + 1) {
                         return true;
                     }
                 }
             }
             if rb.iter().any(|q| forbids_property(a, q)) || ra.iter().any(|q| forbids_property(b, q)) {
+                return true;
+            }
+            // An object holds at least the names either side requires.
+            let least = |r: &[&str], m: &Map<String, Value>| {
+                let distinct = r.iter().enumerate().filter(|(i, n)| !r[..*i].contains(n)).count() as u64;
+                count_bound(m, "minProperties").unwrap_or(0).max(distinct)
+            };
+            let most = |m: &Map<String, Value>| count_bound(m, "maxProperties");
+            if most(b).is_some_and(|n| least(&ra, a) > n) || most(a).is_some_and(|n| least(&rb, b) > n) {
                 return true;
             }
         }
@@ -282,6 +291,12 @@ fn names(v: Option<&Value>) -> Vec<&str> {
 /// The declared schema of property `name`.
 fn property<'m>(m: &'m Map<String, Value>, name: &str) -> Option<&'m Value> {
     m.get("properties")?.as_object()?.get(name)
+}
+
+/// The schema a member named `name` of an object valid under `m` satisfies: its declared one,
+/// or else `additionalProperties` when no `patternProperties` could claim the name.
+fn member_schema<'m>(m: &'m Map<String, Value>, name: &str) -> Option<&'m Value> {
+    property(m, name).or_else(|| m.get("additionalProperties").filter(|_| !m.contains_key("patternProperties")))
 }
 
 /// Whether an object valid under `m` cannot have property `name`: its schema there is `false`,

@@ -130,9 +130,11 @@ fn any_value() -> String {
 }
 
 /// Objects whose members named like a declared property that holds only scalars have a value
-/// in that property's over-language, in any order, beside any other members; `None` when no
-/// declared property holds only scalars. A member whose schema may hold a container is left
-/// free (its over-language would cost a walk of the whole subschema).
+/// in that property's over-language, in any order, beside any other members; the members no
+/// `properties` names are narrowed in the same way by an `additionalProperties` that holds
+/// only scalars (see [`additional_scalars`]). `None` when nothing holds only scalars. A
+/// declared member whose schema may hold a container is left free (its over-language would
+/// cost a walk of the whole subschema).
 fn scalar_members<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Option<Expr>> {
     let mut names: Vec<(&'a str, Vec<super::walk::Item<'a>>)> = Vec::new();
     for (m, item) in conj.maps() {
@@ -148,27 +150,52 @@ fn scalar_members<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Option<Ex
     let ws = c.ws.clone();
     let mut keys = Vec::new();
     let mut members = Vec::new();
+    // Declared names left free: their values are any value, whatever `additionalProperties` says.
+    let mut free = Vec::new();
     for (name, items) in names {
-        if members.len() == MAX_SCALAR_MEMBERS {
-            break;
-        }
-        if !items.iter().all(|i| holds_only_scalars(c, i.schema, &i.base)) {
+        let key = Expr::literal(&string_literal_text(name));
+        if members.len() == MAX_SCALAR_MEMBERS || !items.iter().all(|i| holds_only_scalars(c, i.schema, &i.base)) {
+            free.push(key);
             continue;
         }
         let value = c.over(Conj::of(items))?;
-        let key = Expr::literal(&string_literal_text(name));
         members.push(Expr::concat(vec![key.clone(), Expr::regex(format!("{ws}:{ws}")), value]));
         keys.push(key);
     }
-    if members.is_empty() {
-        return Ok(None);
-    }
+    let any_member = || Expr::regex(format!("{ws}:{ws}{}", any_value()));
+    let other_value = match additional_scalars(c, conj)? {
+        Some(value) => {
+            if !free.is_empty() {
+                members.push(Expr::concat(vec![Expr::union(free.clone()), any_member()]));
+                keys.append(&mut free);
+            }
+            Expr::concat(vec![Expr::regex(format!("{ws}:{ws}")), value])
+        }
+        None if members.is_empty() => return Ok(None),
+        None => any_member(),
+    };
     let other_key = Expr::regex(any_string_value()).minus(&Expr::union(keys), c.config)?;
-    members.push(Expr::concat(vec![other_key, Expr::regex(format!("{ws}:{ws}{}", any_value()))]));
+    members.push(Expr::concat(vec![other_key, other_value]));
     let member = Expr::union(members);
     let more = Expr::repeat(Expr::concat(vec![Expr::regex(format!("{ws},{ws}")), member.clone()]), 0, None);
     let body = Expr::optional(Expr::concat(vec![member, more]));
     Ok(Some(Expr::concat(vec![Expr::regex(format!(r"\{{{ws}")), body, Expr::regex(format!(r"{ws}\}}"))])))
+}
+
+/// The over-language of the values of members no `properties` names, when one member of the
+/// conjunction gives them an `additionalProperties` schema that holds only scalars and no
+/// `patternProperties` (so it applies to every name it does not declare): such a value
+/// satisfies that schema, whatever else applies to it.
+fn additional_scalars<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Option<Expr>> {
+    for (m, item) in conj.maps() {
+        let Some(extra) = m.get("additionalProperties").filter(|v| v.is_object()) else { continue };
+        if m.contains_key("patternProperties") || !holds_only_scalars(c, extra, &item.base) {
+            continue;
+        }
+        let child = item.child(extra, "additionalProperties", &c.resolver)?;
+        return Ok(Some(c.over(Conj::of(vec![child]))?));
+    }
+    Ok(None)
 }
 
 /// Whether a property schema (through `$ref`s) allows scalars only: a `type` without

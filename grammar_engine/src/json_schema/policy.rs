@@ -19,7 +19,7 @@
 use serde_json::Value;
 
 use super::context::Dialect;
-use super::values::JsonType;
+use super::values::{JsonType, K_FRACTION, K_INTEGER};
 
 /// How a schema's keywords are read when it names no dialect (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,6 +153,36 @@ pub(crate) fn accepts_every_value(schema: &Value) -> bool {
         Value::Bool(b) => *b,
         Value::Object(map) => !map.keys().any(|k| is_validation_keyword(k)),
         _ => false,
+    }
+}
+
+/// Whether every value of the given kinds (`K_*` bits) satisfies `schema` on its own: `true`,
+/// or a schema each of whose keywords does (see [`keyword_accepts_kinds`]).
+pub(crate) fn accepts_every_value_of(schema: &Value, kinds: u8) -> bool {
+    match schema {
+        Value::Object(map) => map.iter().all(|(k, v)| keyword_accepts_kinds(k, v, kinds)),
+        other => matches!(other, Value::Bool(true)),
+    }
+}
+
+/// Whether keyword `k` with value `v` lets every value of the given kinds through: an
+/// annotation, a keyword that constrains other kinds only, or a `type` that admits those kinds
+/// (numbers only as `number`, which holds every spelling of a number). Keywords that hold
+/// subschemas in place (`$ref`, `allOf`, ...) do not.
+pub(crate) fn keyword_accepts_kinds(k: &str, v: &Value, kinds: u8) -> bool {
+    const K_NUMBERS: u8 = K_INTEGER | K_FRACTION;
+    if k == "type" {
+        let wanted = if kinds & K_NUMBERS != 0 { kinds | K_NUMBERS } else { kinds };
+        let names: Vec<&Value> = match v {
+            Value::Array(a) => a.iter().collect(),
+            other => vec![other],
+        };
+        let admitted = names.iter().filter_map(|n| n.as_str().and_then(JsonType::from_name)).fold(0, |acc, t| acc | t.kinds());
+        return admitted & wanted == wanted;
+    }
+    match keyword_type(k) {
+        Some(t) => t.kinds() & kinds == 0,
+        None => !is_validation_keyword(k),
     }
 }
 

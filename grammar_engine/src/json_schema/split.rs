@@ -8,13 +8,14 @@
 //! under(rest ∧ else) minus over(if). Every split counts its cases against [`MAX_CASES`].
 
 use std::collections::HashSet;
+use std::rc::Rc;
 
 use serde_json::Value;
 
 use super::context::Ctx;
 use super::disjoint::Disjoint;
 use super::objects;
-use super::policy::accepts_every_value;
+use super::policy;
 use super::values::{K_ALL, K_OBJECT};
 use super::walk::{
     nonempty_list, Compiler, Conj, Item, DONE_ANY_OF, DONE_DEPENDENCIES, DONE_IF, DONE_NOT, DONE_ONE_OF,
@@ -155,6 +156,7 @@ impl<'a> Compiler<'a> {
         let mut parts = Vec::new();
         for (i, k) in kids.iter().enumerate() {
             let case = self.with_item(&rest, k.clone())?;
+            let case_kinds = self.kinds(&case, false)? & !case.excluded;
             let mut lang = self.compile(case)?;
             if !disjoint && !lang.is_empty() {
                 // Built once: subtracted from by every other branch.
@@ -165,8 +167,9 @@ impl<'a> Compiler<'a> {
                         lang = lang.minus(o, self.config)?;
                     }
                 }
-                // Another branch that every value satisfies proves this one has no value.
-                let covered = kids.iter().enumerate().any(|(j, k)| j != i && accepts_every_value(k.schema));
+                // Another branch that every value of this one's kinds satisfies proves that
+                // this one has no value.
+                let covered = kids.iter().enumerate().any(|(j, k)| j != i && self.accepts_kinds(k, case_kinds, 0));
                 if had_values && lang.is_empty() && !covered && kids.len() <= MAX_PRECISE_BRANCHES {
                     if precise.is_none() {
                         self.common_names = common.clone();
@@ -199,6 +202,7 @@ impl<'a> Compiler<'a> {
             case.excluded |= K_ALL & !K_OBJECT;
             return self.compile(case);
         }
+        let kinds = self.kinds(&rest, false)? & !rest.excluded;
         let under = self.compile(rest.clone())?;
         let under = self.regular(&under)?.built(self.config)?;
         if under.is_empty() {
@@ -206,10 +210,12 @@ impl<'a> Compiler<'a> {
         }
         let over = self.over(Conj::of(vec![negated.clone()]))?;
         let mut lang = under.minus(&over, self.config)?;
-        if lang.is_empty() && !accepts_every_value(negated.schema) {
+        // Every value of the rest's kinds satisfying the negated schema proves there is none.
+        let covered = self.accepts_kinds(&negated, kinds, 0);
+        if lang.is_empty() && !covered {
             lang = self.minus_precise(&under, vec![Conj::of(vec![negated.clone()])]);
         }
-        if lang.is_empty() && !accepts_every_value(negated.schema) {
+        if lang.is_empty() && !covered {
             let ctx = negated.ctx.clone();
             self.emptied_by("not", &ctx, &under, vec![with(&rest, negated)]);
         }
@@ -230,6 +236,7 @@ impl<'a> Compiler<'a> {
                 rest
             }
         };
+        let no_kinds = self.kinds(&no, false)? & !no.excluded;
         let no = self.compile(no)?;
         let no = self.regular(&no)?.built(self.config)?;
         let no = if no.is_empty() {
@@ -237,10 +244,12 @@ impl<'a> Compiler<'a> {
         } else {
             let over = self.over(Conj::of(vec![cond.clone()]))?;
             let mut left = no.minus(&over, self.config)?;
-            if left.is_empty() && !accepts_every_value(cond.schema) {
+            // Every value of the else case's kinds passing the condition proves none fails it.
+            let covered = self.accepts_kinds(&cond, no_kinds, 0);
+            if left.is_empty() && !covered {
                 left = self.minus_precise(&no, vec![Conj::of(vec![cond.clone()])]);
             }
-            if left.is_empty() && !accepts_every_value(cond.schema) {
+            if left.is_empty() && !covered {
                 let ctx = cond.ctx.clone();
                 self.emptied_by("if", &ctx, &no, vec![passing]);
             }
@@ -251,6 +260,31 @@ impl<'a> Compiler<'a> {
 }
 
 impl<'a> Compiler<'a> {
+    /// Whether every value of the given kinds satisfies `item` (see
+    /// [`policy::accepts_every_value_of`]), following its references and `allOf` members.
+    fn accepts_kinds(&self, item: &Item<'a>, kinds: u8, depth: usize) -> bool {
+        const MAX_DEPTH: usize = 16;
+        let Some(map) = item.map() else { return policy::accepts_every_value_of(item.schema, kinds) };
+        if depth == MAX_DEPTH {
+            return false;
+        }
+        map.iter().all(|(k, v)| match k.as_str() {
+            "$ref" => v
+                .as_str()
+                .and_then(|r| self.resolver.resolve(r, &item.base, "$ref", &item.ctx).ok())
+                .is_some_and(|t| {
+                    let target = Item { schema: t.schema, ctx: item.ctx.clone(), base: Rc::from(t.base.as_str()), done: 0 };
+                    self.accepts_kinds(&target, kinds, depth + 1)
+                }),
+            "allOf" => v.as_array().is_some_and(|all| {
+                all.iter().enumerate().all(|(i, b)| {
+                    item.child(b, &format!("allOf/{i}"), &self.resolver).is_ok_and(|c| self.accepts_kinds(&c, kinds, depth + 1))
+                })
+            }),
+            k => policy::keyword_accepts_kinds(k, v, kinds),
+        })
+    }
+
     /// `before` (built) minus the precise over-languages of `subtracted`: tried only where the
     /// plain ones left no value, as they cost more to build. Empty when they cannot be built.
     fn minus_precise(&mut self, before: &Expr, subtracted: Vec<Conj<'a>>) -> Expr {

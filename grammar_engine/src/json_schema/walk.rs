@@ -41,7 +41,7 @@ use serde_json::{Map, Value};
 use super::arrays;
 use super::context::Ctx;
 use super::objects;
-use super::policy::{keyword_type, Reading};
+use super::policy::{accepts_every_value, keyword_type, Reading};
 use super::refs::Resolver;
 use super::split::with_done;
 use super::counted::Chunks;
@@ -423,6 +423,8 @@ impl<'a> Compiler<'a> {
             let map = match item.schema {
                 Value::Bool(true) => continue,
                 Value::Bool(false) => return Ok(Flat::Cut),
+                // `not` of a schema every value satisfies: no value satisfies this one.
+                Value::Object(m) if m.get("not").is_some_and(accepts_every_value) => return Ok(Flat::Cut),
                 Value::Object(m) => m,
                 other => {
                     return Err(item.ctx.invalid(format!(
