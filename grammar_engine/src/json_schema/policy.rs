@@ -19,7 +19,7 @@
 use serde_json::Value;
 
 use super::context::Dialect;
-use super::values::{JsonType, K_FRACTION, K_INTEGER};
+use super::values::{JsonType, K_ALL, K_FRACTION, K_INTEGER};
 
 /// How a schema's keywords are read when it names no dialect (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,13 +147,10 @@ pub(crate) fn is_validation_keyword(keyword: &str) -> bool {
     keyword_type(keyword).is_some() || IN_PLACE.contains(&keyword) || matches!(keyword, "type" | "enum" | "const")
 }
 
-/// Whether every value satisfies `schema` on its own: `true`, or annotations only.
+/// Whether every value satisfies `schema` on its own: `true`, or keywords that admit every
+/// value (annotations, a `type` naming every type).
 pub(crate) fn accepts_every_value(schema: &Value) -> bool {
-    match schema {
-        Value::Bool(b) => *b,
-        Value::Object(map) => !map.keys().any(|k| is_validation_keyword(k)),
-        _ => false,
-    }
+    accepts_every_value_of(schema, K_ALL)
 }
 
 /// Whether every value of the given kinds (`K_*` bits) satisfies `schema` on its own: `true`,
