@@ -18,8 +18,8 @@
 
 use serde_json::Value;
 
-use super::context::Dialect;
-use super::values::{JsonType, K_ALL, K_FRACTION, K_INTEGER};
+use super::context::{Ctx, Dialect};
+use super::values::{type_kinds, JsonType, K_ALL, K_FRACTION, K_INTEGER};
 
 /// How a schema's keywords are read when it names no dialect (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,12 +170,7 @@ pub(crate) fn keyword_accepts_kinds(k: &str, v: &Value, kinds: u8) -> bool {
     const K_NUMBERS: u8 = K_INTEGER | K_FRACTION;
     if k == "type" {
         let wanted = if kinds & K_NUMBERS != 0 { kinds | K_NUMBERS } else { kinds };
-        let names: Vec<&Value> = match v {
-            Value::Array(a) => a.iter().collect(),
-            other => vec![other],
-        };
-        let admitted = names.iter().filter_map(|n| n.as_str().and_then(JsonType::from_name)).fold(0, |acc, t| acc | t.kinds());
-        return admitted & wanted == wanted;
+        return type_kinds(v, &Ctx::root()).is_ok_and(|admitted| admitted & wanted == wanted);
     }
     match keyword_type(k) {
         Some(t) => t.kinds() & kinds == 0,
