@@ -17,12 +17,12 @@ serve: system-deps build
 	$(BIN)/onyx serve --host 127.0.0.1 --port 8000
 
 # Linux: OpenBLAS for MLX's CPU backend (loaded by onyx.cpu before MLX; GEMMs ~40x faster than with
-# the BLAS the mlx[cpu] wheel bundles) and a C compiler for its small BLAS shim. Nothing to do
-# on macOS.
+# the BLAS the mlx[cpu] wheel bundles), a C compiler for its small BLAS shim, and jemalloc (the
+# server and CLI start under it: onyx/cpu/malloc.py). Nothing to do on macOS.
 system-deps:
-	@if [ "$$(uname)" = Linux ] && ! [ -e /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 -o -e /usr/lib/aarch64-linux-gnu/openblas-pthread/libblas.so.3 ]; then \
+	@if [ "$$(uname)" = Linux ] && ! { [ -e /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 -o -e /usr/lib/aarch64-linux-gnu/openblas-pthread/libblas.so.3 ] && [ -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 -o -e /usr/lib/aarch64-linux-gnu/libjemalloc.so.2 ]; }; then \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libopenblas0-pthread gcc; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq libopenblas0-pthread gcc libjemalloc2; \
 	fi
 
 $(BIN)/python:

@@ -29,6 +29,9 @@ from typing import NoReturn
 from onyx.cli import chat, commands, grammar
 from onyx.cli.common import EXIT_OK, EXIT_USAGE, CliError
 
+# The subcommands that run a model: on Linux they start again under jemalloc (onyx.cpu.malloc).
+MODEL_COMMANDS = ("serve", "chat", "generate")
+
 SUBCOMMANDS = (grammar.add_validate, grammar.add_repair, commands.add_serve, chat.add_chat, commands.add_generate,
                commands.add_models, commands.add_bench)
 
@@ -48,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    if args.command in MODEL_COMMANDS and argv is None:  # the `onyx` command itself, not a caller's argv
+        from onyx.cpu.malloc import restart_with_fast_allocator
+
+        restart_with_fast_allocator()
     try:
         return args.func(args)
     except CliError as e:

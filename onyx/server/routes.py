@@ -40,6 +40,7 @@ import uuid
 from fastapi import APIRouter, Request
 
 from onyx import errors as E
+from onyx.cpu.malloc import allocator
 from onyx.grammar.repair import repair_for_schema
 from onyx.server import anthropic_messages, errors, openai_responses, responses, translate
 from onyx.server.config import REPAIR_DEADLINE_MS, REPAIR_MAX_COST, REPAIR_MAX_DEADLINE_MS
@@ -70,6 +71,7 @@ async def health(request: Request):
         "device": state.description["device"],
         "uptime_s": round(time.time() - state.started, 3),
         "rss_bytes": _rss_bytes(),
+        "allocator": allocator(),
         "mlx_memory": _mlx_memory(),
         "kv": kv,
         "used_blocks": kv.get("used_blocks"),

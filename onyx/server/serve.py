@@ -159,4 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m onyx.server", description="Serve a model over an "
                                 "OpenAI-compatible HTTP API with guaranteed structured output.")
     add_serve_arguments(p)
-    return serve(p.parse_args(argv))
+    args = p.parse_args(argv)
+    if argv is None:  # `python -m onyx.server` itself, not a caller's argv
+        from onyx.cpu.malloc import restart_with_fast_allocator
+
+        restart_with_fast_allocator()
+    return serve(args)

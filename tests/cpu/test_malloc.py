@@ -58,3 +58,43 @@ def test_a_users_malloc_arena_max_is_left_alone():
     # and then threads take arenas of their own, up to the user's cap
     applied, arenas = _run("4")
     assert applied == "False" and 1 < int(arenas) <= 4
+
+
+RESTART_PROBE = """
+import os, sys
+from onyx.cpu import malloc
+print("before", os.getpid(), malloc.allocator(), flush=True)
+malloc.restart_with_fast_allocator()
+print("after", os.getpid(), malloc.allocator(), malloc.limit_arenas(), sys.argv[1:])
+"""
+
+
+def _restart(env_extra: dict[str, str]) -> list[list[str]]:
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ONYX_MALLOC", "ONYX_MALLOC_RESTARTED")}
+    env.update(env_extra)
+    out = subprocess.run([sys.executable, "-c", RESTART_PROBE, "x", "--y"], capture_output=True, text=True,
+                         timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    return [line.split(" ", 2) for line in out.stdout.splitlines()]
+
+
+def test_a_model_process_starts_again_under_jemalloc_once_with_its_pid_and_arguments():
+    from onyx.cpu.malloc import fast_allocator_path
+
+    if fast_allocator_path() is None:
+        pytest.skip("jemalloc is not installed (make system-deps installs Debian's libjemalloc2)")
+    lines = _restart({})
+    # the first process prints "before" and is replaced; the restarted one prints both lines
+    assert [line[0] for line in lines] == ["before", "before", "after"], lines
+    (_, pid0, first), (_, pid1, second), (_, pid2, rest) = lines
+    assert pid0 == pid1 == pid2
+    assert (first, second) == ("system", "jemalloc")
+    allocator, arenas_capped, argv = rest.split(" ", 2)
+    assert allocator == "jemalloc" and arenas_capped == "False"  # no glibc arena cap under jemalloc
+    assert argv == "['x', '--y']"
+
+
+def test_onyx_malloc_system_keeps_glibcs_malloc():
+    lines = _restart({"ONYX_MALLOC": "system"})
+    assert [line[0] for line in lines] == ["before", "after"], lines
+    assert lines[1][2].split(" ")[0] == "system"

@@ -96,6 +96,12 @@ def test_health_shows_the_batch(server):
     assert isinstance(h["requests"]["queued"], int)
 
 
+def test_the_server_runs_under_jemalloc_where_it_is_installed(server):
+    from onyx.cpu.malloc import fast_allocator_path
+
+    assert health(server)["allocator"] == ("jemalloc" if fast_allocator_path() else "system")
+
+
 def test_the_served_context_is_the_servers_limit(server):
     assert health(server)["limits"]["context_length"] == CONTEXT
     prompt = [(1000 + 7 * j) % 40000 + 100 for j in range(CONTEXT - 8)]
