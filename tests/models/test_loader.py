@@ -103,6 +103,31 @@ def test_cpu_mlps_take_the_vectorised_swiglu_only_where_they_compute_it(name, sw
     assert mx.array_equal(mx.argmax(got, axis=-1), mx.argmax(want, axis=-1))
 
 
+@pytest.mark.parametrize("name,compiled", [("smollm2", True), ("gemma3", False)])
+def test_cpu_rms_norms_run_compiled_where_they_are_mlxs_own(name, compiled, request):
+    # SmolLM2's norms are nn.RMSNorm and run as one compiled kernel on the CPU; Gemma 3's
+    # (1 + weight) subclass keeps its own. The logits stay within float32 rounding.
+    from onyx.cpu.norm import takes_compiled_norm, use_compiled_norms
+
+    loaded = request.getfixturevalue(name)
+    norms = [m for _, m in loaded.model.named_modules() if "RMSNorm" in type(m).__name__]
+    switched = [takes_compiled_norm(m) for m in norms]
+    assert norms and all(s == (compiled and loaded.device == "cpu") for s in switched)
+    if not any(switched):
+        return
+    ids = mx.array(chat_ids(loaded, [{"role": "user", "content": "Name a color."}]))[None]
+    got = loaded.model(ids)
+    try:
+        for m in norms:
+            m.__class__ = nn.RMSNorm
+        want = loaded.model(ids)
+    finally:
+        switched_back = use_compiled_norms(loaded.model)  # (the fixture's model is shared)
+    assert switched_back == len(norms)
+    assert float(mx.abs(got - want).max().item()) < 1e-4 * float(mx.abs(want).max().item())
+    assert mx.array_equal(mx.argmax(got, axis=-1), mx.argmax(want, axis=-1))
+
+
 def test_greedy_generate_matches_recomputing_without_a_cache(smollm2):
     ids = chat_ids(smollm2, [{"role": "user", "content": "Name a color."}])
     fast = models.greedy_generate(smollm2, ids, 6, stop_at_eos=False)
