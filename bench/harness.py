@@ -119,10 +119,22 @@ def loadavg() -> list[float] | None:
 
 
 def machine_meta() -> dict:
-    """CPU count, platform string, Python version and the commit measured (`commit`: `git
-    describe --always --dirty` of this checkout, which bench/report.py cites)."""
+    """CPU count, platform string, Python version, the C allocator of this process (see
+    `start_like_a_server`) and the commit measured (`commit`: `git describe --always --dirty` of
+    this checkout, which bench/report.py cites)."""
+    from onyx.cpu.malloc import allocator
+
     return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-            "commit": checkout_commit()}
+            "allocator": allocator(), "commit": checkout_commit()}
+
+
+def start_like_a_server() -> None:
+    """For a bench that runs the model in its own process: restarts it under the allocator
+    Onyx's server and CLI run on (jemalloc on Linux where installed; `onyx.cpu.malloc`), so it
+    measures what they do. Call it first in `main`."""
+    from onyx.cpu.malloc import restart_with_fast_allocator
+
+    restart_with_fast_allocator()
 
 
 def checkout_commit() -> str | None:

@@ -161,6 +161,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-tokens", type=int, default=None)
     ap.add_argument("--rounds", type=int, default=None)
     a = ap.parse_args(argv)
+    if argv is None:  # run as a script
+        harness.start_like_a_server()
     run(a.quick, a.out, max_tokens=a.max_tokens, rounds=a.rounds)
     return 0
 

@@ -136,6 +136,7 @@ def products(quick: bool) -> list[dict]:
 
 def main() -> int:
     args = harness.arg_parser(__doc__, "fewer repetitions").parse_args()
+    harness.start_like_a_server()
     if blas.shim_library() is None:
         print("quant_bench: the BLAS shim is not loaded in this process (Linux with a C compiler only)")
         return 1
