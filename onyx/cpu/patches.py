@@ -1,8 +1,8 @@
 """The one place that adapts a loaded model to MLX's CPU backend.
 
 On the CPU, transcendental functions are scalar, every operation is dispatched on its own, and
-MLX only starts computing once a forward's whole graph is built. Four patches address that, each checked on the model it patches and each
-leaving the parameters where mlx-lm put them:
+MLX only starts computing once a forward's whole graph is built. Four patches address that, each
+checked on the model it patches and each leaving the parameters where mlx-lm put them:
 
 * `onyx.cpu.rope`: rotary embeddings read their angles from a table;
 * `onyx.cpu.exp`: the SwiGLU of every MLP that computes one uses a vectorised exp;
