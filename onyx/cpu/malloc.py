@@ -4,7 +4,7 @@ MLX's CPU backend allocates and frees several small objects for every operation 
 output array's description, the task, its buffers), a few thousand operations per decoded
 token. glibc's malloc spends several microseconds on each of them when two threads allocate
 and free in turn, so on a small model it is a large share of a step; jemalloc does the same
-work in a fraction of that (`bench/host_bench.py` reports which allocator a run used). A
+work in a fraction of that (every bench's results name the allocator it ran on). A
 process cannot change its allocator once it has started, so `restart_with_fast_allocator`
 starts the process again in place (`execve`, same pid and arguments) with jemalloc preloaded
 (`LD_PRELOAD`), when Debian's `libjemalloc2` is installed (`make system-deps` installs it).
