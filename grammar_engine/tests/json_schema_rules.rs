@@ -364,3 +364,68 @@ fn a_rule_too_large_for_one_automaton_keeps_its_largest_parts_as_calls() {
     assert!(g.check_text(br#"{"p39":{"m5":"second_38_5"}}"#).is_err(), "a value of another definition");
     assert!(g.check_text(full.replace("first_20_2", "first_20_3").as_bytes()).is_err());
 }
+
+#[test]
+fn a_recursion_through_a_wrapper_schema_nests_without_a_limit() {
+    // The recursive reference is a branch of an `anyOf` beside `type`, not a schema that is only
+    // a reference: the conjunction met again inside itself is the call.
+    let schema = json!({
+        "$defs": {
+            "node": {"type": "object", "properties": {
+                "name": {"type": "string", "maxLength": 3},
+                "kids": {"type": "array", "items": {"type": "object", "anyOf": [{"$ref": "#/$defs/node"}, {"$ref": "#/$defs/leaf"}]}}
+            }, "required": ["name"], "additionalProperties": false},
+            "leaf": {"type": "object", "properties": {"value": {"type": "integer"}}, "required": ["value"], "additionalProperties": false}
+        },
+        "$ref": "#/$defs/node"
+    });
+    let opts = JsonSchemaOptions { allow_restriction: false, ..JsonSchemaOptions::default() };
+    let g = Grammar::from_json_schema(vocab(), &schema, &opts, &GrammarConfig::default()).unwrap_or_else(|e| panic!("not exact: {e}"));
+    assert!(g.is_pushdown());
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    let mut chain = r#"{"name":"x","kids":[{"value":7}]}"#.to_string();
+    for _ in 0..12 {
+        chain = format!(r#"{{"name":"y","kids":[{chain},{{"value":1}}]}}"#);
+    }
+    assert_eq!(g.check_text(chain.as_bytes()), Ok(()));
+    let bad = chain.replacen(r#"{"value":7}"#, r#"{"value":"7"}"#, 1);
+    assert!(g.check_text(bad.as_bytes()).is_err(), "a leaf of the wrong type, twelve levels down");
+    assert!(g.check_text(chain.replacen(r#""name":"x""#, r#""nom":"x""#, 1).as_bytes()).is_err());
+}
+
+#[test]
+fn a_large_object_that_calls_a_recursive_rule_is_a_rule_of_its_own() {
+    // `person` (thirty optional members) reaches `photo`, which reaches `person` again through
+    // `credits`, whose members match both `properties` and `patternProperties`: each such member
+    // is a conjunction compiled in place, with calls inside. Inlined into `credits` they make
+    // one automaton far past a low state limit; as rules of their own they fit, exactly.
+    let mut members = serde_json::Map::new();
+    for i in 0..30 {
+        members.insert(format!("field_{i}"), json!({"type": "string"}));
+    }
+    members.insert("photo".into(), json!({"$ref": "#/$defs/photo"}));
+    let people = json!({"type": "array", "items": {"type": "object", "anyOf": [{"$ref": "#/$defs/person"}, {"$ref": "#/$defs/ref"}]}});
+    let schema = json!({
+        "$defs": {
+            "person": {"type": "object", "properties": members, "required": ["field_0"], "additionalProperties": false},
+            "ref": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"], "additionalProperties": false},
+            "credits": {"type": "object", "properties": {"by": people.clone(), "photos_by": people.clone()},
+                        "patternProperties": {"^[a-z_]*": people}},
+            "photo": {"type": "object", "properties": {"url": {"type": "string"}, "credits": {"$ref": "#/$defs/credits"}},
+                      "additionalProperties": false}
+        },
+        "$ref": "#/$defs/photo"
+    });
+    let mut config = GrammarConfig::default();
+    config.dfa.max_states = 4_000;
+    let opts = JsonSchemaOptions { allow_restriction: false, ..JsonSchemaOptions::default() };
+    let g = Grammar::from_json_schema(vocab(), &schema, &opts, &config).unwrap_or_else(|e| panic!("not exact: {e}"));
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    let mut photo = r#"{"url":"u"}"#.to_string();
+    for _ in 0..6 {
+        photo = format!(r#"{{"url":"u","credits":{{"by":[{{"field_0":"a","field_29":"z","photo":{photo}}},{{"id":"r"}}],"others":[]}}}}"#);
+    }
+    assert_eq!(g.check_text(photo.as_bytes()), Ok(()));
+    assert!(g.check_text(photo.replacen(r#""field_0":"a","#, "", 1).as_bytes()).is_err(), "a person without field_0");
+    assert!(g.check_text(photo.replacen(r#""others":[]"#, r#""others":[1]"#, 1).as_bytes()).is_err(), "a number for a person");
+}

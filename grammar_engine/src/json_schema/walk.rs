@@ -25,8 +25,10 @@
 //! Recursion: with rules on ([`Compiler::rules`]), a `$ref` to a target already being compiled
 //! higher up, in a schema that is nothing but that reference, is a call of a rule whose body is
 //! the target's language (compiled once, after the walk: [`Compiler::finish_rules`]), so a
-//! recursive schema nests without a depth limit and the grammar is a pushdown one. Otherwise
-//! (rules off, a reference beside other keywords, or in an over-language), a `$ref` target
+//! recursive schema nests without a depth limit and the grammar is a pushdown one. So is a
+//! conjunction met again while it is being compiled (the recursion runs through an `anyOf`
+//! branch beside `type`, an `allOf` member, ...): the inner one is a call of the outer one's
+//! rule ([`Compiler::compile_flat`]). Otherwise (rules off, or in an over-language), a `$ref` target
 //! entered more than `max_recursion_depth` times along the current path compiles to the empty
 //! language, so the deepest level admits only the non-recursive alternatives (an optional
 //! property is left out, an array stays empty, an `anyOf` branch drops). When nothing finite
@@ -184,6 +186,9 @@ pub(crate) struct Compiler<'a> {
     pub(super) precise_tries: usize,
     /// Units called as rules of their own, by the same keys (see `Compiler::called_each`).
     unit_rules: HashMap<String, Expr>,
+    /// The conjunctions being compiled on the current path (when rules are on), each with the
+    /// rule declared once the walk met it again inside itself (see `Compiler::compile_flat`).
+    open_conjs: HashMap<ConjKey, Option<RuleId>>,
     /// The lowest bound a `maxLength` was lowered to (see `lowered`), and the string
     /// languages built with a lowered bound, by leaf key.
     lowered: Option<u64>,
@@ -226,6 +231,7 @@ impl<'a> Compiler<'a> {
             any_rule: None,
             chunks: HashMap::new(),
             unit_rules: HashMap::new(),
+            open_conjs: HashMap::new(),
             precise_over: false,
             precise_tries: 0,
             lowered: None,
@@ -271,9 +277,11 @@ impl<'a> Compiler<'a> {
     /// are on): the conjunction's cache hands the same call to every place it occurs, and the
     /// rule set later inlines it again unless it is large and shared (see `crate::pushdown`),
     /// so a definition referenced from many places is one automaton, not one copy per place.
+    /// A language that calls other rules qualifies too: a large object that reaches a
+    /// recursive definition is then one rule beside it, not a part of every caller's automaton.
     fn as_rule(&mut self, lang: Expr, path: &str) -> Expr {
         const RULE_MIN_ESTIMATE: u64 = 1_000;
-        if self.prune_depth.is_some() || lang.has_calls() {
+        if self.prune_depth.is_some() {
             return lang;
         }
         let Some(builder) = self.rules.as_mut() else { return lang };
@@ -519,6 +527,34 @@ impl<'a> Compiler<'a> {
         if let Some(hit) = key.as_ref().and_then(|k| self.cache.get(k)) {
             return Ok(hit.clone());
         }
+        // A conjunction met again inside itself (a recursion through wrappers a lone `$ref` does
+        // not catch: `{"type": "object", "anyOf": [{"$ref": ...}]}`): a call of its rule.
+        let recursive_key = key.clone().filter(|_| self.prune_depth.is_none());
+        if let (Some(k), Some(rules)) = (&recursive_key, self.rules.as_mut()) {
+            if let Some(open) = self.open_conjs.get_mut(k) {
+                let path = conj.items.first().map(|i| i.ctx.path.as_str()).unwrap_or("#");
+                let rule = *open.get_or_insert_with(|| rules.declare(path));
+                return Ok(Expr::Call(rule));
+            }
+            self.open_conjs.insert(k.clone(), None);
+            let result = self.compile_flat_open(conj, key.clone());
+            let Some(rule) = self.open_conjs.remove(k).flatten() else { return result };
+            // On an error, calls made inside may be cached: they call a rule of no string.
+            let body = result.as_ref().map_or(Expr::Empty, Expr::clone);
+            if let Some(rules) = self.rules.as_mut() {
+                rules.define(rule, body);
+            }
+            let call = Expr::Call(rule);
+            if result.is_ok() {
+                self.cache.insert(k.clone(), call.clone());
+            }
+            return result.map(|_| call);
+        }
+        self.compile_flat_open(conj, key)
+    }
+
+    /// [`Compiler::compile_flat`] past the cache and the recursion check.
+    fn compile_flat_open(&mut self, conj: Conj<'a>, key: Option<ConjKey>) -> Result<Expr> {
         // A result that cut a recursion depends on how deep in each reference the walk is.
         let deep_key = key.as_ref().map(|k| {
             let mut depths: Vec<(usize, u32)> = self.active.iter().filter(|(_, &n)| n > 0).map(|(&t, &n)| (t as usize, n)).collect();
