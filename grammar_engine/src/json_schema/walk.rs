@@ -28,8 +28,9 @@
 //! recursive schema nests without a depth limit and the grammar is a pushdown one. So is a
 //! conjunction met again while it is being compiled (the recursion runs through an `anyOf`
 //! branch beside `type`, an `allOf` member, ...): the inner one is a call of the outer one's
-//! rule ([`Compiler::compile_flat`]). Otherwise (rules off, or in an over-language), a `$ref` target
-//! entered more than `max_recursion_depth` times along the current path compiles to the empty
+//! rule ([`Compiler::compile_flat`]). Otherwise (rules off, in an over-language, or a
+//! conjunction that carries names its object forbids or requires), a `$ref` target entered
+//! more than `max_recursion_depth` times along the current path compiles to the empty
 //! language, so the deepest level admits only the non-recursive alternatives (an optional
 //! property is left out, an array stays empty, an `anyOf` branch drops). When nothing finite
 //! is left the schema is refused.
