@@ -429,3 +429,30 @@ fn a_large_object_that_calls_a_recursive_rule_is_a_rule_of_its_own() {
     assert!(g.check_text(photo.replacen(r#""field_0":"a","#, "", 1).as_bytes()).is_err(), "a person without field_0");
     assert!(g.check_text(photo.replacen(r#""others":[]"#, r#""others":[1]"#, 1).as_bytes()).is_err(), "a number for a person");
 }
+
+#[test]
+fn recursion_unrolled_where_cases_are_told_apart_is_told() {
+    // Both branches overlap (an object may hold `kids` and `leaf`), so they are kept apart by a
+    // difference, and one of them contains the recursion: the schema is compiled as one DFA,
+    // its recursion unrolled. That is a restriction, and the grammar says so.
+    let schema = json!({
+        "$defs": {"node": {"oneOf": [
+            {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}, "meta": {}},
+             "required": ["kids"]},
+            {"type": "object", "properties": {"leaf": {"type": "integer"}, "kids": {"type": "array", "maxItems": 0}},
+             "required": ["leaf"], "additionalProperties": false}
+        ]}},
+        "$ref": "#/$defs/node"
+    });
+    let g = grammar(&schema);
+    assert!(!g.is_pushdown());
+    let told = g.restriction().unwrap_or_else(|| panic!("an unrolled recursion told as exact"));
+    assert!(told.contains("recursion through #/$defs/node unrolled"), "{told}");
+    assert!(told.contains("values the schema leaves open nested at most"), "{told}");
+    for text in [r#"{"kids":[]}"#, r#"{"kids":[{"kids":[]},{"kids":[]}]}"#, r#"{"leaf":2}"#] {
+        assert_eq!(g.check_text(text.as_bytes()), Ok(()), "{text}");
+    }
+    assert!(g.check_text(br#"{"kids":[],"leaf":1}"#).is_err(), "in both branches");
+    let opts = JsonSchemaOptions { allow_restriction: false, ..JsonSchemaOptions::default() };
+    assert!(Grammar::from_json_schema(vocab(), &schema, &opts, &GrammarConfig::default()).is_err(), "exact only was asked for");
+}

@@ -383,6 +383,7 @@ impl<'a> Compiler<'a> {
                 }
                 return Expr::Call(rule);
             }
+            self.note(format!("values the schema leaves open nested at most {depth} levels"));
         }
         any_value_expr(depth, &self.ws, self.config)
     }
@@ -414,6 +415,7 @@ impl<'a> Compiler<'a> {
             // like a recursion cut; the enclosing optional property, array or branch drops.
             Err(e) if too_deep(&e) => {
                 self.cuts += 1;
+                self.note(format!("subschemas nested too deep at {} left out", ctx.path));
                 Ok(Expr::Empty)
             }
             other => other,
@@ -482,6 +484,7 @@ impl<'a> Compiler<'a> {
                             continue;
                         }
                         self.cuts += 1;
+                        self.note(format!("recursion through {} unrolled {count} levels, deeper values left out", target.path));
                         return Ok(Flat::Cut);
                     }
                     *self.active.entry(address).or_insert(0) += 1;
