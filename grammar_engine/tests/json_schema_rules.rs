@@ -456,3 +456,21 @@ fn recursion_unrolled_where_cases_are_told_apart_is_told() {
     let opts = JsonSchemaOptions { allow_restriction: false, ..JsonSchemaOptions::default() };
     assert!(Grammar::from_json_schema(vocab(), &schema, &opts, &GrammarConfig::default()).is_err(), "exact only was asked for");
 }
+
+#[test]
+fn a_member_nested_in_one_branch_does_not_count_as_another_branch_member() {
+    // The second branch's `leaf` is a member of the value itself; a `leaf` inside the first
+    // branch's array elements must not make the first branch's values match the second.
+    let schema = json!({"oneOf": [
+        {"type": "object", "properties": {"kids": {"type": "array", "items": {
+            "type": "object", "properties": {"leaf": {"type": "integer"}}}}}, "required": ["kids"]},
+        {"type": "object", "properties": {"leaf": {"type": "integer"}}, "required": ["leaf"],
+         "additionalProperties": false}
+    ]});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    for ok in [r#"{"kids":[{"leaf":1}]}"#, r#"{"kids":[{"leaf":1},{}]}"#, r#"{"leaf":1}"#, r#"{"kids":[]}"#] {
+        assert!(g.check_text(ok.as_bytes()).is_ok(), "{ok} refused");
+    }
+    assert!(g.check_text(br#"{"leaf":"x"}"#).is_err());
+}
