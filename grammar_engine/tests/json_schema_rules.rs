@@ -474,3 +474,55 @@ fn a_member_nested_in_one_branch_does_not_count_as_another_branch_member() {
     }
     assert!(g.check_text(br#"{"leaf":"x"}"#).is_err());
 }
+
+#[test]
+fn a_long_max_length_beside_a_pattern_of_one_run_is_exact_at_its_bounds() {
+    let quoted = |s: &str| serde_json::to_string(s).unwrap();
+    // A head of several lengths, then a run of one class.
+    let schema = json!({"type": "string", "maxLength": 32_767,
+        "pattern": "^data:image/(jpg|jpeg|png|svg\\+xml);base64,[0-9a-zA-Z+/=]*$"});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    for head in ["data:image/jpg;base64,", "data:image/svg+xml;base64,"] {
+        for n in [0usize, 1, 63, 64, 65, 1_000, 32_767 - head.len(), 32_768 - head.len()] {
+            let text = quoted(&format!("{head}{}", "A".repeat(n)));
+            assert_eq!(g.check_text(text.as_bytes()).is_ok(), head.len() + n <= 32_767, "{head} and {n} characters");
+        }
+    }
+    assert!(g.check_text(quoted("data:image/gif;base64,AA").as_bytes()).is_err());
+    assert!(g.check_text(quoted("data:image/png;base64,A-A").as_bytes()).is_err());
+    // A run of any character (escaped ones count one each), with minLength.
+    let schema = json!({"type": "string", "minLength": 10, "maxLength": 20_000, "pattern": "^https?://.+$"});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    for (rest, ok) in [(2, false), (3, true), (19_992, true), (19_993, true), (19_994, false)] {
+        let text: String = (0..rest).map(|i| ['"', 'x', '\\', '~'][i % 4]).collect();
+        let text = quoted(&format!("http://{text}"));
+        assert_eq!(g.check_text(text.as_bytes()).is_ok(), ok, "http:// and {rest} characters");
+    }
+    assert!(g.check_text(quoted("https://").as_bytes()).is_err());
+    // An unanchored end: the head, then any characters.
+    let schema = json!({"type": "string", "maxLength": 20_000, "pattern": "^ab"});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    for (n, ok) in [(0usize, true), (19_998, true), (19_999, false)] {
+        assert_eq!(g.check_text(quoted(&format!("ab{}", "\\".repeat(n))).as_bytes()).is_ok(), ok, "ab and {n} characters");
+    }
+    assert!(g.check_text(quoted("ba").as_bytes()).is_err());
+    // A tail after the run, and a tail after any characters.
+    let schema = json!({"type": "string", "maxLength": 20_000, "pattern": "^[a-z_]+\\.ya?ml$"});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    for (name, ok) in [("a.yml", true), ("a.yaml", true), (".yml", false), ("a.json", false), ("A.yml", false)] {
+        assert_eq!(g.check_text(quoted(name).as_bytes()).is_ok(), ok, "{name}");
+    }
+    for (n, tail, ok) in [(19_996usize, ".yml", true), (19_996, ".yaml", false), (19_995, ".yaml", true)] {
+        assert_eq!(g.check_text(quoted(&format!("{}{tail}", "x".repeat(n))).as_bytes()).is_ok(), ok, "{n} and {tail}");
+    }
+    let schema = json!({"type": "string", "maxLength": 20_000, "pattern": "\\.ya?ml$"});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    for (n, tail, ok) in [(0usize, ".yml", true), (19_996, ".yml", true), (19_996, ".yaml", false), (5, ".json", false)] {
+        assert_eq!(g.check_text(quoted(&format!("{}{tail}", "\"".repeat(n))).as_bytes()).is_ok(), ok, "{n} and {tail}");
+    }
+}

@@ -75,6 +75,84 @@ pub(crate) fn search_language(node: &Node, ctx: &Ctx, config: &DfaConfig) -> Res
     Ok(Expr::union(parts))
 }
 
+/// A pattern whose matching strings are a finite head, a run of one character class and a
+/// finite tail: `^X C{min,max} Y$` as written (`^https?://[^ ]+$`, `^[a-z]+\.json$`), or a
+/// finite `^X` or `Y$` with any characters after or before it. Regexes are over canonical
+/// text; lengths count characters.
+pub(crate) struct Run {
+    /// The regexes of the head and the tail.
+    pub head: String,
+    pub tail: String,
+    /// The shortest and longest head, and tail.
+    pub head_lengths: (u64, u64),
+    pub tail_lengths: (u64, u64),
+    /// The regex of one character of the run.
+    pub char: String,
+    /// Least and most characters in the run.
+    pub min: u64,
+    pub max: Option<u64>,
+}
+
+/// `node` in the form of a [`Run`], when it has that form and asserts nothing but its edge
+/// anchors.
+pub(crate) fn run_of(node: &Node, ctx: &Ctx) -> Option<Run> {
+    if matches!(node, Node::Alt(_)) {
+        return None;
+    }
+    let split = Split::of(node, ctx).ok()?;
+    if !split.lookarounds.is_empty() || split.body.iter().any(|n| pattern::has_assertions(n)) {
+        return None;
+    }
+    let body = &split.body[..];
+    let any = || (CANONICAL_CHAR.to_string(), 0, None);
+    let (head, (char, min, max), tail) = match (split.anchored_start, split.anchored_end) {
+        (true, true) => {
+            let at = body.iter().position(|n| char_lengths(n).is_none())?;
+            let Node::Repeat(inner, min, max) = body[at] else { return None };
+            let Node::Set(set) = inner.as_ref() else { return None };
+            (&body[..at], (canonical::set_regex(set), u64::from(*min), max.map(u64::from)), &body[at + 1..])
+        }
+        (true, false) => (body, any(), &body[..0]),
+        (false, true) => (&body[..0], any(), body),
+        (false, false) => return None,
+    };
+    let lengths = |part: &[&Node]| {
+        part.iter().try_fold((0u64, 0u64), |(a, b), n| {
+            let (x, y) = char_lengths(n)?;
+            Some((a.saturating_add(x), b.saturating_add(y)))
+        })
+    };
+    let (head_lengths, tail_lengths) = (lengths(head)?, lengths(tail)?);
+    let text = |part: &[&Node]| {
+        let mut text = String::new();
+        part.iter().for_each(|n| encode(n, &mut text));
+        text
+    };
+    Some(Run { head: text(head), tail: text(tail), head_lengths, tail_lengths, char, min, max })
+}
+
+/// The shortest and longest texts `node` matches, in characters; `None` when it has no
+/// longest (or matches nothing).
+fn char_lengths(node: &Node) -> Option<(u64, u64)> {
+    match node {
+        Node::Empty | Node::Look(_) => Some((0, 0)),
+        Node::Set(_) => Some((1, 1)),
+        Node::Concat(v) => v.iter().try_fold((0u64, 0u64), |(a, b), n| {
+            let (x, y) = char_lengths(n)?;
+            Some((a.saturating_add(x), b.saturating_add(y)))
+        }),
+        Node::Alt(v) => v.iter().map(char_lengths).try_fold(None, |acc: Option<(u64, u64)>, r| {
+            let (x, y) = r?;
+            Some(Some(acc.map_or((x, y), |(a, b)| (a.min(x), b.max(y)))))
+        })?,
+        Node::Repeat(n, min, Some(max)) => {
+            let (a, b) = char_lengths(n)?;
+            Some((a.saturating_mul(u64::from(*min)), b.saturating_mul(u64::from(*max))))
+        }
+        Node::Repeat(_, _, None) | Node::Around(..) => None,
+    }
+}
+
 /// The regex of any of `bodies` (encoded regex text), padded with "any canonical characters"
 /// on each side that is not anchored.
 fn plain_regex(anchored_start: bool, anchored_end: bool, bodies: &[String]) -> Expr {

@@ -7,7 +7,10 @@ use super::super::context::Dialect;
 use super::super::counted::{self, Chunks};
 use super::super::numbers::{number_expr, number_superset, NumberFacts};
 use super::super::policy::Reading;
+use super::super::canonical::CANONICAL_CHAR;
+use super::super::pattern;
 use super::super::respell;
+use super::super::search;
 use super::super::strings::{string_value_expr_noting, StringFacts};
 use super::{Compiler, Conj, LENIENT_MAX_LENGTH};
 use crate::automata::{DfaConfig, Expr};
@@ -130,6 +133,13 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
+        if !lenient && facts.patterns.len() == 1 && facts.formats.is_empty() {
+            if let Some(max) = facts.max_length {
+                if let Some(e) = self.long_pattern_string(&facts, max)? {
+                    return Ok(e);
+                }
+            }
+        }
         if lenient {
             facts.formats.clear();
             // A superset: a bound too long to count is dropped.
@@ -162,6 +172,68 @@ impl<'a> Compiler<'a> {
         }
         self.leaves.insert(key, e.clone());
         Ok(e)
+    }
+
+    /// The strings of one pattern that is a head, a run of one class and a tail (see
+    /// `search::Run`) under a long `maxLength`: an alternative per head and tail length, each
+    /// with its run counted in chunk rules. `None` when the pattern has another form, or its
+    /// heads and tails have too many lengths, or nothing is long enough for chunks.
+    fn long_pattern_string(&mut self, facts: &StringFacts, max: u64) -> Result<Option<Expr>> {
+        /// Most (head length, tail length) pairs taken apart.
+        const MAX_PAIRS: u64 = 32;
+        if self.rules.is_none() {
+            return Ok(None);
+        }
+        let key = format!("long pattern string {}", facts.key());
+        if let Some(e) = self.leaves.get(&key) {
+            return Ok(Some(e.clone()));
+        }
+        let (p, ctx) = &facts.patterns[0];
+        let Some(form) = pattern::parse(p).ok().and_then(|node| search::run_of(&node, ctx)) else {
+            return Ok(None);
+        };
+        let ((h0, h1), (t0, t1)) = (form.head_lengths, form.tail_lengths);
+        if h0 + t0 > max || (h1 - h0 + 1).saturating_mul(t1 - t0 + 1) > MAX_PAIRS {
+            return Ok(None);
+        }
+        let run = |fixed: u64| {
+            let lo = form.min.max(facts.min_length.saturating_sub(fixed));
+            let hi = form.max.map_or(max - fixed, |m| m.min(max - fixed));
+            (lo, hi)
+        };
+        let Some(unit) = spelled(&Expr::regex(form.char.clone()), self.config)? else { return Ok(None) };
+        let (lo, hi) = run(h0 + t0);
+        if !counted::is_long(&unit, lo, hi) {
+            return Ok(None);
+        }
+        let config = self.config;
+        let of_length = |regex: &str, length: u64| {
+            let exactly = Expr::regex(format!("(?:{CANONICAL_CHAR}){{{length}}}"));
+            spelled(&Expr::regex(regex.to_string()).and(&exactly, config)?, config)
+        };
+        let chunk_key = format!("a string's character in {}", form.char);
+        let mut alternatives = Vec::new();
+        for h in h0..=h1 {
+            let Some(head) = of_length(&form.head, h)? else { continue };
+            for t in t0..=t1 {
+                let (lo, hi) = run(h + t);
+                if h + t > max || lo > hi {
+                    continue;
+                }
+                let Some(tail) = of_length(&form.tail, t)? else { continue };
+                let body = match self.chunked(&chunk_key, &unit, lo, hi) {
+                    Some(b) => b,
+                    None => Expr::repeat(unit.clone(), counted::count(lo), Some(counted::count(hi))),
+                };
+                alternatives.push(Expr::concat(vec![head.clone(), body, tail]));
+            }
+        }
+        let e = match alternatives.is_empty() {
+            true => Expr::Empty,
+            false => Expr::concat(vec![Expr::literal("\""), Expr::union(alternatives), Expr::literal("\"")]),
+        };
+        self.leaves.insert(key, e.clone());
+        Ok(Some(e))
     }
 
     /// Notes that a `maxLength` was lowered to `to` because counting it did not fit.
@@ -217,5 +289,16 @@ impl<'a> Compiler<'a> {
     /// to because counting it did not fit (see `strings`), and the notes.
     pub(crate) fn taken(&self) -> Taken {
         Taken { lowered: self.lowered, notes: self.notes.clone() }
+    }
+}
+
+/// `canonical` (strings' encoded texts, one spelling each) in every spelling; `None` when it
+/// is empty. Too many spellings to build keep the canonical ones: the same values.
+fn spelled(canonical: &Expr, config: &DfaConfig) -> Result<Option<Expr>> {
+    let Some(dfa) = canonical.to_dfa(config)? else { return Ok(None) };
+    match respell::respell(&dfa, config) {
+        Ok(d) => Ok(d.map(|d| Expr::Dfa(std::rc::Rc::new(d)))),
+        Err(GrammarError::TooLarge { .. }) => Ok(Some(Expr::Dfa(std::rc::Rc::new(dfa)))),
+        Err(e) => Err(e),
     }
 }
