@@ -432,13 +432,14 @@ fn a_large_object_that_calls_a_recursive_rule_is_a_rule_of_its_own() {
 
 #[test]
 fn recursion_unrolled_where_cases_are_told_apart_is_told() {
-    // Both branches overlap (an object may hold `kids` and `leaf`), so they are kept apart by a
-    // difference, and one of them contains the recursion: the schema is compiled as one DFA,
-    // its recursion unrolled. That is a restriction, and the grammar says so.
+    // Both branches overlap (an object may hold `kids` and `leaf`, and the first branch writes
+    // both), so they are kept apart by a difference, and one of them contains the recursion:
+    // the schema is compiled as one DFA, its recursion unrolled. That is a restriction, and the
+    // grammar says so.
     let schema = json!({
         "$defs": {"node": {"oneOf": [
-            {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}, "meta": {}},
-             "required": ["kids"]},
+            {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}, "meta": {},
+             "leaf": {"type": "integer"}}, "required": ["kids"]},
             {"type": "object", "properties": {"leaf": {"type": "integer"}, "kids": {"type": "array", "maxItems": 0}},
              "required": ["leaf"], "additionalProperties": false}
         ]}},
@@ -524,5 +525,62 @@ fn a_long_max_length_beside_a_pattern_of_one_run_is_exact_at_its_bounds() {
     assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
     for (n, tail, ok) in [(0usize, ".yml", true), (19_996, ".yml", true), (19_996, ".yaml", false), (5, ".json", false)] {
         assert_eq!(g.check_text(quoted(&format!("{}{tail}", "\"".repeat(n))).as_bytes()).is_ok(), ok, "{n} and {tail}");
+    }
+}
+
+/// `{"a": …}` nested `depth` levels around `inner`.
+fn nested_a(depth: usize, inner: &str) -> String {
+    (0..depth).fold(inner.to_string(), |acc, _| format!(r#"{{"a":{acc}}}"#))
+}
+
+#[test]
+fn a_recursive_case_that_never_writes_a_name_the_other_side_requires_keeps_its_recursion() {
+    // oneOf: the first branch writes only `a` (its objects are open, so the schemas overlap,
+    // but the compact output never writes `b` beside `a`).
+    let schema = json!({"oneOf": [
+        {"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]},
+        {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]}
+    ]});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    for depth in [0, 1, 3, 20] {
+        let text = nested_a(depth, r#"{"b":7}"#);
+        assert!(g.check_text(text.as_bytes()).is_ok(), "{text} refused");
+    }
+    for bad in [r#"{"a":{"b":1},"b":2}"#, r#"{"a":1}"#, r#"{"a":{}}"#] {
+        assert!(g.check_text(bad.as_bytes()).is_err(), "{bad} accepted");
+    }
+    // not, and the else case of if: the name the negated schema or the condition requires is
+    // never written.
+    let schema = json!({"type": "object", "properties": {"a": {"$ref": "#"}, "c": {"type": "integer"}},
+        "not": {"required": ["b"], "properties": {"b": {"const": 1}}}});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    assert!(g.check_text(nested_a(20, r#"{"c":1}"#).as_bytes()).is_ok());
+    let schema = json!({"type": "object", "properties": {"a": {"$ref": "#"}},
+        "if": {"required": ["b"], "properties": {"b": {"const": 1}}}, "then": {"required": ["z"]}, "else": {"maxProperties": 1}});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    assert!(g.check_text(nested_a(20, "{}").as_bytes()).is_ok());
+}
+
+#[test]
+fn a_recursive_case_that_may_write_the_other_side_names_stays_told() {
+    // The first branch declares `b` too, or invites any `x…` name: not proven apart, so the
+    // difference still needs the recursion unrolled, and the restriction says so.
+    for extra in [json!({"properties": {"b": {"type": "integer"}}}), json!({"patternProperties": {"^x": {"type": "integer"}}})] {
+        let mut first = json!({"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]});
+        for (k, v) in extra.as_object().unwrap() {
+            match k.as_str() {
+                "properties" => {
+                    first["properties"]["b"] = v["b"].clone();
+                }
+                _ => first[k] = v.clone(),
+            }
+        }
+        let schema = json!({"oneOf": [first, {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]}]});
+        let g = grammar(&schema);
+        assert!(g.restriction().is_some(), "{schema}: not restricted");
+        assert!(g.check_text(br#"{"a":{"b":1},"b":2}"#).is_err());
     }
 }

@@ -47,6 +47,7 @@ use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 use crate::pushdown::Compiled;
 
+mod apart;
 mod arrays;
 mod canonical;
 mod context;

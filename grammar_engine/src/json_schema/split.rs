@@ -153,11 +153,23 @@ impl<'a> Compiler<'a> {
         // The branches' precise over-languages, built when a branch first needs them (`None`
         // inside: they could not be).
         let mut precise: Option<Option<Vec<Expr>>> = None;
+        // The names each branch's objects must hold, when a branch that calls rules needs them.
+        let mut required: Vec<HashSet<String>> = Vec::new();
         let mut parts = Vec::new();
         for (i, k) in kids.iter().enumerate() {
             let case = self.with_item(&rest, k.clone())?;
             let case_kinds = self.kinds(&case, false)? & !case.excluded;
             let mut lang = self.compile(case)?;
+            if !disjoint && lang.has_calls() {
+                if required.is_empty() {
+                    required = kids.iter().map(|k| self.names_required(Conj::of(vec![k.clone()]))).collect();
+                }
+                let others: Vec<&HashSet<String>> = required.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, r)| r).collect();
+                if self.proven_apart(&lang, &others)? {
+                    parts.push(lang);
+                    continue;
+                }
+            }
             if !disjoint && !lang.is_empty() {
                 // Built once: subtracted from by every other branch.
                 lang = self.regular(&lang)?.built(self.config)?;
@@ -204,6 +216,12 @@ impl<'a> Compiler<'a> {
         }
         let kinds = self.kinds(&rest, false)? & !rest.excluded;
         let under = self.compile(rest.clone())?;
+        if under.has_calls() {
+            let names = self.names_required(Conj::of(vec![negated.clone()]));
+            if self.proven_apart(&under, &[&names])? {
+                return Ok(under);
+            }
+        }
         let under = self.regular(&under)?.built(self.config)?;
         if under.is_empty() {
             return Ok(under);
@@ -238,6 +256,12 @@ impl<'a> Compiler<'a> {
         };
         let no_kinds = self.kinds(&no, false)? & !no.excluded;
         let no = self.compile(no)?;
+        if no.has_calls() {
+            let names = self.names_required(Conj::of(vec![cond.clone()]));
+            if self.proven_apart(&no, &[&names])? {
+                return Ok(Expr::union(vec![yes, no]));
+            }
+        }
         let no = self.regular(&no)?.built(self.config)?;
         let no = if no.is_empty() {
             no
