@@ -584,3 +584,29 @@ fn a_recursive_case_that_may_write_the_other_side_names_stays_told() {
         assert!(g.check_text(br#"{"a":{"b":1},"b":2}"#).is_err());
     }
 }
+
+#[test]
+fn a_recursion_seen_again_only_a_level_deeper_is_still_a_call() {
+    // JSON-LD's shape: the root is `allOf` of two definitions, so a member named in one is
+    // also an extra member of the other, and the conjunction that recurs first shows up two
+    // levels down.
+    let schema = json!({
+        "definitions": {
+            "graph": {"properties": {"@graph": {"anyOf": [
+                {"type": "array", "items": {"$ref": "#/definitions/common"}},
+                {"type": "object", "$ref": "#/definitions/common"}
+            ]}}},
+            "common": {"properties": {"@id": {"type": "string"}},
+                       "additionalProperties": {"anyOf": [{"$ref": "#/definitions/common"}]}}
+        },
+        "type": "object",
+        "allOf": [{"$ref": "#/definitions/graph"}, {"$ref": "#/definitions/common"}]
+    });
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
+    let deep = (0..12).fold(r#"{"@id":"x"}"#.to_string(), |acc, _| format!(r#"{{"k":{acc}}}"#));
+    for text in [format!(r#"{{"@graph":{deep}}}"#), format!(r#"{{"@graph":[{deep}]}}"#), deep.clone()] {
+        assert!(g.check_text(text.as_bytes()).is_ok(), "{text} refused");
+    }
+    assert!(g.check_text(br#"{"@graph":{"@id":1}}"#).is_err());
+}

@@ -30,8 +30,9 @@
 //! branch beside `type`, an `allOf` member, ...): the inner one is a call of the outer one's
 //! rule ([`Compiler::compile_flat`]). Otherwise (rules off, in an over-language, or a
 //! conjunction that carries names its object forbids or requires), a `$ref` target entered
-//! more than `max_recursion_depth` times along the current path compiles to the empty
-//! language, so the deepest level admits only the non-recursive alternatives (an optional
+//! more than `max_recursion_depth` times along the current path (two more with rules on, so
+//! that a conjunction that first comes round a level or two down is still seen) compiles to
+//! the empty language, so the deepest level admits only the non-recursive alternatives (an optional
 //! property is left out, an array stays empty, an `anyOf` branch drops). When nothing finite
 //! is left the schema is refused.
 
@@ -63,6 +64,9 @@ mod over;
 pub(crate) use leaves::Taken;
 
 /// Keywords of a member already applied by an enclosing split (so they are not applied again).
+/// Levels a recursion may unroll past `max_recursion_depth` when rules are on (see `flatten`).
+const RULES_EXTRA_LEVELS: u32 = 2;
+
 pub(crate) const DONE_REF: u16 = 1;
 pub(crate) const DONE_ALL_OF: u16 = 2;
 pub(crate) const DONE_ANY_OF: u16 = 4;
@@ -479,7 +483,10 @@ impl<'a> Compiler<'a> {
                             return Ok(Flat::Call(rule));
                         }
                     }
-                    if count >= self.opts.max_recursion_depth.max(1) {
+                    // With rules a conjunction that comes round again is a call (see
+                    // `compile_flat`); it may first come round a level or two down.
+                    let limit = self.opts.max_recursion_depth.max(1) + if self.rules.is_some() { RULES_EXTRA_LEVELS } else { 0 };
+                    if count >= limit {
                         if over {
                             continue;
                         }
