@@ -32,9 +32,9 @@
 //! conjunction that carries names its object forbids or requires), a `$ref` target entered
 //! more than `max_recursion_depth` times along the current path (two more with rules on, so
 //! that a conjunction that first comes round a level or two down is still seen) compiles to
-//! the empty language, so the deepest level admits only the non-recursive alternatives (an optional
-//! property is left out, an array stays empty, an `anyOf` branch drops). When nothing finite
-//! is left the schema is refused.
+//! the empty language, so the deepest level admits only the non-recursive alternatives (an
+//! optional property is left out, an array stays empty, an `anyOf` branch drops). When nothing
+//! finite is left the schema is refused.
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
@@ -63,10 +63,10 @@ mod leaves;
 mod over;
 pub(crate) use leaves::Taken;
 
-/// Keywords of a member already applied by an enclosing split (so they are not applied again).
 /// Levels a recursion may unroll past `max_recursion_depth` when rules are on (see `flatten`).
 const RULES_EXTRA_LEVELS: u32 = 2;
 
+/// Keywords of a member already applied by an enclosing split (so they are not applied again).
 pub(crate) const DONE_REF: u16 = 1;
 pub(crate) const DONE_ALL_OF: u16 = 2;
 pub(crate) const DONE_ANY_OF: u16 = 4;
