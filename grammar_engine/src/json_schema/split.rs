@@ -18,7 +18,7 @@ use super::objects;
 use super::policy;
 use super::values::{K_ALL, K_OBJECT};
 use super::walk::{
-    nonempty_list, Compiler, Conj, Item, DONE_ANY_OF, DONE_DEPENDENCIES, DONE_IF, DONE_NOT, DONE_ONE_OF,
+    nonempty_list, Apart, Compiler, Conj, Item, DONE_ANY_OF, DONE_DEPENDENCIES, DONE_IF, DONE_NOT, DONE_ONE_OF,
 };
 use crate::automata::{DfaConfig, Expr};
 use crate::error::{GrammarError, Result};
@@ -160,19 +160,23 @@ impl<'a> Compiler<'a> {
             let case = self.with_item(&rest, k.clone())?;
             let case_kinds = self.kinds(&case, false)? & !case.excluded;
             let mut lang = self.compile(case)?;
+            let mut known = None;
             if !disjoint && lang.has_calls() {
                 if required.is_empty() {
                     required = kids.iter().map(|k| self.names_required(Conj::of(vec![k.clone()]))).collect();
                 }
                 let others: Vec<&HashSet<String>> = required.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, r)| r).collect();
-                if self.proven_apart(&lang, &others)? {
-                    parts.push(lang);
-                    continue;
+                match self.proven_apart(&lang, &others)? {
+                    Apart::Proven => {
+                        parts.push(lang);
+                        continue;
+                    }
+                    Apart::NotProven(built) => known = built,
                 }
             }
             if !disjoint && !lang.is_empty() {
                 // Built once: subtracted from by every other branch.
-                lang = self.regular(&lang)?.built(self.config)?;
+                lang = self.regular_built(&lang, known)?;
                 let (had_values, before) = (!lang.is_empty(), lang.clone());
                 for (j, o) in overs.iter().enumerate() {
                     if j != i && !lang.is_empty() {
@@ -216,13 +220,15 @@ impl<'a> Compiler<'a> {
         }
         let kinds = self.kinds(&rest, false)? & !rest.excluded;
         let under = self.compile(rest.clone())?;
+        let mut known = None;
         if under.has_calls() {
             let names = self.names_required(Conj::of(vec![negated.clone()]));
-            if self.proven_apart(&under, &[&names])? {
-                return Ok(under);
+            match self.proven_apart(&under, &[&names])? {
+                Apart::Proven => return Ok(under),
+                Apart::NotProven(built) => known = built,
             }
         }
-        let under = self.regular(&under)?.built(self.config)?;
+        let under = self.regular_built(&under, known)?;
         if under.is_empty() {
             return Ok(under);
         }
@@ -256,13 +262,15 @@ impl<'a> Compiler<'a> {
         };
         let no_kinds = self.kinds(&no, false)? & !no.excluded;
         let no = self.compile(no)?;
+        let mut known = None;
         if no.has_calls() {
             let names = self.names_required(Conj::of(vec![cond.clone()]));
-            if self.proven_apart(&no, &[&names])? {
-                return Ok(Expr::union(vec![yes, no]));
+            match self.proven_apart(&no, &[&names])? {
+                Apart::Proven => return Ok(Expr::union(vec![yes, no])),
+                Apart::NotProven(built) => known = built,
             }
         }
-        let no = self.regular(&no)?.built(self.config)?;
+        let no = self.regular_built(&no, known)?;
         let no = if no.is_empty() {
             no
         } else {

@@ -209,11 +209,20 @@ fn string_body(facts: &StringFacts, spelled: bool, config: &DfaConfig) -> Result
     if !spelled || body.is_empty() {
         return Ok((body, low));
     }
-    let Some(canonical) = body.to_dfa(config)? else { return Ok((Expr::Empty, None)) };
-    match respell::respell(&canonical, config) {
-        Ok(spelled) => Ok((spelled.map_or(Expr::Empty, |d| Expr::Dfa(std::rc::Rc::new(d))), low)),
+    Ok(match respelled(&body, config)? {
+        Some(spelled) => (spelled, low),
+        None => (Expr::Empty, None),
+    })
+}
+
+/// The string bodies of `canonical` in every spelling (see [`respell`]), or in their canonical
+/// spelling alone where the respelled automaton would be too large; `None` for no string.
+pub(crate) fn respelled(canonical: &Expr, config: &DfaConfig) -> Result<Option<Expr>> {
+    let Some(dfa) = canonical.to_dfa(config)? else { return Ok(None) };
+    match respell::respell(&dfa, config) {
+        Ok(spelled) => Ok(spelled.map(|d| Expr::Dfa(std::rc::Rc::new(d)))),
         // Every value keeps its canonical text: the same values, fewer spellings.
-        Err(GrammarError::TooLarge { .. }) => Ok((Expr::Dfa(std::rc::Rc::new(canonical)), low)),
+        Err(GrammarError::TooLarge { .. }) => Ok(Some(Expr::Dfa(std::rc::Rc::new(dfa)))),
         Err(e) => Err(e),
     }
 }

@@ -62,6 +62,7 @@ mod inline;
 mod leaves;
 mod over;
 pub(crate) use leaves::Taken;
+pub(crate) use inline::Apart;
 
 /// Levels a recursion may unroll past `max_recursion_depth` when rules are on (see `flatten`).
 const RULES_EXTRA_LEVELS: u32 = 2;
@@ -403,17 +404,11 @@ impl<'a> Compiler<'a> {
     pub(crate) fn compile(&mut self, conj: Conj<'a>) -> Result<Expr> {
         let ctx = conj.items.first().map(|i| i.ctx.clone()).unwrap_or_else(Ctx::root);
         self.check_time(&ctx)?;
-        let mut entered: Vec<*const Value> = Vec::new();
-        let result = self.flatten(conj, &mut entered, false).and_then(|flat| match flat {
+        let result = self.within_flattened(conj, false, |this, flat| match flat? {
             Flat::Cut => Ok(Expr::Empty),
             Flat::Call(rule) => Ok(Expr::Call(rule)),
-            Flat::Conj(flat) => self.compile_flat(flat),
+            Flat::Conj(flat) => this.compile_flat(flat),
         });
-        for t in entered {
-            if let Some(n) = self.active.get_mut(&t) {
-                *n -= 1;
-            }
-        }
         match result {
             // Too deep (a recursive schema unrolled through many levels): no value from here,
             // like a recursion cut; the enclosing optional property, array or branch drops.
@@ -424,6 +419,20 @@ impl<'a> Compiler<'a> {
             }
             other => other,
         }
+    }
+
+    /// Runs `then` on the flattened `conj` (see [`Compiler::flatten`]), then leaves the
+    /// reference targets flattening entered, so they are open only while `then` runs.
+    pub(crate) fn within_flattened<T>(&mut self, conj: Conj<'a>, over: bool, then: impl FnOnce(&mut Self, Result<Flat<'a>>) -> T) -> T {
+        let mut entered: Vec<*const Value> = Vec::new();
+        let flat = self.flatten(conj, &mut entered, over);
+        let out = then(self, flat);
+        for t in entered {
+            if let Some(n) = self.active.get_mut(&t) {
+                *n -= 1;
+            }
+        }
+        out
     }
 
     /// Follows `$ref`s and `allOf`s until every member is a plain schema object. `None` when

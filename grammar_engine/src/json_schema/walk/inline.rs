@@ -18,6 +18,15 @@ use crate::automata::Expr;
 use crate::error::{GrammarError, Result};
 use crate::util::RuleId;
 
+/// Whether a case is told apart from the others without subtracting them (see
+/// [`Compiler::proven_apart`]).
+pub(crate) enum Apart {
+    /// Subtracting the others would remove nothing: the case stays as it is, calls and all.
+    Proven,
+    /// Not proven; the case's regular form when working it out built it.
+    NotProven(Option<Expr>),
+}
+
 impl<'a> Compiler<'a> {
     /// `lang` with every call replaced by the language of the rule it calls (see the module
     /// docs): a rule whose body is still queued is compiled now, and the rule of any JSON value
@@ -34,14 +43,13 @@ impl<'a> Compiler<'a> {
     /// their objects must hold: `lang` writes only objects, and never one of the names each
     /// other requires (see `apart`). Then subtracting the others from `lang` leaves it as it
     /// is, calls and all. Calls of rules that reach themselves (and of the rule of any JSON
-    /// value) stay calls, read as one value each; the others are inlined. False when not
-    /// proven.
-    pub(crate) fn proven_apart(&mut self, lang: &Expr, others: &[&HashSet<String>]) -> Result<bool> {
+    /// value) stay calls, read as one value each; the others are inlined.
+    pub(crate) fn proven_apart(&mut self, lang: &Expr, others: &[&HashSet<String>]) -> Result<Apart> {
         if others.iter().any(|required| required.is_empty()) {
-            return Ok(false);
+            return Ok(Apart::NotProven(None));
         }
         let not_proven = |e: GrammarError| match e {
-            GrammarError::NotRegular { .. } | GrammarError::TooLarge { .. } => Ok(false),
+            GrammarError::NotRegular { .. } | GrammarError::TooLarge { .. } => Ok(Apart::NotProven(None)),
             e => Err(e),
         };
         let mut done = HashMap::new();
@@ -51,27 +59,34 @@ impl<'a> Compiler<'a> {
         };
         let dfa = match inlined.to_dfa(self.config) {
             Ok(Some(d)) => d,
-            Ok(None) => return Ok(true),
+            Ok(None) => return Ok(Apart::Proven),
             Err(e) => return not_proven(e),
         };
-        let Some(written) = top_level_names(&dfa) else { return Ok(false) };
-        Ok(others.iter().all(|required| required.iter().any(|r| !written.contains(r))))
+        let proven = top_level_names(&dfa).is_some_and(|written| others.iter().all(|required| required.iter().any(|r| !written.contains(r))));
+        Ok(match proven {
+            true => Apart::Proven,
+            // With no call kept, the automaton is the case's regular form.
+            false if !inlined.has_calls() => Apart::NotProven(Some(Expr::Dfa(std::rc::Rc::new(dfa)))),
+            false => Apart::NotProven(None),
+        })
+    }
+
+    /// The regular form of `lang` as one automaton: `known` when [`Compiler::proven_apart`]
+    /// built it already.
+    pub(crate) fn regular_built(&mut self, lang: &Expr, known: Option<Expr>) -> Result<Expr> {
+        match known {
+            Some(built) => Ok(built),
+            None => self.regular(lang)?.built(self.config),
+        }
     }
 
     /// The member names every object valid under `conj` holds, its references and `allOf`s
     /// followed.
     pub(crate) fn names_required(&mut self, conj: Conj<'a>) -> HashSet<String> {
-        let mut entered = Vec::new();
-        let names = match self.flatten(conj, &mut entered, true) {
+        self.within_flattened(conj, true, |_, flat| match flat {
             Ok(Flat::Conj(flat)) => required_by(&flat),
             _ => HashSet::new(),
-        };
-        for t in entered {
-            if let Some(n) = self.active.get_mut(&t) {
-                *n -= 1;
-            }
-        }
-        names
+        })
     }
 
     /// [`Compiler::regular`] under the rules being inlined (`open`), with the regular forms

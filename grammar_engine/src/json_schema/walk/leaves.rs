@@ -11,7 +11,7 @@ use super::super::canonical::CANONICAL_CHAR;
 use super::super::pattern;
 use super::super::respell;
 use super::super::search;
-use super::super::strings::{string_value_expr_noting, StringFacts};
+use super::super::strings::{respelled, string_value_expr_noting, StringFacts};
 use super::{Compiler, Conj, LENIENT_MAX_LENGTH};
 use crate::automata::{DfaConfig, Expr};
 use crate::error::{GrammarError, Result};
@@ -201,7 +201,7 @@ impl<'a> Compiler<'a> {
             let hi = form.max.map_or(max - fixed, |m| m.min(max - fixed));
             (lo, hi)
         };
-        let Some(unit) = spelled(&Expr::regex(form.char.clone()), self.config)? else { return Ok(None) };
+        let Some(unit) = respelled(&Expr::regex(form.char.clone()), self.config)? else { return Ok(None) };
         let (lo, hi) = run(h0 + t0);
         if !counted::is_long(&unit, lo, hi) {
             return Ok(None);
@@ -209,7 +209,7 @@ impl<'a> Compiler<'a> {
         let config = self.config;
         let of_length = |regex: &str, length: u64| {
             let exactly = Expr::regex(format!("(?:{CANONICAL_CHAR}){{{length}}}"));
-            spelled(&Expr::regex(regex.to_string()).and(&exactly, config)?, config)
+            respelled(&Expr::regex(regex.to_string()).and(&exactly, config)?, config)
         };
         let chunk_key = format!("a string's character in {}", form.char);
         let mut alternatives = Vec::new();
@@ -289,16 +289,5 @@ impl<'a> Compiler<'a> {
     /// to because counting it did not fit (see `strings`), and the notes.
     pub(crate) fn taken(&self) -> Taken {
         Taken { lowered: self.lowered, notes: self.notes.clone() }
-    }
-}
-
-/// `canonical` (strings' encoded texts, one spelling each) in every spelling; `None` when it
-/// is empty. Too many spellings to build keep the canonical ones: the same values.
-fn spelled(canonical: &Expr, config: &DfaConfig) -> Result<Option<Expr>> {
-    let Some(dfa) = canonical.to_dfa(config)? else { return Ok(None) };
-    match respell::respell(&dfa, config) {
-        Ok(d) => Ok(d.map(|d| Expr::Dfa(std::rc::Rc::new(d)))),
-        Err(GrammarError::TooLarge { .. }) => Ok(Some(Expr::Dfa(std::rc::Rc::new(dfa)))),
-        Err(e) => Err(e),
     }
 }

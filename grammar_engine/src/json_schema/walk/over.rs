@@ -16,20 +16,12 @@ impl<'a> Compiler<'a> {
     /// overs); objects are any object narrowed by the keys they require and the constant values
     /// of those keys, arrays any array of elements in their `items` over-language.
     pub(crate) fn over(&mut self, conj: Conj<'a>) -> Result<Expr> {
-        let mut entered = Vec::new();
-        let flat = self.flatten(conj, &mut entered, true);
-        let result = match flat {
-            Ok(Flat::Cut) => Ok(Expr::Empty),
-            Ok(Flat::Conj(flat)) => self.over_flat(flat),
+        let result = self.within_flattened(conj, true, |this, flat| match flat? {
+            Flat::Cut => Ok(Expr::Empty),
+            Flat::Conj(flat) => this.over_flat(flat),
             // Over-languages never call (see `flatten`).
-            Ok(Flat::Call(_)) => Ok(Expr::regex("(?s:.)*")),
-            Err(e) => Err(e),
-        };
-        for t in entered {
-            if let Some(n) = self.active.get_mut(&t) {
-                *n -= 1;
-            }
-        }
+            Flat::Call(_) => Ok(Expr::regex("(?s:.)*")),
+        });
         match result {
             // Too deep to follow: every text is a superset.
             Err(e) if too_deep(&e) => Ok(Expr::regex("(?s:.)*")),
