@@ -47,6 +47,17 @@ impl Dfa {
         (0..self.num_states()).any(|s| !self.trans[s * self.stride + c].is_dead())
     }
 
+    /// Which bytes some live transition reads: one pass over the table, by class.
+    pub fn used_bytes(&self) -> [bool; 256] {
+        let mut live = vec![false; self.stride];
+        for (i, t) in self.trans.iter().enumerate() {
+            if !t.is_dead() {
+                live[i % self.stride] = true;
+            }
+        }
+        std::array::from_fn(|b| live[self.classes[b] as usize])
+    }
+
     pub const fn start(&self) -> StateId {
         StateId::new(0)
     }

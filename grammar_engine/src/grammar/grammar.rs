@@ -174,18 +174,12 @@ impl Grammar {
         // vocabularies): then readings are live exactly when their DFA states are, and byte
         // distances bound token counts (see `crate::pushdown`).
         for rule in &rtn.rules {
-            for s in 0..rule.dfa.num_states() {
-                let mut missing = None;
-                rule.dfa.for_each_transition(StateId::from_index(s), |b, _| {
-                    if !vocab.covers_byte(b) && specials.token_of(b).is_none() {
-                        missing = Some(b);
-                    }
+            let used = rule.dfa.used_bytes();
+            let missing = (0..=255u8).rev().find(|&b| used[b as usize] && !vocab.covers_byte(b) && specials.token_of(b).is_none());
+            if let Some(b) = missing {
+                return Err(GrammarError::NotCompletable {
+                    detail: format!("rule '{}' reads byte 0x{b:02X}, which is no token of its own in this vocabulary", rule.name),
                 });
-                if let Some(b) = missing {
-                    return Err(GrammarError::NotCompletable {
-                        detail: format!("rule '{}' reads byte 0x{b:02X}, which is no token of its own in this vocabulary", rule.name),
-                    });
-                }
             }
         }
         let pda = Pda::new(rtn, vocab.clone(), specials.clone())?;
@@ -283,10 +277,7 @@ impl Grammar {
     /// True when every byte with a live transition is some token's whole content (a marker
     /// byte is its special token's).
     fn vocab_covers_dfa(&self) -> bool {
-        let mut used = [false; 256];
-        for s in 0..self.dfa.num_states() {
-            self.dfa.for_each_transition(StateId::from_index(s), |b, _| used[b as usize] = true);
-        }
+        let used = self.dfa.used_bytes();
         (0..=255u8).all(|b| !used[b as usize] || self.vocab.covers_byte(b) || self.specials.token_of(b).is_some())
     }
 

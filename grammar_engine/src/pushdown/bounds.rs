@@ -38,11 +38,11 @@ pub fn bytes_to_end(rtn: &Rtn) -> Vec<Vec<u32>> {
             for s in 0..m {
                 let st = StateId::from_index(s);
                 let mut seen_targets: Vec<StateId> = Vec::new();
-                rule.dfa.for_each_transition(st, |_, t| {
+                for &t in rule.dfa.row(st).iter().filter(|t| !t.is_dead()) {
                     if !seen_targets.contains(&t) {
                         seen_targets.push(t);
                     }
-                });
+                }
                 for t in seen_targets {
                     rev[t.as_usize()].push((s as u32, Edge::Byte));
                 }

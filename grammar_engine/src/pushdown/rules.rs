@@ -449,9 +449,8 @@ impl Rule {
         let mut todo = vec![cut.start()];
         keep[cut.start().as_usize()] = true;
         while let Some(s) = todo.pop() {
-            let mut next: Vec<StateId> = calls[s.as_usize()].iter().map(|&(_, ret)| ret).collect();
-            cut.for_each_transition(s, |_, t| next.push(t));
-            for t in next {
+            let returns = calls[s.as_usize()].iter().map(|&(_, ret)| ret);
+            for t in returns.chain(cut.row(s).iter().copied().filter(|t| !t.is_dead())) {
                 if !keep[t.as_usize()] {
                     keep[t.as_usize()] = true;
                     todo.push(t);
@@ -662,9 +661,7 @@ fn reaches_accept(rule: &Rule, ok: impl Fn(RuleId) -> bool, bytes: bool) -> bool
             }
         }
         if bytes {
-            let mut next = Vec::new();
-            rule.dfa.for_each_transition(s, |_, t| next.push(t));
-            for t in next {
+            for &t in rule.dfa.row(s) {
                 push(t, &mut todo);
             }
         }
@@ -679,7 +676,9 @@ fn rule_liveness(rule: &Rule) -> Vec<bool> {
     let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
     for s in 0..n {
         let st = StateId::from_index(s);
-        rule.dfa.for_each_transition(st, |_, t| rev[t.as_usize()].push(s as u32));
+        for &t in rule.dfa.row(st).iter().filter(|t| !t.is_dead()) {
+            rev[t.as_usize()].push(s as u32);
+        }
         for &(_, ret) in rule.calls_at(st) {
             rev[ret.as_usize()].push(s as u32);
         }

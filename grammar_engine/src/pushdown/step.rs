@@ -188,8 +188,7 @@ impl FirstBytes {
                 (0..r.dfa.num_states())
                     .map(|s| {
                         let s = StateId::from_index(s);
-                        let mut edge = false;
-                        r.dfa.for_each_transition(s, |_, _| edge = true);
+                        let edge = r.dfa.row(s).iter().any(|t| !t.is_dead());
                         r.is_accepting(s) && !edge && r.calls_at(s).is_empty()
                     })
                     .collect()
