@@ -1,9 +1,11 @@
 //! DFA minimization by Hopcroft's partition refinement.
 //!
 //! Fewer states means fewer rows of the token index to compute and hold: Unicode classes and
-//! counted repeats leave many equivalent states behind. The refinement works on the table
-//! with an explicit dead sink, over predecessor lists by byte class, and splits blocks by
-//! marking, so each round costs the size of the splitter's predecessors.
+//! counted repeats leave many equivalent states behind. The refinement works on the partial
+//! transition function (no dead sink: most of a JSON automaton's transitions are dead, and a
+//! sink would be the largest splitter of all), over predecessor lists by byte class, and splits
+//! blocks by marking, so each round costs the size of the splitter's predecessors: O(m log n)
+//! for m live transitions (Valmari and Lehtinen's bound for partial DFAs).
 
 use super::Dfa;
 use crate::util::StateId;
@@ -16,27 +18,24 @@ impl Dfa {
     /// rows to index: Unicode classes and counted repeats leave many duplicates behind, and each
     /// free-text state costs a full walk of the token trie. Skipped for tables of more than
     /// `MINIMIZE_MAX_ENTRIES` transitions.
+    ///
+    /// Every state of a [`Dfa`] reaches acceptance, so a state with a transition on some class
+    /// differs from one without: splitting by the live transitions alone finds every
+    /// difference, provided every block of the first partition is a splitter on every class.
     pub fn minimize(self) -> Dfa {
         let n = self.num_states();
         let k = self.stride;
         if n <= 1 || n.saturating_mul(k) > MINIMIZE_MAX_ENTRIES {
             return self;
         }
-        // State n is an explicit dead sink, so every state has a transition on every class.
-        let total = n + 1;
-        let target = |s: usize, c: usize| -> usize {
-            if s == n {
-                return n;
-            }
-            let t = self.trans[s * k + c];
-            if t.is_dead() { n } else { t.as_usize() }
-        };
-        // Predecessors by class, in CSR form: pred[pred_start[c*total+t]..] = states s with
-        // s --c--> t.
-        let mut counts = vec![0u32; k * total + 1];
-        for s in 0..total {
-            for c in 0..k {
-                counts[c * total + target(s, c) + 1] += 1;
+        // Predecessors by class, in CSR form: pred[pred_start[c*n+t]..] = states s with
+        // s --c--> t, live transitions only.
+        let mut counts = vec![0u32; k * n + 1];
+        for s in 0..n {
+            for (c, t) in self.row(StateId::from_index(s)).iter().enumerate() {
+                if !t.is_dead() {
+                    counts[c * n + t.as_usize() + 1] += 1;
+                }
             }
         }
         for i in 1..counts.len() {
@@ -44,30 +43,26 @@ impl Dfa {
         }
         let pred_start = counts.clone();
         let mut fill = counts;
-        let mut pred = vec![0u32; k * total];
-        for s in 0..total {
-            for c in 0..k {
-                let slot = &mut fill[c * total + target(s, c)];
-                pred[*slot as usize] = s as u32;
-                *slot += 1;
+        let mut pred = vec![0u32; pred_start[k * n] as usize];
+        for s in 0..n {
+            for (c, t) in self.row(StateId::from_index(s)).iter().enumerate() {
+                if !t.is_dead() {
+                    let slot = &mut fill[c * n + t.as_usize()];
+                    pred[*slot as usize] = s as u32;
+                    *slot += 1;
+                }
             }
         }
-        let mut part = Partition::new(total, |s| s < n && self.accepting[s]);
-        let mut queued = vec![false; 0];
+        // Classes no transition reads split nothing.
+        let live_classes: Vec<u32> = (0..k).filter(|&c| pred_start[c * n] < pred_start[(c + 1) * n]).map(|c| c as u32).collect();
+        let mut part = Partition::new(n, |s| self.accepting[s]);
+        let mut queued = vec![false; part.num_blocks() * k];
         let mut work: Vec<(u32, u32)> = Vec::new();
-        let ensure = |queued: &mut Vec<bool>, blocks: usize| {
-            if queued.len() < blocks * k {
-                queued.resize(blocks * k, false);
+        for b in 0..part.num_blocks() {
+            for &c in &live_classes {
+                queued[b * k + c as usize] = true;
+                work.push((b as u32, c));
             }
-        };
-        ensure(&mut queued, part.num_blocks());
-        // Splitting by one of two complementary blocks splits as the other would (Hopcroft):
-        // the smaller initial block is enough, which keeps the dead sink's long predecessor
-        // lists out of the work unless a split makes its block the smaller half.
-        let first = (0..part.num_blocks()).min_by_key(|&b| part.size(b)).unwrap_or(0);
-        for c in 0..k {
-            queued[first * k + c] = true;
-            work.push((first as u32, c as u32));
         }
         let mut touched: Vec<u32> = Vec::new();
         let mut members: Vec<u32> = Vec::new();
@@ -78,21 +73,21 @@ impl Dfa {
             members.clear();
             members.extend_from_slice(part.members(b as usize));
             for &t in &members {
-                let lo = pred_start[c as usize * total + t as usize] as usize;
-                let hi = pred_start[c as usize * total + t as usize + 1] as usize;
+                let lo = pred_start[c as usize * n + t as usize] as usize;
+                let hi = pred_start[c as usize * n + t as usize + 1] as usize;
                 for &s in &pred[lo..hi] {
                     if part.mark(s as usize) {
                         touched.push(part.block_of(s as usize) as u32);
                     }
                 }
             }
-            touched.sort_unstable();
-            touched.dedup();
+            // `mark` reports each block once, so `touched` has no repeats.
             for &y in &touched {
                 if let Some(new) = part.split(y as usize) {
-                    ensure(&mut queued, part.num_blocks());
+                    queued.resize(part.num_blocks() * k, false);
                     let (small, large_size) = (part.size(new), part.size(y as usize));
-                    for d in 0..k {
+                    for &d in &live_classes {
+                        let d = d as usize;
                         if queued[y as usize * k + d] {
                             queued[new * k + d] = true;
                             work.push((new as u32, d as u32));
@@ -105,26 +100,23 @@ impl Dfa {
                 }
             }
         }
-        if part.num_blocks() == total {
+        if part.num_blocks() == n {
             return self;
         }
-        // Renumber live blocks in order of their first state, so the start stays state 0.
-        let dead_block = part.block_of(n);
+        // Renumber blocks in order of their first state, so the start stays state 0.
         let mut renum = vec![StateId::DEAD; part.num_blocks()];
         let mut reps = Vec::new();
         for s in 0..n {
             let b = part.block_of(s);
-            if b != dead_block && renum[b].is_dead() {
+            if renum[b].is_dead() {
                 renum[b] = StateId::from_index(reps.len());
                 reps.push(s);
             }
         }
         let mut trans = Vec::with_capacity(reps.len() * k);
         for &s in &reps {
-            for c in 0..k {
-                let t = target(s, c);
-                let b = part.block_of(t);
-                trans.push(if b == dead_block { StateId::DEAD } else { renum[b] });
+            for &t in self.row(StateId::from_index(s)) {
+                trans.push(if t.is_dead() { StateId::DEAD } else { renum[part.block_of(t.as_usize())] });
             }
         }
         Dfa {
