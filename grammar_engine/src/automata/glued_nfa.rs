@@ -198,8 +198,7 @@ impl GluedNfa {
         for d in &self.dfas {
             let d = d.get();
             let stride = d.row(d.start()).len();
-            let mut columns: std::collections::HashMap<Vec<StateId>, u8> =
-                std::collections::HashMap::new();
+            let mut columns: IntMap<Vec<StateId>, u8> = IntMap::default();
             let column_of: Vec<u8> = (0..stride)
                 .map(|c| {
                     let column: Vec<StateId> =

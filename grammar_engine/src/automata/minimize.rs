@@ -53,13 +53,52 @@ impl Dfa {
                 }
             }
         }
-        // Classes no transition reads split nothing.
-        let live_classes: Vec<u32> = (0..k).filter(|&c| pred_start[c * n] < pred_start[(c + 1) * n]).map(|c| c as u32).collect();
+        // The classes each state is entered on, in CSR form: a block is a splitter only on
+        // the classes its members are entered on (on any other it would split nothing).
+        let mut in_start = vec![0u32; n + 1];
+        for c in 0..k {
+            for t in 0..n {
+                if pred_start[c * n + t] < pred_start[c * n + t + 1] {
+                    in_start[t + 1] += 1;
+                }
+            }
+        }
+        for t in 0..n {
+            in_start[t + 1] += in_start[t];
+        }
+        let mut in_fill = in_start.clone();
+        let mut in_class = vec![0u32; in_start[n] as usize];
+        for c in 0..k {
+            for t in 0..n {
+                if pred_start[c * n + t] < pred_start[c * n + t + 1] {
+                    in_class[in_fill[t] as usize] = c as u32;
+                    in_fill[t] += 1;
+                }
+            }
+        }
+        let mut entered_on = vec![false; k];
+        let mut entered: Vec<u32> = Vec::new();
+        // The classes some member of `members` is entered on, into `entered` (and flagged).
+        let classes_into = |members: &[u32], entered_on: &mut Vec<bool>, entered: &mut Vec<u32>| {
+            for &c in entered.iter() {
+                entered_on[c as usize] = false;
+            }
+            entered.clear();
+            for &t in members {
+                for &c in &in_class[in_start[t as usize] as usize..in_start[t as usize + 1] as usize] {
+                    if !entered_on[c as usize] {
+                        entered_on[c as usize] = true;
+                        entered.push(c);
+                    }
+                }
+            }
+        };
         let mut part = Partition::new(n, |s| self.accepting[s]);
         let mut queued = vec![false; part.num_blocks() * k];
         let mut work: Vec<(u32, u32)> = Vec::new();
         for b in 0..part.num_blocks() {
-            for &c in &live_classes {
+            classes_into(part.members(b), &mut entered_on, &mut entered);
+            for &c in &entered {
                 queued[b * k + c as usize] = true;
                 work.push((b as u32, c));
             }
@@ -83,19 +122,24 @@ impl Dfa {
             }
             // `mark` reports each block once, so `touched` has no repeats.
             for &y in &touched {
-                if let Some(new) = part.split(y as usize) {
-                    queued.resize(part.num_blocks() * k, false);
-                    let (small, large_size) = (part.size(new), part.size(y as usize));
-                    for &d in &live_classes {
-                        let d = d as usize;
-                        if queued[y as usize * k + d] {
-                            queued[new * k + d] = true;
-                            work.push((new as u32, d as u32));
-                        } else {
-                            let pick = if small <= large_size { new } else { y as usize };
-                            queued[pick * k + d] = true;
-                            work.push((pick as u32, d as u32));
-                        }
+                let y = y as usize;
+                let Some(new) = part.split(y) else { continue };
+                queued.resize(part.num_blocks() * k, false);
+                // A class on which y waits to split others: both halves wait. On any other,
+                // the smaller half is enough (Hopcroft), and only on the classes it is entered on.
+                for d in 0..k {
+                    if queued[y * k + d] {
+                        queued[new * k + d] = true;
+                        work.push((new as u32, d as u32));
+                    }
+                }
+                let pick = if part.size(new) <= part.size(y) { new } else { y };
+                classes_into(part.members(pick), &mut entered_on, &mut entered);
+                for &d in &entered {
+                    let d = d as usize;
+                    if !queued[pick * k + d] {
+                        queued[pick * k + d] = true;
+                        work.push((pick as u32, d as u32));
                     }
                 }
             }
