@@ -4,8 +4,9 @@
 //! counted repeats leave many equivalent states behind. The refinement works on the partial
 //! transition function (no dead sink: most of a JSON automaton's transitions are dead, and a
 //! sink would be the largest splitter of all), over predecessor lists by byte class, and splits
-//! blocks by marking, so each round costs the size of the splitter's predecessors: O(m log n)
-//! for m live transitions (Valmari and Lehtinen's bound for partial DFAs).
+//! blocks by marking, so each round costs the size of the splitter's predecessors, and each
+//! split a pass over the classes: O(n·k + m log n) for n states, k classes and m live
+//! transitions.
 
 use super::Dfa;
 use crate::util::StateId;
@@ -19,10 +20,12 @@ impl Dfa {
     /// free-text state costs a full walk of the token trie. Skipped for tables of more than
     /// `MINIMIZE_MAX_ENTRIES` transitions.
     ///
-    /// Every state of a [`Dfa`] reaches acceptance, so a state with a transition on some class
-    /// differs from one without: splitting by the live transitions alone finds every
-    /// difference, provided every block of the first partition is a splitter on every class.
-    pub fn minimize(self) -> Dfa {
+    /// The table must be pruned ([`Dfa::prune`]): every state reaches acceptance, so a state
+    /// with a transition on some class differs from one without, and splitting by the live
+    /// transitions alone finds every difference, provided every block of the first partition
+    /// is a splitter on every class. (A table with bytes cut, [`Dfa::with_bytes_cut`], may
+    /// hold states that no longer reach acceptance: those would be kept, not dropped.)
+    pub(crate) fn minimize(self) -> Dfa {
         let n = self.num_states();
         let k = self.stride;
         if n <= 1 || n.saturating_mul(k) > MINIMIZE_MAX_ENTRIES {

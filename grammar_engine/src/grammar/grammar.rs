@@ -175,7 +175,7 @@ impl Grammar {
         // distances bound token counts (see `crate::pushdown`).
         for rule in &rtn.rules {
             let used = rule.dfa.used_bytes();
-            let missing = (0..=255u8).rev().find(|&b| used[b as usize] && !vocab.covers_byte(b) && specials.token_of(b).is_none());
+            let missing = (0..=255u8).find(|&b| used[b as usize] && !vocab.covers_byte(b) && specials.token_of(b).is_none());
             if let Some(b) = missing {
                 return Err(GrammarError::NotCompletable {
                     detail: format!("rule '{}' reads byte 0x{b:02X}, which is no token of its own in this vocabulary", rule.name),
