@@ -92,7 +92,8 @@ pub fn json_escape_bytes(text: &[u8]) -> Vec<u8> {
 
 /// [`GrammarError::NotText`] when `dfa` reads a byte no UTF-8 text contains.
 fn check_text(dfa: &Dfa, what: &str) -> Result<()> {
-    match (0..=255u8).find(|&b| is_non_text(b) && dfa.uses_byte(b)) {
+    let used = dfa.used_bytes();
+    match (0..=255u8).find(|&b| is_non_text(b) && used[b as usize]) {
         None => Ok(()),
         Some(b) => Err(GrammarError::NotText {
             detail: format!("{what} reads the byte 0x{b:02X}, which is no text (a special token's marker), so it cannot be inside a JSON string"),

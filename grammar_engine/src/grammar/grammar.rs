@@ -234,8 +234,9 @@ impl Grammar {
             producible[t.byte as usize] = true;
         }
         let producible = &producible;
-        let dfa = if (0..=255u8).any(|b| !producible[b as usize] && dfa.uses_byte(b)) {
-            let missing: Vec<u8> = (0..=255u8).filter(|&b| !producible[b as usize] && dfa.uses_byte(b)).collect();
+        let used = dfa.used_bytes();
+        let missing: Vec<u8> = (0..=255u8).filter(|&b| !producible[b as usize] && used[b as usize]).collect();
+        let dfa = if !missing.is_empty() {
             dfa.restrict_bytes(producible).ok_or_else(|| GrammarError::NotCompletable {
                 detail: format!(
                     "every matching string needs a byte that no token contains (for example {})",

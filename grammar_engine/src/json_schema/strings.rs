@@ -129,12 +129,9 @@ fn length_bounded(min: u64, max: Option<u64>, spelled: bool, config: &DfaConfig)
     let unbounded = DfaConfig { deadline: None, cancel: None, ..config.clone() };
     let Some(d) = lang.to_dfa(&unbounded)? else { return Ok(Expr::Empty) };
     let d = if spelled {
-        match respell::respell(&d, &unbounded) {
-            Ok(Some(spelled)) => spelled,
-            Ok(None) => return Ok(Expr::Empty),
-            // Every value keeps its canonical text: the same values, fewer spellings.
-            Err(GrammarError::TooLarge { .. }) => d,
-            Err(e) => return Err(e),
+        match respelled_dfa(d, &unbounded)? {
+            Some(spelled) => spelled,
+            None => return Ok(Expr::Empty),
         }
     } else {
         d
@@ -219,10 +216,15 @@ fn string_body(facts: &StringFacts, spelled: bool, config: &DfaConfig) -> Result
 /// spelling alone where the respelled automaton would be too large; `None` for no string.
 pub(crate) fn respelled(canonical: &Expr, config: &DfaConfig) -> Result<Option<Expr>> {
     let Some(dfa) = canonical.to_dfa(config)? else { return Ok(None) };
-    match respell::respell(&dfa, config) {
-        Ok(spelled) => Ok(spelled.map(|d| Expr::Dfa(std::rc::Rc::new(d)))),
+    Ok(respelled_dfa(dfa, config)?.map(|d| Expr::Dfa(std::rc::Rc::new(d))))
+}
+
+/// [`respelled`] of a built automaton of canonical string bodies.
+fn respelled_dfa(canonical: Dfa, config: &DfaConfig) -> Result<Option<Dfa>> {
+    match respell::respell(&canonical, config) {
+        Ok(spelled) => Ok(spelled),
         // Every value keeps its canonical text: the same values, fewer spellings.
-        Err(GrammarError::TooLarge { .. }) => Ok(Some(Expr::Dfa(std::rc::Rc::new(dfa)))),
+        Err(GrammarError::TooLarge { .. }) => Ok(Some(canonical)),
         Err(e) => Err(e),
     }
 }
