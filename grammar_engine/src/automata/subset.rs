@@ -5,7 +5,8 @@
 //! every empty move, and whether the match node was among them. Sets live in one arena, in
 //! the order the closure met their members, and are found again as sets: by a hash that does
 //! not depend on the order, then by checking a candidate's members against the marks the
-//! closure left (no sorting). Each state is moved on one byte of each byte class.
+//! closure left (no sorting). A state's moves are its kernel members' moves grouped by byte
+//! class; each member's moves are found once, on one byte of each class.
 //!
 //! Two automata are determinized here: the [`crate::automata::glued_nfa`] of a grammar expression, and
 //! the Thompson NFA `regex-automata` compiles a regex to (without look-around assertions;
@@ -67,17 +68,19 @@ pub(crate) fn determinize(
     let start_accepting = closure.run(nfa, std::iter::once(start));
     sets.insert(Sets::hash(&closure.kernel, start_accepting), &closure.kernel, start_accepting);
     let mut raw_trans: Vec<StateId> = Vec::new();
-    let mut members: Vec<NodeId> = Vec::new();
-    // Moves made since the deadline was last checked: a state of a large kernel over many
+    let mut moves = Moves::new(nfa.num_nodes());
+    let mut buckets = Buckets::new(stride);
+    // Work done since the deadline was last checked: a state of a large kernel over many
     // classes is much work, so the check counts moves as well as states.
-    let mut moves = 0usize;
+    let mut work = 0usize;
     let mut next = 0usize;
     while next < sets.len() {
-        if next % 256 == 255 || moves > CHECK_EVERY_MOVES {
-            moves = 0;
+        if next % 256 == 255 || work > CHECK_EVERY_MOVES {
+            work = 0;
             config.check_deadline("a DFA").inspect_err(|_| config.note_states(sets.len()))?;
-            // The arena and the table, against the heap limit of the construction.
-            if (sets.members.len() + raw_trans.len()).saturating_mul(4) > config.build_size_limit {
+            // The arena, the table and the moves, against the heap limit of the construction.
+            let words = sets.members.len() + raw_trans.len() + 2 * moves.pairs.len();
+            if words.saturating_mul(4) > config.build_size_limit {
                 return Err(GrammarError::TooLarge {
                     what: "determinization memory (bytes)",
                     limit: config.build_size_limit,
@@ -85,12 +88,15 @@ pub(crate) fn determinize(
                 });
             }
         }
-        members.clear();
-        members.extend_from_slice(sets.kernel(next));
-        moves += members.len() * stride;
-        for (class, &byte) in reps.iter().enumerate() {
-            let moved = members.iter().filter_map(|&n| nfa.step(n, class, byte));
-            let accepting = closure.run(nfa, moved);
+        work += buckets.fill(sets.kernel(next), &mut moves, nfa, reps);
+        for class in 0..stride {
+            let bucket = buckets.of(class);
+            // No member moves on this class: the closure of nothing is the dead state.
+            if bucket.is_empty() {
+                raw_trans.push(StateId::DEAD);
+                continue;
+            }
+            let accepting = closure.run(nfa, bucket.iter().copied());
             if closure.kernel.is_empty() && !accepting {
                 raw_trans.push(StateId::DEAD);
                 continue;
@@ -115,6 +121,97 @@ pub(crate) fn determinize(
 pub(crate) fn representatives(classes: &[u8; 256]) -> Vec<u8> {
     let count = classes.iter().map(|&c| c as usize + 1).max().unwrap_or(1);
     class_tables(classes, count).0
+}
+
+/// Each kernel node's moves as (class, target) pairs, found the first time the node is in a
+/// kernel: a node belongs to many DFA states, and most nodes move on few of the classes.
+struct Moves {
+    /// Node `n`'s pairs are `pairs[span[n].0..span[n].1]`; `span[n].0 == UNSEEN` before.
+    span: Vec<(u32, u32)>,
+    pairs: Vec<(u32, NodeId)>,
+}
+
+const UNSEEN: u32 = u32::MAX;
+
+impl Moves {
+    fn new(nodes: usize) -> Moves {
+        Moves {
+            span: vec![(UNSEEN, 0); nodes],
+            pairs: Vec::new(),
+        }
+    }
+
+    /// Finds node `n`'s moves if not yet found; the number of steps that took.
+    fn find(&mut self, nfa: &impl Automaton, n: NodeId, reps: &[u8]) -> usize {
+        if self.span[n as usize].0 != UNSEEN {
+            return 0;
+        }
+        let start = self.pairs.len();
+        for (class, &byte) in reps.iter().enumerate() {
+            if let Some(t) = nfa.step(n, class, byte) {
+                self.pairs.push((class as u32, t));
+            }
+        }
+        self.span[n as usize] = (start as u32, self.pairs.len() as u32);
+        reps.len()
+    }
+
+    fn of(&self, n: NodeId) -> &[(u32, NodeId)] {
+        let (start, end) = self.span[n as usize];
+        &self.pairs[start as usize..end as usize]
+    }
+}
+
+/// The targets of one DFA state's kernel, grouped by the class they are reached on.
+struct Buckets {
+    /// Class `c`'s targets are `targets[offsets[c]..offsets[c + 1]]`.
+    offsets: Vec<usize>,
+    targets: Vec<NodeId>,
+}
+
+impl Buckets {
+    fn new(stride: usize) -> Buckets {
+        Buckets {
+            offsets: vec![0; stride + 1],
+            targets: Vec::new(),
+        }
+    }
+
+    /// Groups the moves of `kernel`'s members by class (a counting sort); the work it took.
+    fn fill(&mut self, kernel: &[NodeId], moves: &mut Moves, nfa: &impl Automaton, reps: &[u8]) -> usize {
+        let mut work = kernel.len();
+        self.offsets.iter_mut().for_each(|o| *o = 0);
+        for &n in kernel {
+            work += moves.find(nfa, n, reps);
+            for &(class, _) in moves.of(n) {
+                self.offsets[class as usize + 1] += 1;
+            }
+        }
+        for c in 1..self.offsets.len() {
+            self.offsets[c] += self.offsets[c - 1];
+        }
+        let total = self.offsets[self.offsets.len() - 1];
+        work += total;
+        self.targets.resize(total, 0);
+        // Each class's next free slot, taken from the start of the class after it and
+        // restored by the fill: `offsets[c + 1]` walks from class c's start to its end.
+        let stride = self.offsets.len() - 1;
+        for c in (1..=stride).rev() {
+            self.offsets[c] = self.offsets[c - 1];
+        }
+        for &n in kernel {
+            for &(class, t) in moves.of(n) {
+                let slot = &mut self.offsets[class as usize + 1];
+                self.targets[*slot] = t;
+                *slot += 1;
+            }
+        }
+        work
+    }
+
+    fn of(&self, class: usize) -> &[NodeId] {
+        &self.targets[self.offsets[class]..self.offsets[class + 1]]
+    }
 }
 
 /// The epsilon closure of a set of nodes, its buffers reused from one move to the next.
