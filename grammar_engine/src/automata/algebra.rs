@@ -588,6 +588,8 @@ fn product(a: &Dfa, b: &Dfa, op: Op, config: &DfaConfig) -> Result<Option<Dfa>> 
         i += 1;
         if i % 1024 == 0 {
             config.check_deadline("a product of two automata")?;
+        } else if i % 64 == 0 {
+            crate::util::background::pause_point();
         }
         for &(ca, cb) in &reps {
             let ta = a.row(sa)[ca];

@@ -9,7 +9,7 @@
 //! transitions.
 
 use super::Dfa;
-use crate::util::StateId;
+use crate::util::{background, StateId};
 
 /// Largest transition table (states × byte classes) [`Dfa::minimize`] works on.
 pub(super) const MINIMIZE_MAX_ENTRIES: usize = 4_000_000;
@@ -46,6 +46,7 @@ impl Dfa {
         }
         let pred_start = counts.clone();
         let mut fill = counts;
+        background::pause_point();
         let mut pred = vec![0u32; pred_start[k * n] as usize];
         for s in 0..n {
             for (c, t) in self.row(StateId::from_index(s)).iter().enumerate() {
@@ -58,6 +59,7 @@ impl Dfa {
         }
         // The classes each state is entered on, in CSR form: a block is a splitter only on
         // the classes its members are entered on (on any other it would split nothing).
+        background::pause_point();
         let mut in_start = vec![0u32; n + 1];
         for c in 0..k {
             for t in 0..n {
@@ -108,7 +110,12 @@ impl Dfa {
         }
         let mut touched: Vec<u32> = Vec::new();
         let mut members: Vec<u32> = Vec::new();
+        let mut rounds = 0u32;
         while let Some((b, c)) = work.pop() {
+            rounds = rounds.wrapping_add(1);
+            if rounds % 256 == 0 {
+                background::pause_point();
+            }
             queued[b as usize * k + c as usize] = false;
             // Mark every state that moves into block b on class c.
             touched.clear();
@@ -150,6 +157,7 @@ impl Dfa {
         if part.num_blocks() == n {
             return self;
         }
+        background::pause_point();
         // Renumber blocks in order of their first state, so the start stays state 0.
         let mut renum = vec![StateId::DEAD; part.num_blocks()];
         let mut reps = Vec::new();

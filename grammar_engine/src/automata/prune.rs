@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 
 use super::dfa::class_tables;
 use super::Dfa;
-use crate::util::StateId;
+use crate::util::{background, StateId};
 
 /// The byte distance of a state from which no accepting state has been reached (yet).
 const UNREACHED: u32 = u32::MAX;
@@ -37,6 +37,8 @@ impl Dfa {
         for i in 1..=n {
             rev_start[i] += rev_start[i - 1];
         }
+        // Pauses between passes over the table, each a few milliseconds at most.
+        background::pause_point();
         let mut fill = rev_start.clone();
         let mut rev = vec![0u32; rev_start[n] as usize];
         for s in 0..n {
@@ -47,6 +49,7 @@ impl Dfa {
                 }
             }
         }
+        background::pause_point();
         let mut dist = vec![UNREACHED; n];
         let mut queue: VecDeque<u32> = VecDeque::new();
         for s in 0..n {
@@ -74,6 +77,7 @@ impl Dfa {
                 live.push(s);
             }
         }
+        background::pause_point();
         let mut trans = Vec::with_capacity(live.len() * stride);
         for &s in &live {
             for &t in &raw_trans[s * stride..(s + 1) * stride] {

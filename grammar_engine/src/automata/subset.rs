@@ -22,7 +22,7 @@ use super::dfa::class_tables;
 use super::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
 use crate::util::int_hash::IntMap;
-use crate::util::StateId;
+use crate::util::{background, StateId};
 
 /// A node of an NFA.
 pub(crate) type NodeId = u32;
@@ -88,6 +88,7 @@ pub(crate) fn determinize(
                 });
             }
         }
+        background::pause_point();
         work += buckets.fill(sets.kernel(next), &mut moves, nfa, reps);
         for class in 0..stride {
             let bucket = buckets.of(class);

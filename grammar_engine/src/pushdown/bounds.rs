@@ -56,6 +56,7 @@ pub fn bytes_to_end(rtn: &Rtn) -> Vec<Vec<u32>> {
     loop {
         let mut changed = false;
         for (r, rule) in rtn.rules.iter().enumerate() {
+            crate::util::background::pause_point();
             let dist = shortest_to_accept(rule.dfa.num_states(), |s| rule.is_accepting(StateId::from_index(s)), &reverse[r], &shortest);
             let start = dist[rule.start().as_usize()];
             if dist != out[r] {

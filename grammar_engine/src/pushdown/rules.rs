@@ -513,6 +513,7 @@ impl Rtn {
             return Ok(());
         }
         for rule in &mut self.rules {
+            crate::util::background::pause_point();
             rule.dfa = rule.dfa.with_bytes_cut(&removed);
         }
         match self.analyse(syntax) {
@@ -539,6 +540,7 @@ impl Rtn {
                     *calls = calls.iter().copied().filter(|(c, _)| productive[c.as_usize()]).collect();
                 }
             }
+            crate::util::background::pause_point();
             rule.live = rule_liveness(rule);
         }
         self.find_nullable();
@@ -556,6 +558,7 @@ impl Rtn {
                 if productive[r] {
                     continue;
                 }
+                crate::util::background::pause_point();
                 let rule = &self.rules[r];
                 if reaches_accept(rule, |c| productive[c.as_usize()], true) {
                     productive[r] = true;
@@ -579,6 +582,7 @@ impl Rtn {
         loop {
             let mut changed = false;
             for r in 0..n {
+                crate::util::background::pause_point();
                 if !nullable[r] && reaches_accept(&self.rules[r], |c| nullable[c.as_usize()], false) {
                     nullable[r] = true;
                     changed = true;

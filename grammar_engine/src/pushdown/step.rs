@@ -166,6 +166,7 @@ impl FirstBytes {
         loop {
             let mut changed = false;
             for r in 0..n {
+                crate::util::background::pause_point();
                 let (from_start, _) = bytes_from(rtn, &first, RuleId::new(r as u32), rtn.rules[r].start());
                 let mut acc = first[r];
                 for (a, &b) in acc.iter_mut().zip(from_start.iter()) {
