@@ -25,11 +25,12 @@ One step:
 5. Exact verification of every generation's drafts, evaluated together (`verify_many`), then
    each generation commits its tokens and rolls its own KV back past its rejected drafts.
 6. Grammar compilations running beside a step that decodes are held during it
-   (`onyx._grammar.hold_compiles`: they pause at their next pause point) and get
-   `compile_share` of a decode step's time after it, while this thread sleeps: on a machine of
+   (`onyx._grammar.hold_compiles`: they pause at their next pause point) and get the time
+   after it until the step has lasted `1 + compile_share` plain decode steps, while this
+   thread sleeps (a step that ran long gives them nothing): on a machine of
    few cores a compilation running beside a step slows it far more than its share of the
    cores (it takes the caches and memory bandwidth the step's products need). When a prompt
-   and a compilation both wait, each gets half of its share.
+   and a compilation both wait, the prompt gets half of its share.
 
 Faults stay with their generation: an exception in a generation's own work (drafting,
 verification, committing) ends that generation with the error; an exception in the shared
@@ -245,8 +246,12 @@ class Batch:
         self.log.append(info)
         self._collect(touched)
         if compiling and self._decode_step_s is not None:
-            share = self.compile_share / (2 if any(g.phase == "prefill" for g in self.gens) else 1)
-            time.sleep(share * self._decode_step_s)  # the compilations' turn (see the module docstring)
+            # The compilations' turn (see the module docstring) pads the step to (1 + share)
+            # plain decode steps: a step that ran long (wide drafts, a prompt token) gives them
+            # nothing, so their turns do not lengthen the streams' longest gaps.
+            pause = (1 + self.compile_share) * self._decode_step_s - info.seconds
+            if pause > 0:
+                time.sleep(pause)
         return list(dict.fromkeys(touched))
 
     # -- internals ---------------------------------------------------------------------------
