@@ -131,16 +131,20 @@ SOURCES: dict[str, Source] = {
         "then to the end of the heavy requests (quiet rounds: to the streams' end, the same part of their lives). "
         "While streams decode, a prompt's tokens may add 0.15 of a plain step's time on average "
         "(`prefill_share`, a credit paid by each step's measured cost), shortest prompt first; compilations and "
-        "index builds run at nice 10 (`compile_nice`), pause during the batch's steps and get a quarter of a step's "
-        "time after each (`compile_share`); a prompt and a compilation both waiting get half of their shares each; "
+        "index builds run at nice 10 (`compile_nice`), pause during the batch's steps (between the passes of each "
+        "automaton construction, every few states of its loops, per rule of the pushdown analysis) and run after a "
+        "step until it has lasted 1.25 plain steps (`compile_share`), so a step that ran long gives them nothing; "
+        "a prompt waiting beside a compilation gets half of its share; "
         "the shared view arrays prepare twice the slots on another thread once every slot is taken. "
-        "The rows marked with a commit: the same bench, same session, on that commit, where a prompt's share was "
-        "a quarter of a step. The 2,500-token prompt goes in mostly after the streams end (one of its tokens, "
+        "The rows marked with a commit: the same bench, same session, on that commit, where a compilation's turn "
+        "was a quarter of a step added after every step and its pauses came only at budget checks. The 2,500-token prompt goes in mostly after the streams end (one of its tokens, "
         "which attends alone on its own view arrays, costs about as much as a quarter of a step), so the smaller "
         "share costs it little. Arrays filled on another thread (a long prompt's own view arrays, spare slots) "
         "are evaluated one at a time with a pause between. A prompt chunk's attention runs through the shim "
-        "(values product and softmax in C). Runs vary with the machine's load: 3-round runs of this change gave "
-        "1.21, 1.17 and 1.38, the last with the lowest disturbed p99 of all and an even lower quiet one."),
+        "(values product and softmax in C). Runs vary with the machine's load: four 3-round runs of this commit in "
+        "the session gave 1.27 (recorded), 1.30, 1.34 and 1.45. The disturbed rounds' slowest steps are steps of "
+        "nine sequences with drafts (one of the heavy requests decoding) and steps beside a compilation's "
+        "index build."),
     "long_context_bench.json": Source(
         "Long prompts: time to the first token and per token after it",
         "python bench/long_context_bench.py --base 9ff8807 --lengths 1200,2400", r_long_context,
