@@ -61,9 +61,9 @@ class Engine:
         nice value (0-19) grammar compilations run at, so that they yield the cores to the
         sequences decoding (Linux only; 0 keeps the caller's priority). It applies to the whole
         process, and the first value that lowered a compilation stays; `compile_share`: while
-        sequences decode, compilations pause during each step and run after it until the step
-        has lasted 1 + this share of a plain decode step (0: they run beside the steps at their
-        nice value)."""
+        sequences decode, compilations pause during each step and get this share of a plain
+        decode step per step between steps, after the shorter ones first (0: they run beside
+        the steps at their nice value)."""
         if not 0 <= compile_nice <= 19:
             raise ValueError(f"compile_nice must be between 0 and 19, got {compile_nice}")
         set_compile_nice(compile_nice)

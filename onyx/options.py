@@ -80,9 +80,8 @@ MAX_INDEX_BYTES = 256 << 20
 PREFILL_SHARE = 0.15
 # Nice value grammar compilations run at while sequences decode (Linux; 0: the caller's own).
 COMPILE_NICE = 10
-# While sequences decode, running grammar compilations get the time left after each step
-# until it has lasted 1 + this share of a plain decode step (they pause during steps:
-# `onyx.decoding.batch`).
+# While sequences decode, running grammar compilations get this share of a plain decode step
+# per step, between steps (they pause during steps: `onyx.decoding.batch`).
 COMPILE_SHARE = 0.25
 GREEDY_BELOW = 1e-6  # temperatures under this sample greedily
 

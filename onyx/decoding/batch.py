@@ -25,9 +25,9 @@ One step:
 5. Exact verification of every generation's drafts, evaluated together (`verify_many`), then
    each generation commits its tokens and rolls its own KV back past its rejected drafts.
 6. Grammar compilations running beside a step that decodes are held during it
-   (`onyx._grammar.hold_compiles`: they pause at their next pause point) and get the time
-   after it until the step has lasted `1 + compile_share` plain decode steps, while this
-   thread sleeps (a step that ran long gives them nothing): on a machine of
+   (`onyx._grammar.hold_compiles`: they pause at their next pause point) and get
+   `compile_share` of a plain decode step per step while this thread sleeps, paid after the
+   steps that ran short (`Batch._compile_turn`): on a machine of
    few cores a compilation running beside a step slows it far more than its share of the
    cores (it takes the caches and memory bandwidth the step's products need). When a prompt
    and a compilation both wait, the prompt gets half of its share.
@@ -64,6 +64,8 @@ _EMA = 0.2  # weight of the newest step in the step-time averages
 # prompt token, so the decode-step average the prompt's budget is priced against stays current.
 PLAIN_EVERY = 8
 PLAIN_KEPT = 16  # plain steps whose median is the decode step's price
+# Turns running compilations may be owed after long steps before one is paid regardless.
+COMPILE_OWED_TURNS = 4
 
 
 @dataclass
@@ -106,6 +108,7 @@ class Batch:
         self._prefill_token_s: float | None = None  # what one prompt token adds to a step (average)
         self._credit = 0.0  # seconds prompt tokens may still add to steps (see `_prefill_budget`)
         self._since_plain = 0  # steps in a row that fed prompt tokens beside decoding ones
+        self._compile_owed = 0.0  # seconds of turns running compilations are still owed (see `_compile_turn`)
         self.gens: list[Generation] = []
         self.steps = 0
         self.log: collections.deque[StepInfo] = collections.deque(maxlen=log_size)
@@ -245,16 +248,31 @@ class Batch:
         self._measure(info, decoding=any(e[2] and not e[3] for e in entries))
         self.log.append(info)
         self._collect(touched)
-        if compiling and self._decode_step_s is not None:
-            # The compilations' turn (see the module docstring) pads the step to (1 + share)
-            # plain decode steps: a step that ran long (wide drafts, a prompt token) gives them
-            # nothing, so their turns do not lengthen the streams' longest gaps.
-            pause = (1 + self.compile_share) * self._decode_step_s - info.seconds
-            if pause > 0:
-                time.sleep(pause)
+        pause = self._compile_turn(info.seconds) if compiling else 0.0
+        if not compiling:
+            self._compile_owed = 0.0
+        if pause > 0:
+            time.sleep(pause)
         return list(dict.fromkeys(touched))
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _compile_turn(self, seconds: float) -> float:
+        """How long running compilations get after a decoding step that took `seconds` (see the
+        module docstring): each step owes them `compile_share` of a plain decode step, paid by
+        padding the step to `1 + compile_share` plain steps, so a step that ran long (wide
+        drafts, a prompt token) adds nothing to the streams' longest gaps. What long steps left
+        unpaid is paid after later short ones, and once more than `COMPILE_OWED_TURNS` turns
+        are owed, one turn is paid whatever the step took: compilations are never starved."""
+        if self._decode_step_s is None:
+            return 0.0
+        turn = self.compile_share * self._decode_step_s
+        self._compile_owed += turn
+        pause = min(self._compile_owed, max(0.0, self._decode_step_s + turn - seconds))
+        if self._compile_owed > COMPILE_OWED_TURNS * turn:
+            pause = max(pause, turn)
+        self._compile_owed -= pause
+        return pause
 
     def _prefill_budget(self, others_decoding: bool, waiting: bool, compiling: bool) -> int:
         """Prompt tokens this step may feed: a whole chunk when nothing else decodes. Else what

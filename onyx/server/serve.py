@@ -51,8 +51,8 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"nice value (0-19) grammar compilations run at, so that they yield the cores to the "
                         f"streams decoding (default {config.COMPILE_NICE}; 0: the server's own priority; Linux only)")
     p.add_argument("--compile-share", type=float, default=config.COMPILE_SHARE,
-                   help=f"while requests decode, grammar compilations pause during each step and run after it until "
-                        f"the step has lasted 1 + this share of a plain step (default {config.COMPILE_SHARE:g}; "
+                   help=f"while requests decode, grammar compilations pause during each step and get this share "
+                        f"of a plain step per step between steps (default {config.COMPILE_SHARE:g}; "
                         f"0: they run beside the steps)")
     p.add_argument("--body-timeout-s", type=float, default=config.DEFAULT_BODY_TIMEOUT_S,
                    help=f"seconds a request body may take to arrive (default {config.DEFAULT_BODY_TIMEOUT_S:g}); "

@@ -1,6 +1,7 @@
 """The batch's turns for work beside decoding: what a prompt going in may add to the steps of the
 generations already decoding (`Batch._prefill_budget` / `_measure`, fed step times as a real
-batch would measure them), and steps with a few prompt tokens carrying no drafts."""
+batch would measure them), steps with a few prompt tokens carrying no drafts, and the running
+compilations' turns between steps (`Batch._compile_turn`)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,38 @@ def test_a_step_with_a_few_prompt_tokens_carries_no_drafts():
     batch._fit(entries)
     assert [len(e[1]) for e in entries] == [1, 1, 1, 3]
     assert [e[2] for e in entries] == [1, 1, 1, 0]
+
+
+def turns(seconds: list[float], share: float = 0.25) -> list[float]:
+    """The compilations' turn after each of steps that took `seconds` (a batch that measured
+    plain steps of BASE first)."""
+    batch = Batch(runner=None, compile_share=share)
+    for i in range(16):
+        batch._measure(StepInfo(i, sequences=DECODING, rows=DECODING, logit_rows=DECODING, seconds=BASE), True)
+    return [batch._compile_turn(s) for s in seconds]
+
+
+def test_a_compilation_turn_pads_plain_steps_and_adds_nothing_to_long_ones():
+    paid = turns([BASE, 0.8 * BASE, 1.4 * BASE, BASE])
+    assert paid[0] == pytest.approx(0.25 * BASE)
+    assert paid[1] == pytest.approx(0.25 * BASE)  # owed one turn: paid, not the whole padding
+    assert paid[2] == 0.0  # a step past 1.25 plain steps gets no sleep
+    assert paid[3] == pytest.approx(0.25 * BASE)  # what the long step left stays owed
+    gaps = [s + p for s, p in zip([BASE, 0.8 * BASE, 1.4 * BASE, BASE], paid)]
+    assert max(gaps[:2] + gaps[3:]) <= 1.25 * BASE + 1e-12
+
+
+def test_turns_left_by_long_steps_are_paid_after_short_ones():
+    paid = turns([1.4 * BASE, 1.4 * BASE, 0.5 * BASE, 0.5 * BASE])
+    assert paid[:2] == [0.0, 0.0]
+    assert paid[2] == pytest.approx(0.75 * BASE)  # three turns owed, padded up to 1.25 plain steps
+    assert paid[3] == pytest.approx(0.25 * BASE)  # the last one
+
+
+def test_compilations_are_never_starved_by_long_steps():
+    steps = 200
+    paid = turns([2 * BASE] * steps)
+    # Past four turns owed, every step pays one: the compilations' share, however long the steps.
+    assert sum(paid) >= 0.25 * BASE * (steps - 5) - 1e-9
+    assert max(paid) == pytest.approx(0.25 * BASE)  # and no more than one turn at a time
+    assert turns([BASE] * 8, share=0.0) == [0.0] * 8

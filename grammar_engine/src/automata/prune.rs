@@ -37,7 +37,7 @@ impl Dfa {
         for i in 1..=n {
             rev_start[i] += rev_start[i - 1];
         }
-        // Pauses between passes over the table, each a few milliseconds at most.
+        // A held compilation pauses between the passes over the table.
         background::pause_point();
         let mut fill = rev_start.clone();
         let mut rev = vec![0u32; rev_start[n] as usize];

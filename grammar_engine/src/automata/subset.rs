@@ -27,7 +27,8 @@ use crate::util::{background, StateId};
 /// A node of an NFA.
 pub(crate) type NodeId = u32;
 
-/// Most moves (kernel members × byte classes) between two checks of the deadline.
+/// Most work (kernel members, steps, moves grouped and closure members) between two checks of
+/// the deadline.
 const CHECK_EVERY_MOVES: usize = 1 << 20;
 
 /// What a node of an NFA is, for the closure that visits it.
@@ -79,7 +80,7 @@ pub(crate) fn determinize(
             work = 0;
             config.check_deadline("a DFA").inspect_err(|_| config.note_states(sets.len()))?;
             // The arena, the table and the moves, against the heap limit of the construction.
-            let words = sets.members.len() + raw_trans.len() + 2 * moves.pairs.len();
+            let words = sets.members.len() + raw_trans.len() + 2 * moves.pairs.len() + 4 * moves.span.len();
             if words.saturating_mul(4) > config.build_size_limit {
                 return Err(GrammarError::TooLarge {
                     what: "determinization memory (bytes)",
@@ -98,6 +99,7 @@ pub(crate) fn determinize(
                 continue;
             }
             let accepting = closure.run(nfa, bucket.iter().copied());
+            work += closure.kernel.len();
             if closure.kernel.is_empty() && !accepting {
                 raw_trans.push(StateId::DEAD);
                 continue;
@@ -128,11 +130,11 @@ pub(crate) fn representatives(classes: &[u8; 256]) -> Vec<u8> {
 /// kernel: a node belongs to many DFA states, and most nodes move on few of the classes.
 struct Moves {
     /// Node `n`'s pairs are `pairs[span[n].0..span[n].1]`; `span[n].0 == UNSEEN` before.
-    span: Vec<(u32, u32)>,
+    span: Vec<(usize, usize)>,
     pairs: Vec<(u32, NodeId)>,
 }
 
-const UNSEEN: u32 = u32::MAX;
+const UNSEEN: usize = usize::MAX;
 
 impl Moves {
     fn new(nodes: usize) -> Moves {
@@ -153,13 +155,13 @@ impl Moves {
                 self.pairs.push((class as u32, t));
             }
         }
-        self.span[n as usize] = (start as u32, self.pairs.len() as u32);
+        self.span[n as usize] = (start, self.pairs.len());
         reps.len()
     }
 
     fn of(&self, n: NodeId) -> &[(u32, NodeId)] {
         let (start, end) = self.span[n as usize];
-        &self.pairs[start as usize..end as usize]
+        &self.pairs[start..end]
     }
 }
 

@@ -15,9 +15,9 @@
 //! evicts the caches and memory bandwidth the next matrix product needs. So the decoder can
 //! also *hold* compilations ([`hold`] / [`release`], counted: several decoders may hold at
 //! once): while held, a compilation thread stops at its next [`pause_point`] (between the
-//! passes of each automaton construction and every few states of its loops; an index build
-//! before each row) until the hold
-//! ends, and the decoder gives compilations their share of time between its steps instead. A
+//! passes of each automaton construction, every few states of its loops, at each rule of a
+//! pushdown grammar's analysis, and before each row of an index build) until the hold ends,
+//! and the decoder gives compilations their share of time between its steps instead. A
 //! pause lasts at most [`MAX_PAUSE`] at a time, so a holder that never releases slows
 //! compilations but cannot stop them. Paused time does not count against a compilation's
 //! wall-clock safety net ([`held_time`]). Only the pool's threads (and threads they start

@@ -156,3 +156,44 @@ fn limits_and_empty_languages_are_typed_errors() {
         .unwrap()
         .is_some());
 }
+
+/// A small NFA given by its moves: node `n` moves on class `c` to the target paired with `c`
+/// in `self.0[n]`; a node without moves only passes.
+struct TableNfa(Vec<Vec<(usize, super::NodeId)>>);
+
+impl super::Automaton for TableNfa {
+    fn num_nodes(&self) -> usize {
+        self.0.len()
+    }
+
+    fn expand(&self, node: super::NodeId, _push: impl FnMut(super::NodeId)) -> super::Visit {
+        if self.0[node as usize].is_empty() {
+            super::Visit::Passes
+        } else {
+            super::Visit::Reads
+        }
+    }
+
+    fn step(&self, node: super::NodeId, class: usize, _byte: u8) -> Option<super::NodeId> {
+        self.0[node as usize].iter().find(|&&(c, _)| c == class).map(|&(_, t)| t)
+    }
+}
+
+#[test]
+fn a_kernels_moves_are_grouped_by_class_and_each_nodes_found_once() {
+    let nfa = TableNfa(vec![vec![(2, 1), (0, 2)], vec![(2, 3)], vec![], vec![(0, 0), (3, 1)]]);
+    let reps = [b'a', b'b', b'c', b'd'];
+    let mut moves = super::Moves::new(nfa.0.len());
+    let mut buckets = super::Buckets::new(reps.len());
+    // Three members, each stepped on all four classes once, five moves grouped.
+    assert_eq!(buckets.fill(&[0, 1, 3], &mut moves, &nfa, &reps), 3 + 3 * 4 + 5);
+    let grouped: Vec<Vec<u32>> = (0..4).map(|c| buckets.of(c).to_vec()).collect();
+    assert_eq!(grouped, vec![vec![2, 0], vec![], vec![1, 3], vec![1]]);
+    // A member met before is not stepped again, and the buckets start empty.
+    assert_eq!(buckets.fill(&[3], &mut moves, &nfa, &reps), 1 + 2);
+    let grouped: Vec<Vec<u32>> = (0..4).map(|c| buckets.of(c).to_vec()).collect();
+    assert_eq!(grouped, vec![vec![0], vec![], vec![], vec![1]]);
+    assert_eq!(moves.pairs.len(), 5);
+    assert_eq!(buckets.fill(&[], &mut moves, &nfa, &reps), 0);
+    assert!((0..4).all(|c| buckets.of(c).is_empty()));
+}
