@@ -65,7 +65,7 @@ _EMA = 0.2  # weight of the newest step in the step-time averages
 PLAIN_EVERY = 8
 PLAIN_KEPT = 16  # plain steps whose median is the decode step's price
 # Turns running compilations may be owed after long steps before one is paid regardless.
-COMPILE_OWED_TURNS = 4
+COMPILE_OWED_TURNS = 16
 
 
 @dataclass

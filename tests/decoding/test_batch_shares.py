@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from onyx.decoding.batch import PLAIN_EVERY, Batch, StepInfo
+from onyx.decoding.batch import COMPILE_OWED_TURNS, PLAIN_EVERY, Batch, StepInfo
 
 BASE = 0.050  # a plain decode step of 8 generations, seconds
 DECODING = 8
@@ -109,7 +109,8 @@ def test_turns_left_by_long_steps_are_paid_after_short_ones():
 def test_compilations_are_never_starved_by_long_steps():
     steps = 200
     paid = turns([2 * BASE] * steps)
-    # Past four turns owed, every step pays one: the compilations' share, however long the steps.
-    assert sum(paid) >= 0.25 * BASE * (steps - 5) - 1e-9
+    # Past COMPILE_OWED_TURNS turns owed, every step pays one: the compilations' share, however
+    # long the steps.
+    assert sum(paid) >= 0.25 * BASE * (steps - COMPILE_OWED_TURNS - 1) - 1e-9
     assert max(paid) == pytest.approx(0.25 * BASE)  # and no more than one turn at a time
     assert turns([BASE] * 8, share=0.0) == [0.0] * 8
