@@ -132,19 +132,21 @@ SOURCES: dict[str, Source] = {
         "While streams decode, a prompt's tokens may add 0.15 of a plain step's time on average "
         "(`prefill_share`, a credit paid by each step's measured cost), shortest prompt first; compilations and "
         "index builds run at nice 10 (`compile_nice`), pause during the batch's steps (between the passes of each "
-        "automaton construction, every few states of its loops, per rule of the pushdown analysis) and run after a "
-        "step until it has lasted 1.25 plain steps (`compile_share`), so a step that ran long gives them nothing; "
+        "automaton construction, every few states of its loops, per rule of the pushdown analysis) and get a "
+        "quarter of a plain step per step between steps (`compile_share`), paid by padding short steps to 1.25 "
+        "plain steps, so a step that ran long gets no sleep added (past sixteen turns owed, one is paid regardless); "
         "a prompt waiting beside a compilation gets half of its share; "
         "the shared view arrays prepare twice the slots on another thread once every slot is taken. "
         "The rows marked with a commit: the same bench, same session, on that commit, where a compilation's turn "
-        "was a quarter of a step added after every step and its pauses came only at budget checks. The 2,500-token prompt goes in mostly after the streams end (one of its tokens, "
-        "which attends alone on its own view arrays, costs about as much as a quarter of a step), so the smaller "
-        "share costs it little. Arrays filled on another thread (a long prompt's own view arrays, spare slots) "
-        "are evaluated one at a time with a pause between. A prompt chunk's attention runs through the shim "
-        "(values product and softmax in C). Runs vary with the machine's load: four 3-round runs of this commit in "
-        "the session gave 1.27 (recorded), 1.30, 1.34 and 1.45. The disturbed rounds' slowest steps are steps of "
-        "nine sequences with drafts (one of the heavy requests decoding) and steps beside a compilation's "
-        "index build."),
+        "was a quarter of a step added after every step and its pauses came only at budget checks. The 2,500-token "
+        "prompt goes in mostly after the streams end (one of its tokens, which attends alone on its own view "
+        "arrays, costs about as much as a quarter of a step). Arrays filled on another thread (a long prompt's own "
+        "view arrays, spare slots) are evaluated one at a time with a pause between. A prompt chunk's attention "
+        "runs through the shim (values product and softmax in C). Runs vary with the machine's load: two 3-round "
+        "runs of this commit's code gave 1.34 and 1.37 (recorded); padding without the turns paid regardless gave "
+        "1.27-1.45 in four runs, and paying one regardless past four owed 1.53 and 1.59. The disturbed rounds' "
+        "slowest steps are steps of nine sequences with drafts (one of the heavy requests decoding) and steps "
+        "beside a compilation's index build."),
     "long_context_bench.json": Source(
         "Long prompts: time to the first token and per token after it",
         "python bench/long_context_bench.py --base 9ff8807 --lengths 1200,2400", r_long_context,
