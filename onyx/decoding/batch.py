@@ -248,11 +248,10 @@ class Batch:
         self._measure(info, decoding=any(e[2] and not e[3] for e in entries))
         self.log.append(info)
         self._collect(touched)
-        pause = self._compile_turn(info.seconds) if compiling else 0.0
-        if not compiling:
-            self._compile_owed = 0.0
-        if pause > 0:
-            time.sleep(pause)
+        if compiling:
+            time.sleep(self._compile_turn(info.seconds))
+        else:
+            self._compile_owed = 0.0  # nothing runs to be owed a turn
         return list(dict.fromkeys(touched))
 
     # -- internals ---------------------------------------------------------------------------
