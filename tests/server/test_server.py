@@ -532,9 +532,8 @@ def test_soak_no_growth(client, server):
     """Mixed traffic (regex, JSON, streams, disconnects, errors; 2 clients at a time) for
     ONYX_SOAK_SECONDS, in three parts. Afterwards no KV blocks, live sequences, asyncio tasks or
     threads remain beyond the baseline, and the later parts added no memory. A leak grows with the
-    traffic, so it shows in each later part; caches and pools fill mostly in the first part, but
-    one that first fills (a batch shape first seen, an allocator's arena) can land in any part, so
-    resident memory must stay flat across at least one of the two later parts."""
+    traffic, so it shows in each later part; a cache or pool first filled (a new batch shape, an
+    allocator's arena) lands in one part, so memory must stay flat over one of the later two."""
     from onyx.server.state import PREPARE_WORKERS
 
     with httpx.Client(base_url=server["base"], timeout=60, headers={"Authorization": f"Bearer {API_KEY}"}) as http:
