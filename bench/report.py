@@ -144,7 +144,10 @@ SOURCES: dict[str, Source] = {
         "view arrays, spare slots) are evaluated one at a time with a pause between. A prompt chunk's attention "
         "runs through the shim (values product and softmax in C). Runs vary with the machine's load: two 3-round "
         "runs of this commit's code gave 1.34 and 1.37 (recorded); padding without the turns paid regardless gave "
-        "1.27-1.45 in four runs, and paying one regardless past four owed 1.53 and 1.59. The disturbed rounds' "
+        "1.27-1.45 in four runs, and paying one regardless past four owed 1.53 and 1.59. Five more 3-round runs of "
+        "the same code on a quiet machine (29774cc) gave 1.19, 1.31, 0.87, 1.48 and 1.20, their quiet rounds' ITL "
+        "p99 alone 61-115 ms: a single 3-round run cannot tell 1.2 from 1.45, so the gate is not shown met. "
+        "The disturbed rounds' "
         "slowest steps are steps of nine sequences with drafts (one of the heavy requests decoding) and steps "
         "beside a compilation's index build."),
     "long_context_bench.json": Source(
