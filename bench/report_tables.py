@@ -456,7 +456,13 @@ def r_cobatch(d: dict) -> list[str]:
     out = table(["rounds", "ITL p50 ms", "ITL p99 ms", "max gap ms", "/health p99 ms", "window s", "gaps",
                  "p99 disturbed / quiet"], rows)
     heavy = ", ".join(n(h["s"], 1) for h in d["heavy"])
-    out += [f"ITL p99 disturbed / quiet: **{n(d['itl_p99_ratio'], 2)}** (the issue's gate: at most 1.25). "
+    noise = ""
+    if "pair_ratios" in d:
+        lo, hi = d["ratio_interval_90"]
+        noise = (f" Per pair of rounds (a quiet one and the disturbed one after it): "
+                 f"{', '.join(n(x, 2) for x in d['pair_ratios'])} (median {n(d['pair_ratio_median'], 2)}); "
+                 f"90% interval of the ratio from resampling the pairs: {n(lo, 2)}-{n(hi, 2)}.")
+    out += [f"ITL p99 disturbed / quiet: **{n(d['itl_p99_ratio'], 2)}** (the issue's gate: at most 1.25).{noise} "
             f"The heavy requests took (s, schema / regex / prompt per round): {heavy}."]
     if "before" in d and d["before"].get("heavy"):
         before = ", ".join(n(h["s"], 1) for h in d["before"]["heavy"])
