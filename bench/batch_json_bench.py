@@ -16,7 +16,8 @@ bench/corpus.py for `json`, a long story for `free`):
   the cProfile top functions of the JSON batch.
 
 With `--rows`, instead: the cost of one ragged forward against its rows (1 sequence of 1, 2, 4,
-8, 16 rows; 2 and 4 sequences of one row; 8 sequences of 8 to 48 rows), in single-token
+8, 16 rows; 2 and 4 sequences of one row; 8 sequences of 8 to 48 rows, the rows past one a
+sequence as drafts come, a round of up to 8 on one sequence before the next), in single-token
 forwards, cases interleaved; with `--write-calibration` also the loaded model's entry of
 `onyx/decoding/step_cost.json` (the step costs γ is priced with: "cpu" for float32 weights,
 "cpu-quantized" for the default quantized ones, `--dtype float32` to measure the former), with
@@ -213,6 +214,26 @@ def _prefilled(engine, n: int) -> tuple[list[int], list]:
     return ids, seqs
 
 
+ROUND_ROWS = 8  # the most rows one sequence's round runs: its pending token and 7 drafts
+
+
+def rows_per_sequence(nseq: int, rows: int) -> list[int]:
+    """How a case's rows are shared among its sequences: a row each, then the rest as drafts
+    come in a batch, a whole round on one sequence before the next (the costlier shape: a
+    sequence's several rows attend as a block, and a batch's drafts come from the few
+    sequences whose drafts are likely to be accepted); a lone sequence takes them all."""
+    if nseq == 1:
+        return [rows]
+    per = [1] * nseq
+    extra, i = rows - nseq, 0
+    while extra > 0:
+        more = min(extra, ROUND_ROWS - per[i]) if i < nseq - 1 else extra
+        per[i] += more
+        extra -= more
+        i += 1
+    return per
+
+
 def forward_costs(engine, reps: int) -> dict:
     """Milliseconds per ragged forward, (sequences, rows) cases round-robin, each sequence's KV
     rolled back after each forward; and each case against one sequence's one-row forward."""
@@ -222,7 +243,7 @@ def forward_costs(engine, reps: int) -> dict:
     ids, seqs = _prefilled(engine, max(s for s, _ in ROW_CASES))
 
     def once(nseq: int, rows: int) -> float:
-        per = [rows // nseq + (1 if i < rows % nseq else 0) for i in range(nseq)]
+        per = rows_per_sequence(nseq, rows)
         t0 = time.perf_counter()
         mx.eval(runner.forward([(seqs[i], [ids[-1]] * per[i], per[i]) for i in range(nseq)]))
         dt = time.perf_counter() - t0
@@ -248,12 +269,16 @@ CALIBRATION_ROWS = 64  # the calibration's table reaches this many rows (extrapo
 
 def calibration(costs: dict, model: str = "SmolLM2-135M-Instruct, float32 weights") -> dict:
     """An entry of onyx/decoding/step_cost.json from `forward_costs`: the step cost of R rows
-    from the case of min(R, 8) sequences, extended in a straight line to `CALIBRATION_ROWS`; the
+    from the case of min(R, 8) sequences (never below a smaller case's), extended in a straight
+    line to `CALIBRATION_ROWS`; the
     width cost fitted (least squares through 1 at no draft) to the lone sequence's cases of at
     most 1 + 7 rows (an adaptive round's most)."""
     from onyx.cpu.blas import blas_status
 
     points = [(1, 1.0)] + sorted((r, costs[f"{s}x{r}"]["vs_one_row"]) for s, r in ROW_CASES if r > 1 and s == min(r, 8))
+    # A forward over more rows never costs less: a dip is the machine's noise, and would price
+    # the rows past it as free.
+    points = [(r, max(c for _, c in points[:i + 1])) for i, (r, _) in enumerate(points)]
     (r0, c0), (r1, c1) = points[-2], points[-1]
     if r1 < CALIBRATION_ROWS:
         points.append((CALIBRATION_ROWS, round(c1 + (c1 - c0) * (CALIBRATION_ROWS - r1) / (r1 - r0), 2)))
@@ -267,7 +292,8 @@ def calibration(costs: dict, model: str = "SmolLM2-135M-Instruct, float32 weight
                            "machine": f"{harness.machine_meta()['platform']}, {os.cpu_count()} cores; {blas_status()}",
                            "command": "python bench/batch_json_bench.py --rows --write-calibration",
                            "commit": commit,
-                           "note": f"rows 2-{r1} measured (up to eight sequences); {CALIBRATION_ROWS}: extrapolated"}}
+                           "note": f"rows 2-{r1} measured (up to eight sequences, the rows past one a sequence as "
+                                   f"drafts come); {CALIBRATION_ROWS}: extrapolated"}}
 
 
 def write_calibration(entry: dict, device: str = "cpu") -> Path:
