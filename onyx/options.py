@@ -81,8 +81,9 @@ PREFILL_SHARE = 0.15
 # Nice value grammar compilations run at while sequences decode (Linux; 0: the caller's own).
 COMPILE_NICE = 10
 # While sequences decode, running grammar compilations get this share of a plain decode step
-# per step, between steps (they pause during steps: `onyx.decoding.batch`).
-COMPILE_SHARE = 0.25
+# per step, between steps (they pause during steps: `onyx.decoding.batch`): a step padded by
+# it stays well under the quarter the co-batch gate allows, as the prompt's share does.
+COMPILE_SHARE = 0.15
 GREEDY_BELOW = 1e-6  # temperatures under this sample greedily
 
 
