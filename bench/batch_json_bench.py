@@ -270,9 +270,8 @@ CALIBRATION_ROWS = 64  # the calibration's table reaches this many rows (extrapo
 def calibration(costs: dict, model: str = "SmolLM2-135M-Instruct, float32 weights") -> dict:
     """An entry of onyx/decoding/step_cost.json from `forward_costs`: the step cost of R rows
     from the case of min(R, 8) sequences (never below a smaller case's), extended in a straight
-    line to `CALIBRATION_ROWS`; the
-    width cost fitted (least squares through 1 at no draft) to the lone sequence's cases of at
-    most 1 + 7 rows (an adaptive round's most)."""
+    line to `CALIBRATION_ROWS`; the width cost fitted (least squares through 1 at no draft) to
+    the lone sequence's cases of at most 1 + 7 rows (an adaptive round's most)."""
     from onyx.cpu.blas import blas_status
 
     points = [(1, 1.0)] + sorted((r, costs[f"{s}x{r}"]["vs_one_row"]) for s, r in ROW_CASES if r > 1 and s == min(r, 8))

@@ -160,6 +160,8 @@ def summarize(rounds: list[dict]) -> dict:
 
 
 def p99_ratio(pairs: list[tuple[dict, dict]]) -> float | None:
+    """ITL p99 of the disturbed rounds over that of the quiet ones, over the (quiet, disturbed)
+    pairs given."""
     quiet = summarize([q for q, _ in pairs])["itl_p99_ms"]
     busy = summarize([b for _, b in pairs])["itl_p99_ms"]
     return busy / quiet if quiet and busy is not None else None
