@@ -610,3 +610,33 @@ fn a_recursion_seen_again_only_a_level_deeper_is_still_a_call() {
     }
     assert!(g.check_text(br#"{"@graph":{"@id":1}}"#).is_err());
 }
+
+#[test]
+fn formats_whose_checkers_are_known_keep_one_of_branches_apart() {
+    let g = |schema: Value| Grammar::from_json_schema(vocab(), &schema, &JsonSchemaOptions::default(), &GrammarConfig::default()).unwrap();
+    // `host-name` is no format (an annotation): every string meets that branch, so IP
+    // literals meet two branches and are out, and every other string is in, exactly.
+    let schema = json!({"type": "string", "oneOf": [{"format": "host-name"}, {"format": "ipv4"}, {"format": "ipv6"}]});
+    let addr = g(schema);
+    assert!(addr.restriction().is_none(), "restricted: {:?}", addr.restriction());
+    assert_eq!(addr.check_text(br#""db.local""#), Ok(()));
+    assert_eq!(addr.check_text(br#""10.0.0.256""#), Ok(()));
+    for ip in [r#""10.0.0.1""#, r#""::1""#, r#""fe80::1:2""#] {
+        assert!(addr.check_text(ip.as_bytes()).is_err(), "{ip}");
+    }
+    // A UUID against a pattern it cannot meet, read as 2020-12 (where `uuid` is checked).
+    let schema = json!({"$schema": "https://json-schema.org/draft/2020-12/schema",
+        "oneOf": [{"type": "string", "format": "uuid"}, {"type": "string", "pattern": "^\\$[A-Z]+$"}]});
+    let id = g(schema);
+    assert!(id.restriction().is_none(), "restricted: {:?}", id.restriction());
+    assert_eq!(id.check_text(br#""$KEY""#), Ok(()));
+    assert_eq!(id.check_text(br#""0f8fad5b-d9cb-469f-a165-70867728950e""#), Ok(()));
+    // Draft 4 does not check `uuid`: there a UUID is any string, so the pattern branch's
+    // values are in both and the approximation is told.
+    let schema = json!({"$schema": "http://json-schema.org/draft-04/schema#",
+        "oneOf": [{"type": "string", "format": "uuid"}, {"type": "string", "pattern": "^\\$[A-Z]+$"}]});
+    assert!(g(schema).restriction().is_some_and(|r| r.contains("oneOf")));
+    // `hostname` is checked only with an optional package: still an approximation, and told.
+    let schema = json!({"type": "string", "oneOf": [{"format": "hostname"}, {"format": "ipv6"}]});
+    assert!(g(schema).restriction().is_some_and(|r| r.contains("oneOf")));
+}

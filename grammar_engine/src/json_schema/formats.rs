@@ -46,7 +46,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::context::Ctx;
+use super::context::{Ctx, Dialect};
 use super::pattern;
 use super::search;
 use crate::automata::Expr;
@@ -291,6 +291,34 @@ fn format_pattern(name: &str) -> Option<String> {
         _ => return None,
     };
     Some(format!("^(?:{body})$"))
+}
+
+/// An anchored pattern holding every string format `name` allows under each reading from
+/// `oldest` on, for over-languages; `None` where that is any string: the format is not
+/// checked under some reading (each draft's checker knows fewer names), its checker needs an
+/// optional package (without it the name is not checked), or its language here is a subset
+/// of the checker's.
+///
+/// `ipv4`, `ipv6` and `date` are exact (their checkers, from the standard library, take ASCII
+/// digits only).
+/// `uuid`'s checker takes more than the 8-4-4-4-12 hex form: with the hyphens at those places
+/// and no other, the remaining 32 characters go to `int(_, 16)`, which also reads other
+/// scripts' digits, `_` between digits, a `+` and surrounding spaces; so its over-pattern is
+/// the hyphens' places alone.
+pub(crate) fn over_pattern(name: &str, oldest: Dialect) -> Option<String> {
+    let since = match name {
+        "ipv4" | "ipv6" => Dialect::Draft4,
+        "date" => Dialect::Draft7,
+        "uuid" => Dialect::Draft2019,
+        _ => return None,
+    };
+    if oldest < since {
+        return None;
+    }
+    match name {
+        "uuid" => Some("^[^-]{8}-[^-]{4}-[^-]{4}-[^-]{4}-[^-]{12}$".to_string()),
+        _ => format_pattern(name),
+    }
 }
 
 thread_local! {

@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 use super::super::context::Dialect;
 use super::super::counted::{self, Chunks};
+use super::super::formats;
 use super::super::numbers::{number_expr, number_superset, NumberFacts};
 use super::super::policy::Reading;
 use super::super::canonical::CANONICAL_CHAR;
@@ -108,8 +109,9 @@ impl<'a> Compiler<'a> {
         }
     }
 
-    /// The strings of a conjunction; `lenient` (for over) drops formats and, if they cannot
-    /// be compiled, patterns: a superset either way.
+    /// The strings of a conjunction; `lenient` (for over) replaces formats by their
+    /// over-patterns or drops them, and drops patterns if they cannot be compiled: a superset
+    /// either way.
     pub(super) fn string(&mut self, conj: &Conj<'a>, lenient: bool) -> Result<Expr> {
         let mut facts = StringFacts::default();
         for (m, item) in conj.maps() {
@@ -141,7 +143,13 @@ impl<'a> Compiler<'a> {
             }
         }
         if lenient {
-            facts.formats.clear();
+            // A format stays only as a superset of what every reading's checker accepts.
+            let oldest = self.reading.strictest();
+            for (name, ctx) in std::mem::take(&mut facts.formats) {
+                if let Some(p) = formats::over_pattern(&name, oldest) {
+                    facts.patterns.push((p, ctx));
+                }
+            }
             // A superset: a bound too long to count is dropped.
             if facts.max_length.is_some_and(|m| m > LENIENT_MAX_LENGTH) {
                 facts.max_length = None;
