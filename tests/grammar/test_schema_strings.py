@@ -133,3 +133,32 @@ def test_walks_parse_and_validate(smollm2, schema):
         text = text_of(smollm2, tokens + rest).decode("utf-8")
         value = json.loads(text)
         validator.validate(value)
+
+
+def _near_miss(fmt: str, rng: random.Random) -> str:
+    """A random string close to format `fmt`'s form: most are invalid, some valid."""
+    if fmt == "ipv4":
+        parts = ["0", "1", "00", "01", "255", "256", "99", "199", "249", "250", " 1", "+1", ""]
+        return ".".join(rng.choice(parts) for _ in range(rng.randint(3, 5)))
+    if fmt == "ipv6":
+        parts = ["", "0", "1", "ff", "FFFF", "abcd", "00000", "1.2.3.4", "255.255.255.255", "01.2.3.4", "g"]
+        groups = [rng.choice(parts) for _ in range(rng.randint(1, 9))]
+        return ":".join(groups) if rng.random() < 0.7 else ":".join(groups[:2]) + "::" + ":".join(groups[2:])
+    year = rng.choice(["2020", "0000", "0001", "1900", "2000", "9999", "2024", "10000", "123", "２020"])
+    return f"{year}-{rng.choice(['01', '02', '1', '13', '00', '12'])}-{rng.choice(['01', '28', '29', '30', '31', '32', '00'])}"
+
+
+@pytest.mark.parametrize("fmt", ["ipv4", "ipv6", "date"])
+def test_formats_taken_as_exact_accept_everything_their_checker_accepts(smollm2, fmt):
+    # `oneOf` subtracts these formats' languages from the other branches as if they were the
+    # checker's own: a string the checker accepts and the grammar does not would be written
+    # by another branch and then match two.
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
+    g = compile_schema(smollm2, {"format": fmt})
+    rng = random.Random(0)
+    samples = {_near_miss(fmt, rng) for _ in range(4000)}
+    accepted = [s for s in samples if checker.conforms(s, fmt)]
+    assert len(accepted) >= 20  # the samples reach the valid side
+    missed = [s for s in accepted if not g.validate(spelled(s))]
+    assert missed == []
+    assert any(not checker.conforms(s, fmt) and not g.validate(spelled(s)) for s in samples)
