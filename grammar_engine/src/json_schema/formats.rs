@@ -306,19 +306,13 @@ fn format_pattern(name: &str) -> Option<String> {
 /// scripts' digits, `_` between digits, a `+` and surrounding spaces; so its over-pattern is
 /// the hyphens' places alone.
 pub(crate) fn over_pattern(name: &str, oldest: Dialect) -> Option<String> {
-    let since = match name {
-        "ipv4" | "ipv6" => Dialect::Draft4,
-        "date" => Dialect::Draft7,
-        "uuid" => Dialect::Draft2019,
+    let (since, pattern) = match name {
+        "ipv4" | "ipv6" => (Dialect::Draft4, format_pattern(name)),
+        "date" => (Dialect::Draft7, format_pattern(name)),
+        "uuid" => (Dialect::Draft2019, Some("^[^-]{8}-[^-]{4}-[^-]{4}-[^-]{4}-[^-]{12}$".to_string())),
         _ => return None,
     };
-    if oldest < since {
-        return None;
-    }
-    match name {
-        "uuid" => Some("^[^-]{8}-[^-]{4}-[^-]{4}-[^-]{4}-[^-]{12}$".to_string()),
-        _ => format_pattern(name),
-    }
+    pattern.filter(|_| oldest >= since)
 }
 
 thread_local! {
