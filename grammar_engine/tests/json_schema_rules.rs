@@ -640,3 +640,29 @@ fn formats_whose_checkers_are_known_keep_one_of_branches_apart() {
     let schema = json!({"type": "string", "oneOf": [{"format": "hostname"}, {"format": "ipv6"}]});
     assert!(g(schema).restriction().is_some_and(|r| r.contains("oneOf")));
 }
+
+#[test]
+fn a_max_length_above_the_longest_email_needs_no_counting() {
+    // Under maxLength 317 or more, an address is at most 64 + 1 + 252 characters: the bound
+    // leaves the language as it is, uncounted.
+    let long = grammar(&json!({"type": "string", "format": "email", "maxLength": 1024}));
+    assert!(long.restriction().is_none(), "restricted: {:?}", long.restriction());
+    let local = "a".repeat(64);
+    let domain = format!("{}.{}.{}.{}", "b".repeat(63), "c".repeat(63), "d".repeat(63), "e".repeat(60));
+    assert_eq!(domain.len(), 252);
+    let ok = |g: &Grammar, text: &str| g.check_text(format!("\"{text}\"").as_bytes()).is_ok();
+    assert!(ok(&long, &format!("{local}@{domain}")));
+    assert!(!ok(&long, &format!("a{local}@x.org")));
+    assert!(!ok(&long, &format!("{local}@{domain}.f")));
+    // A quoted local part may hold `@`: the limit is on everything before the last one.
+    let quoted = |n: usize| format!(r#"\"{}@{}\"@x.org"#, "b".repeat(n), "c".repeat(31));
+    assert!(ok(&long, &quoted(30)));
+    assert!(!ok(&long, &quoted(31)));
+    // Without a bound the parts are not limited; a shorter bound counts characters.
+    let free = grammar(&json!({"type": "string", "format": "email"}));
+    assert!(ok(&free, &format!("a{local}@x.org")));
+    for (max, fits) in [(11, true), (10, false)] {
+        let g = grammar(&json!({"type": "string", "format": "email", "maxLength": max}));
+        assert_eq!(ok(&g, "ann@mail.io"), fits, "maxLength {max}");
+    }
+}

@@ -15,9 +15,13 @@
 //! Sound subsets:
 //! - `date-time`, `time`: RFC 3339 with `T`/`t`, `Z`/`z`, offsets up to 23:59 and fractional
 //!   seconds, without leap seconds (`rfc3339-validator` rejects second 60).
-//! - `email`: dot-atom or quoted local part, `@`, a hostname or an IPv4 / IPv6 address literal
-//!   (the checker only asks for an `@`; the test suite asks for RFC 5321).
-//!   `idn-email`: the same with letters, marks and digits of any script.
+//! - `email`: dot-atom or quoted local part, `@`, dot-separated hostname labels or an IPv4 /
+//!   IPv6 address literal (the checker only asks for an `@`; the test suite asks for
+//!   RFC 5321). Under a `maxLength` of [`EMAIL_LONGEST`] or more, the local part has at most
+//!   RFC 5321's 64 characters and the labels are limited as `hostname`'s are, so no address
+//!   is longer than the bound and it needs no counting; elsewhere neither is limited (the
+//!   limits make the automaton larger, and a shorter bound would count over it).
+//!   `idn-email`: the same with letters, marks and digits of any script, never limited.
 //! - `hostname`, `idn-hostname`: ASCII labels of 1–63 letters, digits and inner hyphens,
 //!   never `--` in the third and fourth place (so no `xn--` labels, whose Punycode `idna`
 //!   would check), an optional trailing dot. The 253-character limit is kept without a
@@ -215,23 +219,46 @@ fn uri_like(name: &str) -> String {
     }
 }
 
+/// The longest `email` address when its parts are limited (see the module docs): a local part
+/// of 64 characters, `@`, and 252 characters of labels.
+pub(crate) const EMAIL_LONGEST: u64 = 317;
+
+/// `email` with its parts limited, anchored: the local part (everything before the last `@`,
+/// which no domain holds) at most 64 characters, as a lookahead right after `^` (an
+/// intersection, see [`search`]), and the labels `hostname` allows.
+fn limited_email() -> String {
+    let atext = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]";
+    format!("^(?=.{{1,64}}@[^@]+$)(?:{})$", email_with(atext, &host_labels()))
+}
+
 fn email(international: bool) -> String {
-    let (atext, label) = if international {
-        (r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\p{L}\p{M}\p{N}-]".to_string(), r"[A-Za-z0-9\p{L}\p{M}\p{N}](?:[A-Za-z0-9\p{L}\p{M}\p{N}-]*[A-Za-z0-9\p{L}\p{M}\p{N}])?".to_string())
+    let one = if international {
+        r"[A-Za-z0-9\p{L}\p{M}\p{N}](?:[A-Za-z0-9\p{L}\p{M}\p{N}-]*[A-Za-z0-9\p{L}\p{M}\p{N}])?".to_string()
     } else {
-        (r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]".to_string(), label(63))
+        label(63)
     };
+    let atext = if international { r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\p{L}\p{M}\p{N}-]" } else { r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]" };
+    email_with(atext, &format!(r"{one}(?:\.{one})*"))
+}
+
+/// A local part of `atext` characters (or quoted), `@`, and `domain` or an address literal.
+fn email_with(atext: &str, domain: &str) -> String {
     let quoted = r#""(?:[ !\x23-\x5B\x5D-\x7E]|\\[ -\x7E])*""#;
     format!(
-        r"(?:{atext}+(?:\.{atext}+)*|{quoted})@(?:{label}(?:\.{label})*|\[{}\]|\[IPv6:{}\])",
+        r"(?:{atext}+(?:\.{atext}+)*|{quoted})@(?:{domain}|\[{}\]|\[IPv6:{}\])",
         ipv4(),
         ipv6()
     )
 }
 
 fn hostname() -> String {
+    format!(r"{}\.?", host_labels())
+}
+
+/// A hostname without the trailing dot: at most 252 characters (see the module docs).
+fn host_labels() -> String {
     let (l63, l60, l30) = (label(63), label(60), label(30));
-    format!(r"(?:(?:{l63}\.){{0,2}}{l63}|(?:{l63}\.){{3}}{l60}|(?:{l30}\.){{4,7}}{l30})\.?")
+    format!(r"(?:(?:{l63}\.){{0,2}}{l63}|(?:{l63}\.){{3}}{l60}|(?:{l30}\.){{4,7}}{l30})")
 }
 
 fn duration() -> String {
@@ -319,20 +346,23 @@ thread_local! {
     static CACHE: RefCell<HashMap<String, Expr>> = RefCell::new(HashMap::new());
 }
 
-/// The canonical texts (no quotes) of the strings of format `name`; `None` for a name that is
-/// an annotation only.
-pub(crate) fn format_expr(name: &str, ctx: &Ctx, config: &DfaConfig) -> Result<Option<Expr>> {
-    if let Some(hit) = CACHE.with(|c| c.borrow().get(name).cloned()) {
+/// The canonical texts (no quotes) of the strings of format `name` under a `maxLength` of
+/// `max_length`; `None` for a name that is an annotation only.
+pub(crate) fn format_expr(name: &str, max_length: Option<u64>, ctx: &Ctx, config: &DfaConfig) -> Result<Option<Expr>> {
+    let limited = name == "email" && max_length.is_some_and(|m| m >= EMAIL_LONGEST);
+    let key = if limited { "email, parts limited" } else { name };
+    if let Some(hit) = CACHE.with(|c| c.borrow().get(key).cloned()) {
         return Ok(Some(hit));
     }
-    let Some(text) = format_pattern(name) else { return Ok(None) };
+    let text = if limited { Some(limited_email()) } else { format_pattern(name) };
+    let Some(text) = text else { return Ok(None) };
     let node = pattern::parse(&text).map_err(|e| GrammarError::InvalidRegex {
         pattern: text.clone(),
         offset: 0,
         reason: format!("internal pattern of format {name:?}: {e}"),
     })?;
     let expr = search::search_language(&node, ctx, config)?;
-    CACHE.with(|c| c.borrow_mut().insert(name.to_string(), expr.clone()));
+    CACHE.with(|c| c.borrow_mut().insert(key.to_string(), expr.clone()));
     Ok(Some(expr))
 }
 
@@ -341,7 +371,7 @@ mod tests {
     use super::*;
 
     fn accepts(name: &str) -> impl Fn(&str) -> bool {
-        let e = format_expr(name, &Ctx::root(), &DfaConfig::default()).unwrap().unwrap();
+        let e = format_expr(name, None, &Ctx::root(), &DfaConfig::default()).unwrap().unwrap();
         let d = e.to_dfa(&DfaConfig::default()).unwrap().unwrap();
         move |s: &str| {
             let t = d.walk(d.start(), super::super::canonical::spell(s).as_bytes());
@@ -362,10 +392,10 @@ mod tests {
     #[test]
     fn every_known_format_compiles_and_unknown_ones_do_not_constrain() {
         for name in KNOWN_FORMATS {
-            assert!(format_expr(name, &Ctx::root(), &DfaConfig::default()).unwrap().is_some(), "{name}");
+            assert!(format_expr(name, None, &Ctx::root(), &DfaConfig::default()).unwrap().is_some(), "{name}");
         }
-        assert!(format_expr("unknown", &Ctx::root(), &DfaConfig::default()).unwrap().is_none());
-        assert!(format_expr("int32", &Ctx::root(), &DfaConfig::default()).unwrap().is_none());
+        assert!(format_expr("unknown", None, &Ctx::root(), &DfaConfig::default()).unwrap().is_none());
+        assert!(format_expr("int32", None, &Ctx::root(), &DfaConfig::default()).unwrap().is_none());
     }
 
     #[test]
