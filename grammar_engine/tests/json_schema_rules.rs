@@ -666,3 +666,47 @@ fn a_max_length_above_the_longest_email_needs_no_counting() {
         assert_eq!(ok(&g, "ann@mail.io"), fits, "maxLength {max}");
     }
 }
+
+#[test]
+fn not_of_names_only_keeps_the_names_out_exactly() {
+    let exact = |schema: Value| {
+        let g = grammar(&schema);
+        assert!(g.restriction().is_none(), "{schema}: restricted: {:?}", g.restriction());
+        g
+    };
+    let ok = |g: &Grammar, text: &str| g.check_text(text.as_bytes()).is_ok();
+    // Neither name: `not` of an `anyOf` of two `required`.
+    let neither = exact(json!({"properties": {"a": {"type": "integer"}},
+        "not": {"anyOf": [{"required": ["ref"]}, {"required": ["err"]}]}}));
+    assert!(ok(&neither, r#"{"a":1}"#) && ok(&neither, "{}"));
+    for t in [r#"{"ref":1}"#, r#"{"a":1,"err":2}"#, "[]", "1", r#""x""#] {
+        assert!(!ok(&neither, t), "{t}");
+    }
+    // Not both: `not` of an `allOf` (one case per name), and `not: {required: [site, app]}`.
+    for schema in [
+        json!({"properties": {"site": {"type": "integer"}, "app": {"type": "integer"}},
+            "not": {"allOf": [{"required": ["site"]}, {"required": ["app"]}]}}),
+        json!({"properties": {"site": {"type": "integer"}, "app": {"type": "integer"}},
+            "not": {"required": ["site", "app"]}}),
+    ] {
+        let g = exact(schema);
+        for t in [r#"{"site":1}"#, r#"{"app":2}"#, "{}"] {
+            assert!(ok(&g, t), "{t}");
+        }
+        assert!(!ok(&g, r#"{"site":1,"app":2}"#));
+        assert!(!ok(&g, "null"));
+    }
+    // A name the rest requires cannot be the absent one.
+    let g = exact(json!({"required": ["site"], "properties": {"site": {"type": "integer"}, "app": {"type": "integer"}},
+        "not": {"required": ["site", "app"]}}));
+    assert!(ok(&g, r#"{"site":1}"#));
+    assert!(!ok(&g, r#"{"site":1,"app":2}"#));
+    // `oneOf` branches apart by a name one requires and the other's `not` keeps out, with
+    // recursion inside: no subtraction, so the calls stay.
+    let g = exact(json!({"$defs": {"el": {"type": "object",
+        "properties": {"code": {"type": "integer"}, "usages": {"type": "array", "items": {"$ref": "#/$defs/el"}}},
+        "oneOf": [{"required": ["code", "usages"]}, {"allOf": [{"not": {"required": ["usages"]}}, {"required": ["code"]}]}]}},
+        "$ref": "#/$defs/el"}));
+    assert!(ok(&g, r#"{"code":1,"usages":[{"code":2,"usages":[{"code":3}]}]}"#));
+    assert!(!ok(&g, r#"{"usages":[]}"#));
+}

@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use super::context::{Ctx, MAX_SCHEMA_DEPTH};
+use super::objects::absent_cases;
 use super::refs::Resolver;
 use super::values::{json_equal, value_kind, JsonType, K_ALL, K_ARRAY, K_OBJECT, K_STRING};
 
@@ -263,6 +264,8 @@ fn schema_kinds(m: &Map<String, Value>, consts: bool) -> u8 {
             kinds
         }
     };
+    // `not` of a schema that asks only for names holds for objects alone.
+    let declared = if m.get("not").is_some_and(|n| absent_cases(n).is_some()) { declared & K_OBJECT } else { declared };
     match value_set(m, consts) {
         Some(values) => declared & values.iter().fold(0, |k, v| k | value_kind(v)),
         None => declared,
@@ -300,8 +303,12 @@ fn member_schema<'m>(m: &'m Map<String, Value>, name: &str) -> Option<&'m Value>
 }
 
 /// Whether an object valid under `m` cannot have property `name`: its schema there is `false`,
-/// or it is undeclared while `additionalProperties` is `false` (and no `patternProperties`).
+/// or it is undeclared while `additionalProperties` is `false` (and no `patternProperties`), or
+/// `m`'s `not` keeps it out in every case (`not: {required: [name]}`).
 fn forbids_property(m: &Map<String, Value>, name: &str) -> bool {
+    if m.get("not").and_then(absent_cases).is_some_and(|cases| cases.iter().all(|c| c.iter().any(|n| n == name))) {
+        return true;
+    }
     match property(m, name) {
         Some(Value::Bool(false)) => true,
         Some(_) => false,

@@ -605,6 +605,55 @@ pub(crate) fn required_only(schema: &Value) -> Option<Vec<String>> {
     names.iter().map(|n| n.as_str().map(str::to_string)).collect()
 }
 
+/// Most cases [`absent_cases`] lists.
+const MAX_ABSENT_CASES: usize = 64;
+
+/// What `not: schema` asks when `schema` asks only for member names (`required`, and `anyOf`
+/// or `allOf` of such schemas): the value is an object (every other value satisfies
+/// `required`), and one of the cases holds, each a set of names all absent. `required: [a, b]`
+/// gives the cases `[a]` and `[b]`; `anyOf` of two such schemas gives every union of one case of
+/// each (each must fail); `allOf`, the cases of either. No case: `not` of a schema every value
+/// satisfies. `None` for any other schema, or too many cases.
+pub(crate) fn absent_cases(schema: &Value) -> Option<Vec<Vec<String>>> {
+    if let Some(names) = required_only(schema) {
+        return Some(names.into_iter().map(|n| vec![n]).collect());
+    }
+    let m = schema.as_object()?;
+    let mut keys = m.keys().filter(|k| is_validation_keyword(k));
+    let (Some(key), None) = (keys.next(), keys.next()) else { return None };
+    let branches = m.get(key)?.as_array()?;
+    match key.as_str() {
+        "allOf" => {
+            let mut cases = Vec::new();
+            for b in branches {
+                cases.extend(absent_cases(b)?);
+            }
+            (cases.len() <= MAX_ABSENT_CASES).then_some(cases)
+        }
+        "anyOf" if !branches.is_empty() => {
+            let mut cases: Vec<Vec<String>> = vec![Vec::new()];
+            for b in branches {
+                let each = absent_cases(b)?;
+                if cases.len().saturating_mul(each.len()) > MAX_ABSENT_CASES {
+                    return None;
+                }
+                cases = cases
+                    .iter()
+                    .flat_map(|c| {
+                        each.iter().map(move |e| {
+                            let mut u = c.clone();
+                            u.extend(e.iter().filter(|n| !c.contains(n)).cloned());
+                            u
+                        })
+                    })
+                    .collect();
+            }
+            Some(cases)
+        }
+        _ => None,
+    }
+}
+
 pub(crate) fn has_dependencies(m: &Map<String, Value>) -> bool {
     ["dependentRequired", "dependentSchemas", "dependencies"].iter().any(|k| m.get(*k).is_some_and(|v| v.as_object().is_some_and(|o| !o.is_empty())))
 }

@@ -207,16 +207,23 @@ impl<'a> Compiler<'a> {
     }
 
     fn not(&mut self, rest: Conj<'a>, negated: Item<'a>) -> Result<Expr> {
-        // `not: {required: [...]}` (and annotations): the value is an object (every other value
-        // satisfies `required`) and some of those keys are absent. Forbid the first one the
-        // rest does not require (a sound choice among the allowed ones).
-        if let Some(names) = objects::required_only(negated.schema) {
+        // A negated schema that asks only for names (see `objects::absent_cases`): an object
+        // in which the names of one case are all absent, a case at a time; a case forbidding a
+        // name the rest requires has no value.
+        if let Some(cases) = objects::absent_cases(negated.schema) {
             let required = objects::required_by(&rest);
-            let Some(k) = names.iter().find(|n| !required.contains(n.as_str())) else { return Ok(Expr::Empty) };
-            let mut case = rest.clone();
-            case.forbidden.push(k.clone());
-            case.excluded |= K_ALL & !K_OBJECT;
-            return self.compile(case);
+            let mut parts = Vec::new();
+            for names in cases {
+                if names.iter().any(|n| required.contains(n.as_str())) {
+                    continue;
+                }
+                self.count_case(&negated.ctx)?;
+                let mut case = rest.clone();
+                case.forbidden.extend(names);
+                case.excluded |= K_ALL & !K_OBJECT;
+                parts.push(self.compile(case)?);
+            }
+            return Ok(Expr::union(parts));
         }
         let kinds = self.kinds(&rest, false)? & !rest.excluded;
         let under = self.compile(rest.clone())?;
