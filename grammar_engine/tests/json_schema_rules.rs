@@ -696,6 +696,12 @@ fn not_of_names_only_keeps_the_names_out_exactly() {
         assert!(!ok(&g, r#"{"site":1,"app":2}"#));
         assert!(!ok(&g, "null"));
     }
+    // Not all of three names: past two cases, one is kept and the restriction says so.
+    let three = grammar(&json!({"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}},
+        "not": {"required": ["a", "b", "c"]}}));
+    assert!(three.restriction().is_some_and(|r| r.starts_with("not at #/not")), "{:?}", three.restriction());
+    assert!(ok(&three, r#"{"b":1,"c":2}"#));
+    assert!(!ok(&three, r#"{"a":1,"b":1,"c":2}"#));
     // A name the rest requires cannot be the absent one.
     let g = exact(json!({"required": ["site"], "properties": {"site": {"type": "integer"}, "app": {"type": "integer"}},
         "not": {"required": ["site", "app"]}}));

@@ -30,6 +30,9 @@ const MAX_PRECISE_TRIES: usize = 16;
 /// Most `oneOf` branches that try precise over-languages (each is subtracted from every other).
 const MAX_PRECISE_BRANCHES: usize = 16;
 
+/// Most cases a `not` of names splits into (see [`Compiler::not`]).
+const MAX_ABSENT_SPLIT: usize = 2;
+
 /// How many alternatives one schema may split into (anyOf × oneOf × ...), in all.
 pub(super) const MAX_CASES: usize = 512;
 
@@ -209,15 +212,22 @@ impl<'a> Compiler<'a> {
     fn not(&mut self, rest: Conj<'a>, negated: Item<'a>) -> Result<Expr> {
         // A negated schema that asks only for names (see `objects::absent_cases`): an object
         // in which the names of one case are all absent, a case at a time; a case forbidding a
-        // name the rest requires has no value.
+        // name the rest requires has no value. Past `MAX_ABSENT_SPLIT` cases (`required` with
+        // many names: not all of them), or where the schema has split into many cases already,
+        // each would compile the rest again: the first case is kept, and noted.
         if let Some(cases) = objects::absent_cases(negated.schema) {
             let required = objects::required_by(&rest);
+            let mut cases: Vec<Vec<String>> = cases.into_iter().filter(|names| !names.iter().any(|n| required.contains(n.as_str()))).collect();
+            if cases.len() > MAX_ABSENT_SPLIT || (cases.len() > 1 && self.cases + cases.len() > MAX_CASES / 8) {
+                cases.truncate(1);
+                self.note(format!("not at {}: only objects without {:?} kept, one of the ways to leave names out", negated.ctx.path, cases[0]));
+            }
             let mut parts = Vec::new();
+            let split = cases.len() > 1;
             for names in cases {
-                if names.iter().any(|n| required.contains(n.as_str())) {
-                    continue;
+                if split {
+                    self.count_case(&negated.ctx)?;
                 }
-                self.count_case(&negated.ctx)?;
                 let mut case = rest.clone();
                 case.forbidden.extend(names);
                 case.excluded |= K_ALL & !K_OBJECT;
