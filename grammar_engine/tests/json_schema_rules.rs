@@ -661,6 +661,11 @@ fn a_max_length_above_the_longest_email_needs_no_counting() {
     // Without a bound the parts are not limited; a shorter bound counts characters.
     let free = grammar(&json!({"type": "string", "format": "email"}));
     assert!(ok(&free, &format!("a{local}@x.org")));
+    // A `minLength` past the shortest address would be counted over the limited automaton,
+    // which does not fit: there the parts stay unlimited and the bound is counted as before.
+    let min = grammar(&json!({"type": "string", "format": "email", "minLength": 6, "maxLength": 1024}));
+    assert!(ok(&min, &format!("a{local}@x.org")));
+    assert!(!ok(&min, "a@b.c"));
     for (max, fits) in [(11, true), (10, false)] {
         let g = grammar(&json!({"type": "string", "format": "email", "maxLength": max}));
         assert_eq!(ok(&g, "ann@mail.io"), fits, "maxLength {max}");
@@ -702,6 +707,7 @@ fn not_of_names_only_keeps_the_names_out_exactly() {
     assert!(three.restriction().is_some_and(|r| r.starts_with("not at #/not")), "{:?}", three.restriction());
     assert!(ok(&three, r#"{"b":1,"c":2}"#));
     assert!(!ok(&three, r#"{"a":1,"b":1,"c":2}"#));
+    assert!(!ok(&three, r#"{"a":1,"c":2}"#), "the case kept is `a` absent");
     // A name the rest requires cannot be the absent one.
     let g = exact(json!({"required": ["site"], "properties": {"site": {"type": "integer"}, "app": {"type": "integer"}},
         "not": {"required": ["site", "app"]}}));
@@ -715,4 +721,10 @@ fn not_of_names_only_keeps_the_names_out_exactly() {
         "$ref": "#/$defs/el"}));
     assert!(ok(&g, r#"{"code":1,"usages":[{"code":2,"usages":[{"code":3}]}]}"#));
     assert!(!ok(&g, r#"{"usages":[]}"#));
+    // In draft 7 a `$ref` replaces its siblings: the `not` beside it proves no branch apart,
+    // and a one-character string meets both branches.
+    let g = grammar(&json!({"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"s": {"type": "string"}},
+        "oneOf": [{"$ref": "#/definitions/s", "not": {"required": ["a"]}}, {"type": "string", "maxLength": 1}]}));
+    assert!(!ok(&g, r#""x""#));
+    assert!(ok(&g, r#""xy""#));
 }

@@ -32,11 +32,20 @@ pub(crate) struct Disjoint<'r, 'a> {
     /// Whether `const` constrains values in the reading (not in draft 4, nor when no `$schema`
     /// is given and draft 4's reading must hold too).
     consts: bool,
+    /// Whether a `$ref` may replace its siblings in the reading (drafts 4 to 7): a schema with
+    /// a `$ref` is then its target alone.
+    ref_alone: bool,
 }
 
 impl<'r, 'a> Disjoint<'r, 'a> {
     pub(crate) fn new(resolver: &'r Resolver<'a>, base: &'r str) -> Self {
-        Disjoint { resolver, base, steps: 0, context: K_ALL, required: Vec::new(), consts: true }
+        Disjoint { resolver, base, steps: 0, context: K_ALL, required: Vec::new(), consts: true, ref_alone: false }
+    }
+
+    /// Whether a `$ref` may replace its siblings (see the field).
+    pub(crate) fn with_ref_alone(mut self, ref_alone: bool) -> Self {
+        self.ref_alone = ref_alone;
+        self
     }
 
     /// Whether `const` counts (see the field).
@@ -66,6 +75,12 @@ impl<'r, 'a> Disjoint<'r, 'a> {
         match (a, b) {
             (Value::Bool(false), _) | (_, Value::Bool(false)) => true,
             (Value::Object(am), Value::Object(bm)) => {
+                if self.ref_alone && am.contains_key("$ref") {
+                    return self.target(am).is_some_and(|t| self.schemas(t, b, depth + 1));
+                }
+                if self.ref_alone && bm.contains_key("$ref") {
+                    return self.target(bm).is_some_and(|t| self.schemas(a, t, depth + 1));
+                }
                 self.through_implied(am, b, depth)
                     || self.through_implied(bm, a, depth)
                     || self.direct(am, bm, depth)

@@ -17,10 +17,11 @@
 //!   seconds, without leap seconds (`rfc3339-validator` rejects second 60).
 //! - `email`: dot-atom or quoted local part, `@`, dot-separated hostname labels or an IPv4 /
 //!   IPv6 address literal (the checker only asks for an `@`; the test suite asks for
-//!   RFC 5321). Under a `maxLength` of [`EMAIL_LONGEST`] or more, the local part has at most
-//!   RFC 5321's 64 characters and the labels are limited as `hostname`'s are, so no address
-//!   is longer than the bound and it needs no counting; elsewhere neither is limited (the
-//!   limits make the automaton larger, and a shorter bound would count over it).
+//!   RFC 5321). Under a `maxLength` of [`EMAIL_LONGEST`] or more and a `minLength` of at most
+//!   3 (which every address meets), the local part has at most RFC 5321's 64 characters and
+//!   the labels are limited as `hostname`'s are, so no address is longer than the bound and
+//!   neither length needs counting; elsewhere neither part is limited (the limits make the
+//!   automaton larger, and a length counted over it would not fit).
 //!   `idn-email`: the same with letters, marks and digits of any script, never limited.
 //! - `hostname`, `idn-hostname`: ASCII labels of 1–63 letters, digits and inner hyphens,
 //!   never `--` in the third and fourth place (so no `xn--` labels, whose Punycode `idna`
@@ -223,6 +224,9 @@ fn uri_like(name: &str) -> String {
 /// of 64 characters, `@`, and 252 characters of labels.
 pub(crate) const EMAIL_LONGEST: u64 = 317;
 
+/// The shortest `email` address (`a@b`).
+const EMAIL_SHORTEST: u64 = 3;
+
 /// `email` with its parts limited, anchored: the local part (everything before the last `@`,
 /// which no domain holds) at most 64 characters, as a lookahead right after `^` (an
 /// intersection, see [`search`]), and the labels `hostname` allows.
@@ -343,15 +347,16 @@ pub(crate) fn over_pattern(name: &str, oldest: Dialect) -> Option<String> {
 }
 
 thread_local! {
-    static CACHE: RefCell<HashMap<String, Expr>> = RefCell::new(HashMap::new());
+    static CACHE: RefCell<HashMap<(String, bool), Expr>> = RefCell::new(HashMap::new());
 }
 
-/// The canonical texts (no quotes) of the strings of format `name` under a `maxLength` of
-/// `max_length`; `None` for a name that is an annotation only.
-pub(crate) fn format_expr(name: &str, max_length: Option<u64>, ctx: &Ctx, config: &DfaConfig) -> Result<Option<Expr>> {
-    let limited = name == "email" && max_length.is_some_and(|m| m >= EMAIL_LONGEST);
-    let key = if limited { "email, parts limited" } else { name };
-    if let Some(hit) = CACHE.with(|c| c.borrow().get(key).cloned()) {
+/// The canonical texts (no quotes) of the strings of format `name` under a `minLength` of
+/// `min_length` and a `maxLength` of `max_length`; `None` for a name that is an annotation only.
+pub(crate) fn format_expr(name: &str, min_length: u64, max_length: Option<u64>, ctx: &Ctx, config: &DfaConfig) -> Result<Option<Expr>> {
+    // The limits free a bound only when neither length needs counting.
+    let limited = name == "email" && min_length <= EMAIL_SHORTEST && max_length.is_some_and(|m| m >= EMAIL_LONGEST);
+    let key = (name.to_string(), limited);
+    if let Some(hit) = CACHE.with(|c| c.borrow().get(&key).cloned()) {
         return Ok(Some(hit));
     }
     let text = if limited { Some(limited_email()) } else { format_pattern(name) };
@@ -362,7 +367,7 @@ pub(crate) fn format_expr(name: &str, max_length: Option<u64>, ctx: &Ctx, config
         reason: format!("internal pattern of format {name:?}: {e}"),
     })?;
     let expr = search::search_language(&node, ctx, config)?;
-    CACHE.with(|c| c.borrow_mut().insert(key.to_string(), expr.clone()));
+    CACHE.with(|c| c.borrow_mut().insert(key, expr.clone()));
     Ok(Some(expr))
 }
 
@@ -371,7 +376,7 @@ mod tests {
     use super::*;
 
     fn accepts(name: &str) -> impl Fn(&str) -> bool {
-        let e = format_expr(name, None, &Ctx::root(), &DfaConfig::default()).unwrap().unwrap();
+        let e = format_expr(name, 0, None, &Ctx::root(), &DfaConfig::default()).unwrap().unwrap();
         let d = e.to_dfa(&DfaConfig::default()).unwrap().unwrap();
         move |s: &str| {
             let t = d.walk(d.start(), super::super::canonical::spell(s).as_bytes());
@@ -392,10 +397,10 @@ mod tests {
     #[test]
     fn every_known_format_compiles_and_unknown_ones_do_not_constrain() {
         for name in KNOWN_FORMATS {
-            assert!(format_expr(name, None, &Ctx::root(), &DfaConfig::default()).unwrap().is_some(), "{name}");
+            assert!(format_expr(name, 0, None, &Ctx::root(), &DfaConfig::default()).unwrap().is_some(), "{name}");
         }
-        assert!(format_expr("unknown", None, &Ctx::root(), &DfaConfig::default()).unwrap().is_none());
-        assert!(format_expr("int32", None, &Ctx::root(), &DfaConfig::default()).unwrap().is_none());
+        assert!(format_expr("unknown", 0, None, &Ctx::root(), &DfaConfig::default()).unwrap().is_none());
+        assert!(format_expr("int32", 0, None, &Ctx::root(), &DfaConfig::default()).unwrap().is_none());
     }
 
     #[test]

@@ -615,7 +615,9 @@ const MAX_ABSENT_CASES: usize = 64;
 /// each (each must fail); `allOf`, the cases of either. No case: `not` of a schema every value
 /// satisfies. `None` for any other schema, or too many cases.
 pub(crate) fn absent_cases(schema: &Value) -> Option<Vec<Vec<String>>> {
-    if let Some(names) = required_only(schema) {
+    if let Some(mut names) = required_only(schema) {
+        let mut seen = HashSet::new();
+        names.retain(|n| seen.insert(n.clone()));
         return Some(names.into_iter().map(|n| vec![n]).collect());
     }
     let m = schema.as_object()?;

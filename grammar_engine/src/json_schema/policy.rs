@@ -56,6 +56,12 @@ impl Reading {
         matches!(self, Reading::Draft(d) | Reading::Since(d) if d >= Dialect::Draft6)
     }
 
+    /// Whether `$ref` replaces its siblings under some reading (drafts 4 to 7): where a larger
+    /// language must be assumed (`oneOf` disjointness), its siblings then prove nothing.
+    pub(crate) fn ref_may_override_siblings(self) -> bool {
+        matches!(self, Reading::Draft(d) | Reading::Since(d) if d <= Dialect::Draft7)
+    }
+
     /// Whether `$ref` replaces its siblings (drafts 4 to 7) rather than being applied beside
     /// them. Unspecified: applied beside them, which satisfies both readings.
     pub(crate) fn ref_overrides_siblings(self) -> bool {

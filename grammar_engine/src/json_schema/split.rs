@@ -124,7 +124,8 @@ impl<'a> Compiler<'a> {
                 let mut check = Disjoint::new(&self.resolver, &a.base)
                     .within(context)
                     .requiring(context_required.clone())
-                    .with_consts(self.reading.knows_const());
+                    .with_consts(self.reading.knows_const())
+                    .with_ref_alone(self.reading.ref_may_override_siblings());
                 if !check.schemas(a.schema, b.schema, 0) {
                     disjoint = false;
                     break 'pairs;

@@ -176,7 +176,7 @@ fn string_body(facts: &StringFacts, spelled: bool, config: &DfaConfig) -> Result
         parts.push(search::search_language(&node, ctx, config)?);
     }
     for (name, ctx) in &facts.formats {
-        if let Some(e) = formats::format_expr(name, max, ctx, config)? {
+        if let Some(e) = formats::format_expr(name, min, max, ctx, config)? {
             parts.push(e);
         }
     }
