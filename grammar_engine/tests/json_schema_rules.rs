@@ -728,3 +728,19 @@ fn not_of_names_only_keeps_the_names_out_exactly() {
     assert!(!ok(&g, r#""x""#));
     assert!(ok(&g, r#""xy""#));
 }
+
+#[test]
+fn a_ref_is_its_target_alone_in_disjointness_proofs_where_it_replaces_its_siblings() {
+    let schema = |dialect: &str| {
+        json!({"$schema": dialect, "$defs": {"s": {"type": "string"}}, "definitions": {"s": {"type": "string"}},
+            "oneOf": [{"$ref": "#/definitions/s", "type": "object"}, {"type": "string", "maxLength": 1}]})
+    };
+    // Draft 7: the first branch is every string, so a one-character string meets both.
+    let seven = grammar(&schema("http://json-schema.org/draft-07/schema#"));
+    assert!(seven.check_text(br#""x""#).is_err());
+    assert!(seven.check_text(br#""xy""#).is_ok());
+    // 2020-12: `type` applies beside the `$ref`, the first branch has no value.
+    let now = grammar(&schema("https://json-schema.org/draft/2020-12/schema"));
+    assert!(now.check_text(br#""x""#).is_ok());
+    assert!(now.check_text(br#""xy""#).is_err());
+}
