@@ -16,10 +16,12 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import onyx
 from bench.schema_walks import Judge, WalkVocab, onyx_walk
+from grammar_walks import finish, text_of
 
 DEPLOYMENT = Path(__file__).resolve().parents[1] / "data" / "kubernetes_deployment_schema.json.gz"
 
@@ -108,3 +110,41 @@ def test_a_kubernetes_deployment_compiles_exactly_as_rules(smollm2, walk_vocab):
     missing_name = probe.replace(',"name":"web"', "")  # a container's name is required
     assert judge.check(missing_name.encode()).status != "valid"
     assert not grammar.validate(missing_name).valid
+
+
+def test_distinct_strings_are_exact_and_a_repeat_is_never_written(smollm2, walk_vocab):
+    """`uniqueItems` over every string: no restriction, elements compared as they are written.
+    Walks drawn to a few short tokens, so most elements would repeat an earlier one, end valid
+    within their budget; the same walks without `uniqueItems` would have repeated."""
+    tags = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+    schema = {"type": "object", "properties": {"tags": tags}, "required": ["tags"], "additionalProperties": False}
+    g = smollm2.compile_json_schema(schema)
+    assert g.restriction is None and g.is_pushdown
+    assert g.validate('{"tags":["a","b","ab"]}').valid
+    for repeat in ('{"tags":["a","b","a"]}', '{"tags":["\\n","\\u000a"]}', '{"tags":["é","\\u00e9"]}'):
+        assert not g.validate(repeat).valid, repeat
+    assert_walks_valid(g, schema, walk_vocab, n=6)
+
+    free = smollm2.compile_json_schema({**schema, "properties": {"tags": {**tags, "uniqueItems": False}}})
+    ids = {bytes(smollm2.token_bytes(i)): i for i in range(smollm2.size) if not smollm2.is_special(i)}
+    few = [ids[t] for t in (b'{"', b"tags", b'":', b'["', b"a", b"b", b'"', b'",', b'"]', b',"', b"}") if t in ids]
+    judge = Judge(schema)
+    rng = random.Random(0)
+    refused = 0
+    for _ in range(30):
+        state, kept, text = g.initial_state, free.initial_state, b""
+        budget = rng.randrange(12, 40)
+        for i in range(budget):
+            within = np.unpackbits(np.asarray(g.token_bitmask_within(state, budget - i - 1)).view(np.uint8), bitorder="little")
+            free_mask = np.unpackbits(np.asarray(free.token_bitmask(kept)).view(np.uint8), bitorder="little")
+            refused += sum(1 for t in few if free_mask[t] and not g.token_bitmask(state)[t >> 5] >> (t & 31) & 1)
+            choices = [t for t in few if within[t]]
+            if not choices or (g.is_accepting(state) and rng.random() < 0.1):
+                break
+            t = rng.choice(choices)
+            state, kept, text = g.advance(state, t), free.advance(kept, t), text + smollm2.token_bytes(t)
+        rest, state = finish(g, smollm2, state, rng)
+        text += text_of(smollm2, rest)
+        assert g.is_accepting(state) and len(text) > 0
+        assert judge.check(text).status == "valid", text
+    assert refused > 20, "the walks met too few repeats to test anything"

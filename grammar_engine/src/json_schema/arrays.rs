@@ -11,8 +11,11 @@
 //! `minContains` elements match the `contains` schema (under), and with a `maxContains` every
 //! later element does not (the element language minus the over of `contains`). `uniqueItems`
 //! with a finite, small element language generates the values in one fixed order, each at most
-//! once (the first `minItems` of them always); over an infinite element language it allows at most one element, and asking for two
-//! or more is an error. All three are sound restrictions: they keep a subset of the valid
+//! once (the first `minItems` of them always). Over the strings of at least some length (no
+//! upper bound, no pattern), with at most one element required, the array is a rule whose
+//! elements are compared while the text is read (see `crate::pushdown`'s `distinct`), which is
+//! exact. Over another infinite element language it allows at most one element, and asking for
+//! two or more is an error. All three are sound restrictions: they keep a subset of the valid
 //! arrays.
 
 use std::rc::Rc;
@@ -20,11 +23,13 @@ use std::rc::Rc;
 use serde_json::Value;
 
 use super::objects::subsequence;
+use super::strings::{string_value_expr_noting, StringFacts};
 use super::values::{json_equal, kind_superset, literal, JsonType};
 use super::walk::{count_keyword, Compiler, Conj, Item, MAX_COUNT};
 use crate::automata::Expr;
 use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
+use crate::pushdown::Memory;
 
 /// Most distinct values `uniqueItems` enumerates from a finite element language.
 const MAX_UNIQUE_VALUES: usize = 24;
@@ -36,12 +41,16 @@ const MAX_UNIQUE_VALUES: usize = 24;
 /// SARIF schema).
 const MAX_LISTED_STATES: usize = 8_192;
 
+/// Most elements an array of distinct strings checked at run time may be bounded to (each
+/// bound position is a copy of the element's call in the array's automaton).
+const MAX_DISTINCT_BOUND: u64 = 64;
+
 /// The restriction taken where distinct elements cannot be listed.
 const UNIQUE_ONE: &str = "uniqueItems arrays whose elements cannot be listed hold at most one element";
 
 /// Takes the restriction to one element where distinct elements cannot be listed: a note, or
 /// the error when restrictions are off.
-fn one_unique(c: &mut Compiler<'_>, ctx: &super::context::Ctx) -> Result<()> {
+pub(super) fn one_unique(c: &mut Compiler<'_>, ctx: &super::context::Ctx) -> Result<()> {
     if !c.opts.allow_restriction {
         return Err(ctx.unsupported("uniqueItems", format!("{UNIQUE_ONE} (allow_restriction is off)")));
     }
@@ -333,7 +342,10 @@ fn unique_array<'a>(c: &mut Compiler<'a>, at: Vec<Expr>, rest: Expr, lo: u64, hi
         },
         None => None,
     };
-    let (Some(values), Some(element)) = (values, element) else {
+    let (Some(values), Some(element)) = (values, element.clone()) else {
+        if let Some(checked) = distinct_strings(c, element.as_ref(), lo, hi, ctx)? {
+            return Ok(checked);
+        }
         if lo <= 1 {
             one_unique(c, ctx)?;
             return Ok(wrap(elements(Vec::new(), rest, lo, Some(1), &ws, &mut plain), &ws));
@@ -375,6 +387,62 @@ fn unique_array<'a>(c: &mut Compiler<'a>, at: Vec<Expr>, rest: Expr, lo: u64, hi
         });
     }
     Ok(wrap(Expr::concat(parts), &ws))
+}
+
+/// An array of distinct strings whose values are compared at run time: a rule that keeps the
+/// set of elements read (see `crate::pushdown`'s `distinct`), when rules are on, at most one
+/// element is required, and `element` (the element language's automaton) is every string of at
+/// least some length: one more character then always makes a new value, so no text of the
+/// array is a dead end and the fewest bytes to its end stay easy to find.
+fn distinct_strings(c: &mut Compiler<'_>, element: Option<&Expr>, lo: u64, hi: Option<u64>, ctx: &super::context::Ctx) -> Result<Option<Expr>> {
+    let Some(Expr::Dfa(d)) = element else { return Ok(None) };
+    if lo > 1 || hi.is_some_and(|h| h > MAX_DISTINCT_BOUND) || c.rules.is_none() {
+        return Ok(None);
+    }
+    let Some(shortest) = shortest_len(d) else { return Ok(None) };
+    // The shortest string of `n` characters is `n` ASCII bytes in quotes.
+    let facts = StringFacts { min_length: shortest.saturating_sub(2) as u64, ..StringFacts::default() };
+    let (strings, lowered) = string_value_expr_noting(&facts, c.config)?;
+    if lowered.is_some() || !Expr::Dfa(d.clone()).minus(&strings, c.config)?.is_empty() || !strings.minus(&Expr::Dfa(d.clone()), c.config)?.is_empty() {
+        return Ok(None);
+    }
+    let ws = c.ws.clone();
+    let Some(rules) = c.rules.as_mut() else { return Ok(None) };
+    let each = rules.declare(&format!("{} (an element)", ctx.path));
+    rules.define(each, Expr::Dfa(d.clone()));
+    rules.remember(each, Memory::Element);
+    let array = rules.declare(&ctx.path);
+    rules.define(array, wrap(elements(Vec::new(), Expr::Call(each), lo, hi, &ws, &mut plain), &ws));
+    rules.remember(array, Memory::Distinct);
+    let one = wrap(elements(Vec::new(), Expr::Dfa(d.clone()), lo, Some(1), &ws, &mut plain), &ws);
+    c.distinct_forms.insert(array, (one, ctx.clone()));
+    Ok(Some(Expr::Call(array)))
+}
+
+/// The length of the shortest string of `d` (`None`: it has none).
+fn shortest_len(d: &Dfa) -> Option<usize> {
+    let mut seen = vec![false; d.num_states()];
+    let mut layer = vec![d.start()];
+    seen[d.start().as_usize()] = true;
+    for len in 0.. {
+        if layer.is_empty() {
+            return None;
+        }
+        if layer.iter().any(|&s| d.is_accepting(s)) {
+            return Some(len);
+        }
+        let mut next = Vec::new();
+        for &s in &layer {
+            for &t in d.row(s).iter() {
+                if !t.is_dead() && !seen[t.as_usize()] {
+                    seen[t.as_usize()] = true;
+                    next.push(t);
+                }
+            }
+        }
+        layer = next;
+    }
+    None
 }
 
 /// `e`'s automaton when it is small enough to list its strings: `None` past

@@ -182,6 +182,9 @@ pub(crate) struct Compiler<'a> {
     pending: Vec<(RuleId, Item<'a>)>,
     /// The rule of any JSON value, once declared.
     any_rule: Option<RuleId>,
+    /// Per array of distinct elements checked at run time, its form for products (at most one
+    /// element: see `arrays`) and where it is.
+    pub(super) distinct_forms: HashMap<RuleId, (Expr, Ctx)>,
     /// The chunk rules of each unit a long repetition was split on (see `counted`), by the
     /// unit's key.
     chunks: HashMap<String, Chunks>,
@@ -235,6 +238,7 @@ impl<'a> Compiler<'a> {
             rule_of: HashMap::new(),
             pending: Vec::new(),
             any_rule: None,
+            distinct_forms: HashMap::new(),
             chunks: HashMap::new(),
             unit_rules: HashMap::new(),
             open_conjs: HashMap::new(),

@@ -12,10 +12,15 @@
 //! byte a grammar reads is a token of its own (all byte-level and byte-fallback vocabularies),
 //! the distance in bytes bounds the tokens a completion needs, and one more byte of progress
 //! is always one token away: budget-aware masking built on it never strands a reading.
+//!
+//! Heads that keep a memo (see `super::distinct`) are measured with it: an element's shortest
+//! completion may repeat a value its array holds, and an array that must read one more element
+//! needs one whose value is new.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use super::distinct::{self, Memo, Memory};
 use super::rules::Rtn;
 use super::step::{Arena, Head, StackId};
 use crate::util::StateId;
@@ -23,8 +28,44 @@ use crate::util::StateId;
 /// No way to the end (a state that is not live, or a rule with no finite string).
 pub const FAR: u32 = u32::MAX / 4;
 
-/// `bytes_to_end[rule][state]` for every rule of `rtn`.
-pub fn bytes_to_end(rtn: &Rtn) -> Vec<Vec<u32>> {
+/// Fewest bytes to the end of each rule from each of its states (indexing a [`Bounds`] is
+/// indexing these), and for rules that keep a set of distinct elements, the fewest without
+/// reading another element.
+#[derive(Debug)]
+pub struct Bounds {
+    to_end: Vec<Vec<u32>>,
+    without_calls: Vec<Vec<u32>>,
+}
+
+impl std::ops::Deref for Bounds {
+    type Target = [Vec<u32>];
+
+    fn deref(&self) -> &[Vec<u32>] {
+        &self.to_end
+    }
+}
+
+impl Bounds {
+    pub fn new(rtn: &Rtn) -> Bounds {
+        let (to_end, reverse) = bytes_to_end(rtn);
+        let none = vec![FAR; rtn.rules.len()];
+        let without_calls = rtn
+            .rules
+            .iter()
+            .zip(&reverse)
+            .map(|(rule, rev)| match rule.memory {
+                // Calls priced at FAR: paths through them never count.
+                Memory::Distinct => shortest_to_accept(rule.dfa.num_states(), |s| rule.is_accepting(StateId::from_index(s)), rev, &none),
+                _ => Vec::new(),
+            })
+            .collect();
+        Bounds { to_end, without_calls }
+    }
+}
+
+/// `bytes_to_end[rule][state]` for every rule of `rtn`, and the reverse edges of each rule.
+#[allow(clippy::type_complexity)]
+fn bytes_to_end(rtn: &Rtn) -> (Vec<Vec<u32>>, Vec<Vec<Vec<(u32, Edge)>>>) {
     let n = rtn.rules.len();
     let mut shortest = vec![FAR; n];
     let mut out: Vec<Vec<u32>> = rtn.rules.iter().map(|r| vec![FAR; r.dfa.num_states()]).collect();
@@ -69,7 +110,7 @@ pub fn bytes_to_end(rtn: &Rtn) -> Vec<Vec<u32>> {
             }
         }
         if !changed {
-            return out;
+            return (out, reverse);
         }
     }
 }
@@ -121,10 +162,39 @@ pub fn stack_distance(bounds: &[Vec<u32>], stacks: &dyn Arena, mut stack: StackI
 }
 
 /// The nearest head's distance to the end of the text.
-pub fn heads_distance(bounds: &[Vec<u32>], stacks: &dyn Arena, heads: &[Head]) -> u32 {
-    heads
-        .iter()
-        .map(|h| bounds[h.rule.as_usize()][h.state.as_usize()].saturating_add(stack_distance(bounds, stacks, h.stack)).min(FAR))
-        .min()
-        .unwrap_or(FAR)
+pub fn heads_distance(rtn: &Rtn, bounds: &Bounds, stacks: &dyn Arena, heads: &[Head]) -> u32 {
+    heads.iter().map(|&h| head_distance(rtn, bounds, stacks, h)).min().unwrap_or(FAR)
+}
+
+/// One head's distance to the end of the text.
+pub fn head_distance(rtn: &Rtn, bounds: &Bounds, stacks: &dyn Arena, h: Head) -> u32 {
+    let (r, s) = (h.rule.as_usize(), h.state.as_usize());
+    let rule = rtn.rule(h.rule);
+    let fixed = || bounds[r][s].saturating_add(stack_distance(bounds, stacks, h.stack)).min(FAR);
+    if h.memo == Memo::NONE {
+        return fixed();
+    }
+    match rule.memory {
+        Memory::None => fixed(),
+        // The element's shortest new completion, then its array from where the element returns
+        // (which may end there: such an array asks for at most one element).
+        Memory::Element => {
+            let Some(f) = stacks.top(h.stack) else { return fixed() };
+            let taken = distinct::keys(stacks, f.memo);
+            let text = distinct::text(stacks, h.memo);
+            let own = distinct::fresh_distance(rule, &bounds[r], h.state, &text, &taken, FAR);
+            own.saturating_add(bounds[f.rule.as_usize()][f.ret.as_usize()]).saturating_add(stack_distance(bounds, stacks, f.parent)).min(FAR)
+        }
+        // Ending without another element, or through one whose value is new.
+        Memory::Distinct => {
+            let taken = distinct::keys(stacks, h.memo);
+            let Some(&(element, _)) = rule.calls.iter().flat_map(|c| c.iter()).next() else { return fixed() };
+            let e = rtn.rule(element);
+            let shortest = bounds[element.as_usize()][e.start().as_usize()];
+            let fresh = distinct::fresh_distance(e, &bounds[element.as_usize()], e.start(), b"", &taken, FAR);
+            let through = bounds[r][s].saturating_add(fresh.saturating_sub(shortest));
+            let own = if fresh >= FAR { bounds.without_calls[r][s] } else { through.min(bounds.without_calls[r][s]) };
+            own.saturating_add(stack_distance(bounds, stacks, h.stack)).min(FAR)
+        }
+    }
 }

@@ -20,9 +20,15 @@
 //! Every walk is one pass over (part of) the vocabulary's trie carrying a set of heads (rather
 //! than one DFA state, as a regular grammar's row does), with a scratch stack arena whose
 //! bottom stands for whatever is below the frames known.
+//!
+//! Rows read from heads that keep nothing (see `super::distinct`): an element of an array of
+//! distinct elements is read there as any text of its language. A reading whose heads keep a
+//! memo takes from the rows only what does not depend on it (an element's tokens that do not
+//! finish it) and walks the rest with its own heads.
 
-use super::bounds::{heads_distance, stack_distance, FAR};
-use super::rules::Rtn;
+use super::bounds::{heads_distance, stack_distance, Bounds, FAR};
+use super::distinct::{Memo, Memory};
+use super::rules::{Rtn, Rule};
 use super::step::{step_byte, Arena, FirstBytes, Frame, Head, Overlay, StackId, Stacks};
 use crate::automata::Dfa;
 use crate::grammar::index::mask_words;
@@ -41,11 +47,14 @@ pub struct LocalRow {
     /// The largest distance to the end of the rule (in bytes, frames pushed inside the token
     /// included) after a token of `mask`.
     pub max_after: u32,
+    /// For an element of an array of distinct elements: the trie nodes whose byte ends the
+    /// element (their subtrees are the tokens whose value the array's set decides).
+    pub closing: Box<[u32]>,
 }
 
 impl LocalRow {
     pub fn memory_bytes(&self) -> usize {
-        self.mask.len() * 4 + self.exits.len() * 4 + 16
+        (self.mask.len() + self.exits.len() + self.closing.len()) * 4 + 16
     }
 }
 
@@ -54,7 +63,7 @@ pub fn local_row<'a>(
     rtn: &'a Rtn,
     first: &FirstBytes,
     vocab: &Vocabulary,
-    bounds: &[Vec<u32>],
+    bounds: &Bounds,
     dfa_of: &dyn Fn(RuleId) -> &'a Dfa,
     rule: RuleId,
     state: StateId,
@@ -64,9 +73,75 @@ pub fn local_row<'a>(
     let mut mask = vec![0u32; mask_words(vocab.size())];
     let mut exits: Vec<u32> = Vec::new();
     let walk = TrieWalk { rtn, first, vocab, bounds, dfa_of, budget: None };
-    let from = [Head { rule, state, stack: StackId::EMPTY }];
+    let from = [Head::new(rule, state, StackId::EMPTY)];
     let max_after = walk.run(&mut arena, &from, None, &mut mask, Some(&mut exits));
-    LocalRow { mask: mask.into_boxed_slice(), exits: exits.into_boxed_slice(), max_after: max_after.min(FAR) }
+    let closing = match rtn.rule(rule).memory {
+        Memory::Element => closing_nodes(rtn.rule(rule), dfa_of(rule), vocab, state),
+        _ => Vec::new(),
+    };
+    LocalRow { mask: mask.into_boxed_slice(), exits: exits.into_boxed_slice(), max_after: max_after.min(FAR), closing: closing.into_boxed_slice() }
+}
+
+/// The trie nodes whose byte takes `rule` (a rule without calls) from `state` into an
+/// accepting state, through the DFA `dfa`; their subtrees are not walked further.
+fn closing_nodes(rule: &Rule, dfa: &Dfa, vocab: &Vocabulary, state: StateId) -> Vec<u32> {
+    let trie = vocab.trie();
+    let nodes = trie.nodes();
+    let mut states = vec![StateId::DEAD; trie.max_depth() + 1];
+    states[0] = state;
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < trie.num_nodes() {
+        let node = nodes[i];
+        let d = node.depth as usize;
+        let t = dfa.next(states[d - 1], node.label);
+        if t.is_dead() || !rule.live[t.as_usize()] {
+            i = node.skip as usize;
+            continue;
+        }
+        if rule.is_accepting(t) {
+            out.push(i as u32);
+            i = node.skip as usize;
+            continue;
+        }
+        states[d] = t;
+        i += 1;
+    }
+    out
+}
+
+/// Clears in `mask` the bits of the tokens in the subtrees of the trie nodes `at`.
+pub fn clear_subtrees(vocab: &Vocabulary, at: &[u32], mask: &mut [u32]) {
+    let trie = vocab.trie();
+    let nodes = trie.nodes();
+    for &node in at {
+        for i in node as usize..nodes[node as usize].skip as usize {
+            for &t in trie.tokens_at(i) {
+                let t = t.as_u32();
+                mask[(t >> 5) as usize] &= !(1 << (t & 31));
+            }
+        }
+    }
+}
+
+/// The ordinary tokens `heads` (a reading whose heads may keep memos, in the grammar's arena)
+/// may read after which the text can still end, set in `mask`, walking only the subtrees at
+/// `scope` (the whole trie with `None`); returns the largest distance to the end after one.
+#[allow(clippy::too_many_arguments)]
+pub fn kept_walk<'a>(
+    rtn: &'a Rtn,
+    first: &FirstBytes,
+    vocab: &Vocabulary,
+    bounds: &Bounds,
+    dfa_of: &dyn Fn(RuleId) -> &'a Dfa,
+    stacks: &Stacks,
+    heads: &[Head],
+    scope: Option<&[u32]>,
+    mask: &mut [u32],
+) -> u32 {
+    let mut arena = Overlay::new(stacks);
+    let walk = TrieWalk { rtn, first, vocab, bounds, dfa_of, budget: Some(FAR - 1) };
+    walk.run(&mut arena, heads, scope, mask, None)
 }
 
 /// What a rule state allows once the top frames of the stack under it are known: the tokens
@@ -96,7 +171,7 @@ pub fn frame_row<'a>(
     rtn: &'a Rtn,
     first: &FirstBytes,
     vocab: &Vocabulary,
-    bounds: &[Vec<u32>],
+    bounds: &Bounds,
     dfa_of: &dyn Fn(RuleId) -> &'a Dfa,
     rule: RuleId,
     state: StateId,
@@ -107,12 +182,12 @@ pub fn frame_row<'a>(
     let mut arena = Overlay::new(&empty);
     let mut stack = StackId::EMPTY;
     for &(r, ret) in frames.iter().rev() {
-        stack = arena.push(Frame { rule: r, ret, parent: stack });
+        stack = arena.push(Frame { rule: r, ret, memo: Memo::NONE, parent: stack });
     }
     let mut mask = vec![0u32; mask_words(vocab.size())];
     let mut exits: Vec<u32> = Vec::new();
     let walk = TrieWalk { rtn, first, vocab, bounds, dfa_of, budget: None };
-    let from = [Head { rule, state, stack }];
+    let from = [Head::new(rule, state, stack)];
     let max_after = walk.run(&mut arena, &from, Some(scope), &mut mask, Some(&mut exits));
     let mut tokens = Vec::new();
     for (w, &bits) in mask.iter().enumerate() {
@@ -133,7 +208,7 @@ pub fn within_walk<'a>(
     rtn: &'a Rtn,
     first: &FirstBytes,
     vocab: &Vocabulary,
-    bounds: &[Vec<u32>],
+    bounds: &Bounds,
     dfa_of: &dyn Fn(RuleId) -> &'a Dfa,
     stacks: &Stacks,
     heads: &[Head],
@@ -151,15 +226,16 @@ struct TrieWalk<'w, 'a> {
     rtn: &'a Rtn,
     first: &'w FirstBytes,
     vocab: &'w Vocabulary,
-    bounds: &'w [Vec<u32>],
+    bounds: &'w Bounds,
     dfa_of: &'w dyn Fn(RuleId) -> &'a Dfa,
     /// Only tokens after which the end is at most this far (in bytes) are set.
     budget: Option<u32>,
 }
 
 /// Where a trie path leaves the reader: most of the vocabulary is read by one head whose state
-/// neither calls a rule nor may end its rule, so a byte only moves it along its DFA and its
-/// stack (and so the distance the stack adds) stays as it is; elsewhere, a set of heads.
+/// neither calls a rule nor may end its rule and which keeps nothing, so a byte only moves it
+/// along its DFA and its stack (and so the distance the stack adds) stays as it is;
+/// elsewhere, a set of heads.
 #[derive(Clone, Copy)]
 enum Level {
     Plain { head: Head, below: u32 },
@@ -169,7 +245,7 @@ enum Level {
 impl<'w, 'a> TrieWalk<'w, 'a> {
     fn is_plain(&self, h: Head) -> bool {
         let rule = self.rtn.rule(h.rule);
-        rule.calls_at(h.state).is_empty() && !rule.is_accepting(h.state)
+        h.memo == Memo::NONE && rule.calls_at(h.state).is_empty() && !rule.is_accepting(h.state)
     }
 
     fn level(&self, arena: &Overlay<'_>, heads: &[Head]) -> Level {
@@ -222,7 +298,7 @@ impl<'w, 'a> TrieWalk<'w, 'a> {
                         i = node.skip as usize;
                         continue;
                     }
-                    let moved = Head { rule: head.rule, state: t, stack: head.stack };
+                    let moved = Head { state: t, ..head };
                     if self.is_plain(moved) {
                         levels[d] = Level::Plain { head: moved, below };
                     } else {
@@ -247,7 +323,7 @@ impl<'w, 'a> TrieWalk<'w, 'a> {
                     levels[d] = self.level(arena, &heads[d]);
                     match levels[d] {
                         Level::Plain { head, below } => self.bounds[head.rule.as_usize()][head.state.as_usize()].saturating_add(below),
-                        Level::Many => heads_distance(self.bounds, arena, &heads[d]),
+                        Level::Many => heads_distance(self.rtn, self.bounds, arena, &heads[d]),
                     }
                 }
             };

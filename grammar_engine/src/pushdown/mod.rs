@@ -17,6 +17,7 @@
 //! * `paged`: the append-only store masks are lent out of.
 
 mod bounds;
+mod distinct;
 mod masks;
 mod paged;
 mod rules;
@@ -24,5 +25,6 @@ mod runtime;
 mod step;
 
 pub use bounds::FAR;
+pub use distinct::Memory;
 pub use rules::{Compiled, Rtn, RtnBuilder};
 pub use runtime::Pda;

@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 
+use super::distinct::Memory;
 use crate::automata::calls::{calls_of, CALL_OPENER};
 use crate::automata::{Dfa, DfaConfig, Expr};
 use crate::error::{GrammarError, Result};
@@ -51,6 +52,8 @@ pub struct RtnBuilder {
     bodies: Vec<Option<Expr>>,
     /// Rules that stay calls wherever they are used, whatever their size.
     always_called: Vec<bool>,
+    /// What each rule keeps at run time (see `super::distinct`).
+    memory: Vec<Memory>,
 }
 
 impl RtnBuilder {
@@ -63,6 +66,7 @@ impl RtnBuilder {
         self.names.push(name.to_string());
         self.bodies.push(None);
         self.always_called.push(false);
+        self.memory.push(Memory::None);
         RuleId::new((self.names.len() - 1) as u32)
     }
 
@@ -75,6 +79,19 @@ impl RtnBuilder {
     /// copies of the same place (a chunk of a long count), which inlining would copy as often.
     pub fn always_call(&mut self, rule: RuleId) {
         self.always_called[rule.as_usize()] = true;
+    }
+
+    /// Makes `rule` keep `memory` at run time (see `super::distinct`); such a rule is always
+    /// a call. A [`Memory::Distinct`] rule may call only [`Memory::Element`] rules, and those
+    /// no rule, and nothing may follow their accepting states (checked by the build).
+    pub fn remember(&mut self, rule: RuleId, memory: Memory) {
+        self.always_called[rule.as_usize()] = true;
+        self.memory[rule.as_usize()] = memory;
+    }
+
+    /// What `rule` keeps at run time.
+    pub fn memory(&self, rule: RuleId) -> Memory {
+        self.memory.get(rule.as_usize()).copied().unwrap_or_default()
     }
 
     /// The body of `rule`, when it has one.
@@ -99,10 +116,11 @@ impl RtnBuilder {
     pub fn absorb(&mut self, other: RtnBuilder, start: RuleId) -> RuleId {
         let offset = self.names.len() as u32;
         let shift = |r: RuleId| Some(RuleId::new(r.as_u32() + offset));
-        for ((name, body), always) in other.names.into_iter().zip(other.bodies).zip(other.always_called) {
+        for (((name, body), always), memory) in other.names.into_iter().zip(other.bodies).zip(other.always_called).zip(other.memory) {
             self.names.push(name);
             self.bodies.push(body.map(|b| b.renumber(&shift)));
             self.always_called.push(always);
+            self.memory.push(memory);
         }
         RuleId::new(start.as_u32() + offset)
     }
@@ -209,9 +227,10 @@ impl RtnBuilder {
             // No path at all, not even through calls: an unproductive rule, left with no state a
             // caller could enter (found unproductive below).
             let dfa = dfa.unwrap_or_else(|| crate::automata::calls::bytes_dfa(&[CALL_OPENER, CALL_OPENER]));
-            rules.push(Rule::new(self.name(r).to_string(), dfa));
+            rules.push(Rule::new(self.name(r).to_string(), dfa, self.memory(r)));
         }
         let mut rtn = Rtn { rules };
+        rtn.check_memory().map_err(Split::No)?;
         rtn.analyse(syntax).map_err(Split::No)?;
         Ok(Compiled::Pushdown(rtn))
     }
@@ -437,10 +456,12 @@ pub struct Rule {
     pub productive: bool,
     /// The rule matches the empty string.
     pub nullable: bool,
+    /// What the rule keeps at run time.
+    pub memory: Memory,
 }
 
 impl Rule {
-    fn new(name: String, with_calls: Dfa) -> Rule {
+    fn new(name: String, with_calls: Dfa, memory: Memory) -> Rule {
         let calls = calls_of(&with_calls);
         let cut = with_calls.with_bytes_cut(&[CALL_OPENER]);
         // Keep the states reachable through bytes and call returns: the ones a call's digits
@@ -465,7 +486,7 @@ impl Rule {
             }
         }
         let n = dfa.num_states();
-        Rule { name, dfa, calls: renumbered, live: vec![true; n], productive: true, nullable: false }
+        Rule { name, dfa, calls: renumbered, live: vec![true; n], productive: true, nullable: false, memory }
     }
 
     pub fn start(&self) -> StateId {
@@ -501,6 +522,32 @@ impl Rtn {
 
     pub fn memory_bytes(&self) -> usize {
         self.rules.iter().map(|r| r.dfa.memory_bytes() + r.calls.len() * 16 + r.live.len()).sum()
+    }
+
+    /// Checks what [`RtnBuilder::remember`] asks of rules that keep something.
+    fn check_memory(&self) -> Result<()> {
+        let broken = |rule: &Rule, what: &str| Err(GrammarError::invalid_grammar("pushdown rules", 0, 0, Some(&rule.name), what));
+        for rule in &self.rules {
+            let callees = rule.calls.iter().flat_map(|c| c.iter()).map(|&(c, _)| self.rule(c).memory);
+            match rule.memory {
+                Memory::None => {}
+                Memory::Distinct => {
+                    if callees.into_iter().any(|m| m != Memory::Element) {
+                        return broken(rule, "an array of distinct elements may only call its element");
+                    }
+                }
+                Memory::Element => {
+                    if rule.calls.iter().any(|c| !c.is_empty()) {
+                        return broken(rule, "an element of an array of distinct elements may call no rule");
+                    }
+                    let ends_open = (0..rule.dfa.num_states()).map(StateId::from_index).any(|s| rule.is_accepting(s) && rule.dfa.row(s).iter().any(|t| !t.is_dead()));
+                    if ends_open {
+                        return broken(rule, "an element of an array of distinct elements must end where it may end");
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Keeps only the strings whose bytes are all in `allowed` (a vocabulary's producible bytes

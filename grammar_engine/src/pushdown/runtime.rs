@@ -16,8 +16,9 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use super::bounds::{bytes_to_end, heads_distance, FAR};
-use super::masks::{frame_row, local_row, read, within_walk, FrameRow, LocalRow};
+use super::bounds::{heads_distance, stack_distance, Bounds, FAR};
+use super::distinct::{self, Memo, Memory};
+use super::masks::{clear_subtrees, frame_row, kept_walk, local_row, read, within_walk, FrameRow, LocalRow};
 use super::paged::Paged;
 use super::rules::Rtn;
 use super::step::{can_end, step_byte, Arena, FirstBytes, Frame, Head, Overlay, StackId, Stacks};
@@ -68,7 +69,7 @@ pub struct Pda {
     /// Per rule, the DFA ordinary tokens read (special-token markers cut) when there are
     /// special tokens.
     ordinary: Option<Vec<Dfa>>,
-    bounds: Vec<Vec<u32>>,
+    bounds: Bounds,
     local: Vec<Box<[OnceLock<LocalRow>]>>,
     /// Frame rows by rule, state and the frames known under it (see `super::masks`), flattened
     /// to `[rule, state, rule, return state, ...]`, top frame first.
@@ -81,7 +82,7 @@ pub struct Pda {
 impl Pda {
     pub fn new(rtn: Rtn, vocab: Arc<Vocabulary>, specials: SpecialTokens) -> Result<Pda> {
         let first = FirstBytes::new(&rtn);
-        let bounds = bytes_to_end(&rtn);
+        let bounds = Bounds::new(&rtn);
         let ordinary = if specials.is_empty() {
             None
         } else {
@@ -103,7 +104,7 @@ impl Pda {
         };
         let start = pda.rtn.rule(pda.rtn.start()).start();
         let mut t = pda.lock();
-        pda.intern(&mut t, vec![Head { rule: pda.rtn.start(), state: start, stack: StackId::EMPTY }])?;
+        pda.intern(&mut t, vec![Head::new(pda.rtn.start(), start, StackId::EMPTY)])?;
         drop(t);
         Ok(pda)
     }
@@ -165,7 +166,7 @@ impl Pda {
             return Err(GrammarError::TooLarge { what: "pushdown grammar states", limit: Paged::<Reading>::CAPACITY, detail: "too many readings met".into() });
         }
         let accepting = can_end(&self.rtn, &t.stacks, &heads);
-        let distance = heads_distance(&self.bounds, &t.stacks, &heads);
+        let distance = heads_distance(&self.rtn, &self.bounds, &t.stacks, &heads);
         let boxed: Box<[Head]> = heads.into_boxed_slice();
         self.readings.set(id, Reading { heads: boxed.clone(), accepting, distance, mask: OnceLock::new() });
         t.ids.insert(boxed, id as u32);
@@ -239,6 +240,10 @@ impl Pda {
         // Rows and frame rows are computed without the tables' lock (they may take a while the
         // first time).
         for (h, chain) in reading.heads.iter().zip(&chains) {
+            if h.memo != Memo::NONE {
+                max_after = max_after.max(self.kept_mask(*h, &mut mask));
+                continue;
+            }
             let row = self.local(h.rule, h.state);
             for (m, &w) in mask.iter_mut().zip(row.mask.iter()) {
                 *m |= w;
@@ -273,7 +278,7 @@ impl Pda {
             if !after.is_empty() {
                 let id = sp.token.as_u32();
                 mask[(id >> 5) as usize] |= 1 << (id & 31);
-                max_after = max_after.max(heads_distance(&self.bounds, &arena, &after));
+                max_after = max_after.max(heads_distance(&self.rtn, &self.bounds, &arena, &after));
             }
         }
         if reading.accepting {
@@ -286,6 +291,36 @@ impl Pda {
         let info = (id, max_after);
         let _ = reading.mask.set(info);
         Ok(*reading.mask.get().unwrap_or(&info))
+    }
+
+    /// Adds to `mask` the tokens a head that keeps a memo allows (see `super::distinct`);
+    /// returns the largest distance to the end after one (an upper bound).
+    fn kept_mask(&self, h: Head, mask: &mut [u32]) -> u32 {
+        let dfa_of = |r: RuleId| self.ordinary_dfa(r);
+        let t = self.lock();
+        if self.rtn.rule(h.rule).memory != Memory::Element {
+            return kept_walk(&self.rtn, &self.first, &self.vocab, &self.bounds, &dfa_of, &t.stacks, &[h], None, mask);
+        }
+        // The element's tokens that do not finish it are its row's, whatever was read before;
+        // each may leave it one character more than its shortest way to a new value.
+        let row = self.local(h.rule, h.state);
+        let mut own = row.mask.to_vec();
+        clear_subtrees(&self.vocab, &row.closing, &mut own);
+        let mut max_after = 0;
+        if own.iter().any(|&w| w != 0) {
+            let taken = t.stacks.top(h.stack).map_or(0, |f| distinct::set_len(&t.stacks, f.memo));
+            let below = stack_distance(&self.bounds, &t.stacks, h.stack);
+            max_after = row.max_after.saturating_add(distinct::extra_bound(taken)).saturating_add(below).min(FAR);
+        }
+        for (m, &w) in mask.iter_mut().zip(own.iter()) {
+            *m |= w;
+        }
+        // The tokens that finish the element or leave it, with the heads' own memos.
+        let mut scope: Vec<u32> = row.closing.iter().chain(row.exits.iter()).copied().collect();
+        scope.sort_unstable();
+        scope.dedup();
+        let finishing = kept_walk(&self.rtn, &self.first, &self.vocab, &self.bounds, &dfa_of, &t.stacks, &[h], Some(&scope), mask);
+        max_after.max(finishing)
     }
 
     fn intern_mask(&self, t: &mut Tables, mask: Vec<u32>) -> Result<u32> {
@@ -346,7 +381,7 @@ impl Pda {
             let dfa_of = |r: RuleId| &self.rtn.rule(r).dfa;
             let mut arena = Overlay::new(&t.stacks);
             let after = read(&self.rtn, &self.first, &mut arena, &reading.heads, &[sp.byte], &dfa_of);
-            if !after.is_empty() && heads_distance(&self.bounds, &arena, &after) <= budget {
+            if !after.is_empty() && heads_distance(&self.rtn, &self.bounds, &arena, &after) <= budget {
                 let id = sp.token.as_u32();
                 out[(id >> 5) as usize] |= 1 << (id & 31);
             }

@@ -18,6 +18,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::distinct::{self, Memo, Memory, Note};
 use super::rules::Rtn;
 use crate::util::{RuleId, StateId};
 
@@ -30,36 +31,57 @@ impl StackId {
     pub const EMPTY: StackId = StackId(0);
 }
 
-/// A call being read: the calling rule, the state its call returns to, and the stack under it.
+/// A call being read: the calling rule, the state its call returns to, what the caller kept
+/// (see `super::distinct`), and the stack under it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Frame {
     pub rule: RuleId,
     pub ret: StateId,
+    pub memo: Memo,
     pub parent: StackId,
 }
 
-/// Where a reading is: a rule, a state of its DFA, the stack of calls it is inside of.
+/// Where a reading is: a rule, a state of its DFA, what the rule keeps at run time (see
+/// `super::distinct`; [`Memo::NONE`] for most rules), the stack of calls it is inside of.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct Head {
     pub rule: RuleId,
     pub state: StateId,
+    pub memo: Memo,
     pub stack: StackId,
 }
 
-/// Frames by stack id: what a step reads stacks from and pushes new frames into.
+impl Head {
+    /// A head that keeps nothing.
+    pub fn new(rule: RuleId, state: StateId, stack: StackId) -> Head {
+        Head { rule, state, memo: Memo::NONE, stack }
+    }
+}
+
+/// Frames by stack id, and the notes memos are made of: what a step reads stacks from and
+/// pushes new frames into.
 pub trait Arena {
     /// The stack with `frame` on top.
     fn push(&mut self, frame: Frame) -> StackId;
     /// The top frame of `stack`; `None` for the bottom.
     fn top(&self, stack: StackId) -> Option<Frame>;
+    /// The memo whose last link is `note`.
+    fn add_note(&mut self, note: Note) -> Memo;
+    /// The last link of `memo` (neither [`Memo::NONE`] nor [`Memo::EMPTY`]).
+    fn note(&self, memo: Memo) -> Note;
 }
 
-/// An arena of interned frames (equal frames, equal ids).
+/// An arena of interned frames and notes (equal frames, equal ids).
 #[derive(Debug)]
 pub struct Stacks {
     frames: Vec<Frame>,
     ids: FxHashMap<Frame, StackId>,
+    notes: Vec<Note>,
+    note_ids: FxHashMap<Note, Memo>,
 }
+
+/// Slots 0 and 1 of the notes: [`Memo::NONE`] and [`Memo::EMPTY`] have no note.
+const NO_NOTE: Note = Note::Byte { prev: Memo::NONE, byte: 0 };
 
 impl Default for Stacks {
     fn default() -> Self {
@@ -70,7 +92,12 @@ impl Default for Stacks {
 impl Stacks {
     pub fn new() -> Stacks {
         // Slot 0 is the bottom; it has no frame.
-        Stacks { frames: vec![Frame { rule: RuleId::new(u32::MAX), ret: StateId::DEAD, parent: StackId::EMPTY }], ids: FxHashMap::default() }
+        Stacks {
+            frames: vec![Frame { rule: RuleId::new(u32::MAX), ret: StateId::DEAD, memo: Memo::NONE, parent: StackId::EMPTY }],
+            ids: FxHashMap::default(),
+            notes: vec![NO_NOTE, NO_NOTE],
+            note_ids: FxHashMap::default(),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -78,7 +105,9 @@ impl Stacks {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.frames.capacity() * std::mem::size_of::<Frame>() + self.ids.capacity() * (std::mem::size_of::<Frame>() + 8)
+        self.frames.capacity() * std::mem::size_of::<Frame>()
+            + self.ids.capacity() * (std::mem::size_of::<Frame>() + 8)
+            + self.notes.capacity() * std::mem::size_of::<Note>() * 2
     }
 }
 
@@ -101,6 +130,20 @@ impl Arena for Stacks {
             Some(self.frames[stack.0 as usize])
         }
     }
+
+    fn add_note(&mut self, note: Note) -> Memo {
+        if let Some(&id) = self.note_ids.get(&note) {
+            return id;
+        }
+        let id = Memo(self.notes.len() as u32);
+        self.notes.push(note);
+        self.note_ids.insert(note, id);
+        id
+    }
+
+    fn note(&self, memo: Memo) -> Note {
+        self.notes[memo.0 as usize]
+    }
 }
 
 /// A scratch arena over a read-only one: stacks of the base are read from it, new frames go
@@ -110,11 +153,13 @@ pub struct Overlay<'a> {
     base: &'a Stacks,
     local: Vec<Frame>,
     ids: FxHashMap<Frame, StackId>,
+    notes: Vec<Note>,
+    note_ids: FxHashMap<Note, Memo>,
 }
 
 impl<'a> Overlay<'a> {
     pub fn new(base: &'a Stacks) -> Overlay<'a> {
-        Overlay { base, local: Vec::new(), ids: FxHashMap::default() }
+        Overlay { base, local: Vec::new(), ids: FxHashMap::default(), notes: Vec::new(), note_ids: FxHashMap::default() }
     }
 }
 
@@ -139,6 +184,28 @@ impl Arena for Overlay<'_> {
             self.base.top(stack)
         } else {
             Some(self.local[i - self.base.len()])
+        }
+    }
+
+    fn add_note(&mut self, note: Note) -> Memo {
+        if let Some(&id) = self.base.note_ids.get(&note) {
+            return id;
+        }
+        if let Some(&id) = self.note_ids.get(&note) {
+            return id;
+        }
+        let id = Memo((self.base.notes.len() + self.notes.len()) as u32);
+        self.notes.push(note);
+        self.note_ids.insert(note, id);
+        id
+    }
+
+    fn note(&self, memo: Memo) -> Note {
+        let i = memo.0 as usize;
+        if i < self.base.notes.len() {
+            self.base.notes[i]
+        } else {
+            self.notes[i - self.base.notes.len()]
         }
     }
 }
@@ -369,24 +436,73 @@ fn expand<'a>(
     let rule = rtn.rule(h.rule);
     let t = dfa_of(h.rule).next(h.state, byte);
     if !t.is_dead() && rule.live[t.as_usize()] {
-        out.push(Head { rule: h.rule, state: t, stack: h.stack });
+        if let Some(memo) = moved_memo(rtn, stacks, h, t, byte) {
+            out.push(Head { rule: h.rule, state: t, memo, stack: h.stack });
+        }
     }
     for &(c, ret) in rule.calls_at(h.state) {
         if rtn.rule(c).nullable && rule.live[ret.as_usize()] {
             // The callee matches nothing here: read the byte after the call.
-            expand(rtn, first, stacks, Head { rule: h.rule, state: ret, stack: h.stack }, byte, dfa_of, out, seen, bottom);
+            expand(rtn, first, stacks, Head { state: ret, ..h }, byte, dfa_of, out, seen, bottom);
         }
         if first.can_start(c, byte) && rule.live[ret.as_usize()] {
-            let k = if first.is_tail(h.rule, ret) { h.stack } else { stacks.push(Frame { rule: h.rule, ret, parent: h.stack }) };
-            expand(rtn, first, stacks, Head { rule: c, state: rtn.rule(c).start(), stack: k }, byte, dfa_of, out, seen, bottom);
+            // A caller that keeps something needs its frame to get it back.
+            let k = if h.memo == Memo::NONE && first.is_tail(h.rule, ret) {
+                h.stack
+            } else {
+                stacks.push(Frame { rule: h.rule, ret, memo: h.memo, parent: h.stack })
+            };
+            let callee = rtn.rule(c);
+            let memo = match callee.memory {
+                Memory::None => Memo::NONE,
+                Memory::Distinct => Memo::EMPTY,
+                Memory::Element if h.memo == Memo::NONE => Memo::NONE,
+                Memory::Element => Memo::EMPTY,
+            };
+            expand(rtn, first, stacks, Head { rule: c, state: callee.start(), memo, stack: k }, byte, dfa_of, out, seen, bottom);
         }
     }
     if rule.is_accepting(h.state) {
         match stacks.top(h.stack) {
-            Some(f) => expand(rtn, first, stacks, Head { rule: f.rule, state: f.ret, stack: f.parent }, byte, dfa_of, out, seen, bottom),
+            Some(f) => {
+                if let Some(memo) = returned_memo(rtn, stacks, h, f) {
+                    expand(rtn, first, stacks, Head { rule: f.rule, state: f.ret, memo, stack: f.parent }, byte, dfa_of, out, seen, bottom)
+                }
+            }
             None => *bottom |= first.can_follow(h.rule, byte),
         }
     }
+}
+
+/// What `h` keeps after its rule's DFA moves to `t` over `byte`: an element's text grows by
+/// the byte, and an element that ends there with a value its array already holds ends this
+/// reading (`None`).
+fn moved_memo(rtn: &Rtn, stacks: &mut dyn Arena, h: Head, t: StateId, byte: u8) -> Option<Memo> {
+    let rule = rtn.rule(h.rule);
+    if rule.memory != Memory::Element || h.memo == Memo::NONE {
+        return Some(h.memo);
+    }
+    let text = stacks.add_note(Note::Byte { prev: h.memo, byte });
+    if rule.is_accepting(t) {
+        if let Some(f) = stacks.top(h.stack) {
+            if distinct::repeats(&*stacks, f.memo, text) {
+                return None;
+            }
+        }
+    }
+    Some(text)
+}
+
+/// What the caller keeps once `h` returns into the frame `f`: an element's value joins its
+/// array's set (`None` when it is there already).
+fn returned_memo(rtn: &Rtn, stacks: &mut dyn Arena, h: Head, f: Frame) -> Option<Memo> {
+    if rtn.rule(h.rule).memory != Memory::Element || h.memo == Memo::NONE || f.memo == Memo::NONE {
+        return Some(f.memo);
+    }
+    if distinct::repeats(&*stacks, f.memo, h.memo) {
+        return None;
+    }
+    Some(stacks.add_note(Note::Element { prev: f.memo, text: h.memo }))
 }
 
 /// True when the text may end with these heads: some head's rule may end at its state and so
@@ -407,7 +523,7 @@ fn ends(rtn: &Rtn, stacks: &dyn Arena, h: Head, seen: &mut Vec<Head>) -> bool {
         match stacks.top(h.stack) {
             None => return true,
             Some(f) => {
-                if ends(rtn, stacks, Head { rule: f.rule, state: f.ret, stack: f.parent }, seen) {
+                if ends(rtn, stacks, Head { rule: f.rule, state: f.ret, memo: f.memo, stack: f.parent }, seen) {
                     return true;
                 }
             }
@@ -415,5 +531,5 @@ fn ends(rtn: &Rtn, stacks: &dyn Arena, h: Head, seen: &mut Vec<Head>) -> bool {
     }
     rule.calls_at(h.state)
         .iter()
-        .any(|&(c, ret)| rtn.rule(c).nullable && ends(rtn, stacks, Head { rule: h.rule, state: ret, stack: h.stack }, seen))
+        .any(|&(c, ret)| rtn.rule(c).nullable && ends(rtn, stacks, Head { state: ret, ..h }, seen))
 }

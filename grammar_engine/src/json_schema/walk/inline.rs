@@ -16,6 +16,7 @@ use super::super::objects::required_by;
 use super::{Compiler, Conj, Flat};
 use crate::automata::Expr;
 use crate::error::{GrammarError, Result};
+use crate::pushdown::Memory;
 use crate::util::RuleId;
 
 /// Whether a case is told apart from the others without subtracting them (see
@@ -95,6 +96,20 @@ impl<'a> Compiler<'a> {
     fn inline_calls(&mut self, lang: &Expr, open: &mut Vec<RuleId>, done: &mut HashMap<RuleId, Expr>, keep: bool) -> Result<Expr> {
         for rule in lang.calls() {
             if done.contains_key(&rule) {
+                continue;
+            }
+            // An array whose elements are compared at run time has no regular form: where a
+            // call may stay, it is one value; in a product it holds at most one element, the
+            // restriction taken without rules.
+            if self.rules.as_ref().is_some_and(|b| b.memory(rule) != Memory::None) {
+                if keep {
+                    continue;
+                }
+                let Some((one, ctx)) = self.distinct_forms.get(&rule).cloned() else {
+                    return Err(GrammarError::NotRegular { detail: format!("a product of languages that call {}", self.rule_name(rule)) });
+                };
+                super::super::arrays::one_unique(self, &ctx)?;
+                done.insert(rule, one);
                 continue;
             }
             if keep && (open.contains(&rule) || Some(rule) == self.any_rule) {
