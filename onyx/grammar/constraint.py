@@ -40,6 +40,9 @@ from onyx.options import GRAMMAR_CACHE_BYTES, MAX_INDEX_BYTES, ConstraintSpec
 log = logging.getLogger("onyx.grammar")
 
 GRAMMAR_CACHE_SIZE = 128
+# States a cached grammar may have met before the next request compiles it afresh (a pushdown
+# grammar's reading ids stop at 4,194,304).
+MAX_CACHED_STATES = 1 << 20
 # Budget-restricted masks kept per table (they only occur in the last steps before max_tokens).
 MAX_BUDGET_MASKS = 1024
 
@@ -221,7 +224,11 @@ class GrammarCache:
         key = (id(vocab), spec.key)  # a cached entry holds its vocabulary, so the id stays its own
         with self._lock:
             hit = self._entries.get(key)
-            if hit is not None and hit.vocab is vocab:
+            if hit is not None and hit.vocab is vocab and self._worn(hit):
+                # Its users keep it; the next request starts from a fresh compile.
+                del self._entries[key]
+                self.evictions += 1
+            elif hit is not None and hit.vocab is vocab:
                 self._entries.move_to_end(key)
                 self.hits += 1
                 self._trim()
@@ -281,6 +288,12 @@ class GrammarCache:
             self._recording.compiled = outer
             if outer is not None:
                 outer.extend(compiled)
+
+    def _worn(self, compiled: Compiled) -> bool:
+        """Whether a cached grammar has grown past what one grammar may hold: a pushdown grammar
+        whose readings keep what was written (arrays of distinct strings) meets a new state with
+        almost every token, so it grows with every output, where other grammars level off."""
+        return compiled.grammar.is_pushdown and compiled.grammar.num_states > MAX_CACHED_STATES
 
     def _bytes(self) -> int:
         """Bytes held by the cached grammars (they grow as sequences visit new states); under

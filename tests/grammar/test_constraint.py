@@ -9,6 +9,7 @@ import pytest
 
 import onyx
 from onyx.decoding.sampling import mask_to_mlx
+from onyx.grammar import constraint
 from onyx.grammar.constraint import Compiled, Constraint, GrammarCache, unpack_bitmask
 from onyx.options import ConstraintSpec
 
@@ -49,6 +50,29 @@ def test_grammar_cache_compiles_once_and_evicts_the_least_recent(smollm2):
     assert cache.stats()["compiles"] == 4
     with pytest.raises(onyx.InvalidRegexError):
         cache.get(ConstraintSpec.parse(regex="("))
+
+
+def test_a_cached_grammar_that_keeps_growing_is_compiled_afresh(smollm2, monkeypatch):
+    # The readings of an array of distinct strings keep what was written: nearly every token
+    # is a new state, so such a grammar grows with every output while it stays in the cache.
+    monkeypatch.setattr(constraint, "MAX_CACHED_STATES", 20)
+    cache = GrammarCache(smollm2)
+    spec = ConstraintSpec.parse(json_schema={"type": "array", "items": {"type": "string"}, "uniqueItems": True})
+    first = cache.get(spec).grammar
+    assert first.is_pushdown and first.restriction is None
+    byte = {bytes(smollm2.token_bytes(i)): i for i in range(smollm2.size) if not smollm2.is_special(i)}
+    state = first.initial_state
+    for c in b'["' + b"ab" * 20 + b'"':
+        state = first.advance(state, byte[bytes([c])])
+    assert first.num_states > 20
+    assert first.is_accepting(first.advance(state, byte[b"]"]))  # its users keep it
+    again = cache.get(spec).grammar
+    assert again is not first and again.num_states < 20
+    assert cache.stats()["compiles"] == 2 and cache.stats()["evictions"] == 1
+    assert cache.get(spec).grammar is again
+    # A regular grammar has all its states from the start and is kept, however many.
+    regular = cache.get(ConstraintSpec.parse(regex="[a-z]{40}")).grammar
+    assert regular.num_states > 20 and cache.get(ConstraintSpec.parse(regex="[a-z]{40}")).grammar is regular
 
 
 def test_grammar_cache_is_bounded_in_bytes_as_its_masks_grow(smollm2):

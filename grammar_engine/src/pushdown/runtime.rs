@@ -503,7 +503,7 @@ impl Pda {
         let rows: usize = self.local.iter().flat_map(|r| r.iter()).filter_map(OnceLock::get).map(LocalRow::memory_bytes).sum::<usize>()
             + self.frames.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, r)| k.len() * 4 + r.memory_bytes() + 16).sum::<usize>();
         let masks: usize = (0..t.mask_count).filter_map(|i| self.masks.get(i)).map(|m| m.len() * 4).sum();
-        let readings: usize = (0..t.count).filter_map(|i| self.readings.get(i)).map(|r| r.heads.len() * 12 + 48).sum();
+        let readings: usize = (0..t.count).filter_map(|i| self.readings.get(i)).map(|r| r.heads.len() * std::mem::size_of::<Head>() + 48).sum();
         self.rtn.memory_bytes() + rows + masks + readings + t.stacks.memory_bytes() + t.next.len() * 16
     }
 }

@@ -143,8 +143,11 @@ pub(super) fn repair(
 ) -> PyResult<RepairResult> {
     let r = run(py, move || {
         if grammar.is_pushdown() {
-            // The search walks one DFA's states; a pushdown grammar's are readings with stacks.
-            return Err(crate::error::GrammarError::NotRegular { detail: "repair searches a single DFA; this grammar has recursive rules".into() });
+            // The search walks one DFA's states; a pushdown grammar's are readings with stacks
+            // (and, for arrays of distinct elements, what was written).
+            return Err(crate::error::GrammarError::NotRegular {
+                detail: "repair searches a single DFA; this grammar is a pushdown grammar (recursive rules, or an array whose elements must be distinct)".into(),
+            });
         }
         Ok(crate::repair::repair(grammar.dfa(), &text, &opts))
     })?;
