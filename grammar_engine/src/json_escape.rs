@@ -42,7 +42,7 @@ use std::rc::Rc;
 
 use crate::automata::{Dfa, DfaConfig, Expr};
 use crate::error::{GrammarError, Result};
-use crate::pushdown::RtnBuilder;
+use crate::pushdown::{Memory, RtnBuilder};
 use crate::util::{RuleId, StateId};
 
 /// The bytes a short escape writes after `\`, by the byte it stands for.
@@ -290,6 +290,10 @@ impl Escaper<'_> {
             return Err(GrammarError::invalid_grammar("rules", 0, 0, None, format!("a call of rule {}, which was never declared", rule.as_u32())));
         }
         let name = rules.name(rule).to_string();
+        if rules.memory(rule) != Memory::None {
+            // Its run-time check reads the element's own text, not an escape of it.
+            return Err(GrammarError::invalid_grammar("rules", 0, 0, Some(&name), "an array of distinct elements cannot be written inside a JSON string"));
+        }
         let c = rules.declare(&name);
         self.copies.insert(rule, c);
         self.todo.push(rule);

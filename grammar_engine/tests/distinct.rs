@@ -214,3 +214,29 @@ fn arrays_the_check_does_not_cover_keep_the_one_element_restriction() {
     let err = Grammar::from_json_schema(v.clone(), &json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true, "minItems": 2}), &JsonSchemaOptions::default(), &GrammarConfig::default());
     assert!(err.is_err());
 }
+
+#[test]
+fn the_rules_refuse_what_the_check_cannot_carry() {
+    use grammar_engine::{Expr, Memory, RtnBuilder};
+    // An array that calls something other than its element, and an element that calls a rule.
+    let v = vocab();
+    let mut b = RtnBuilder::new();
+    let (array, each, other) = (b.declare("array"), b.declare("each"), b.declare("other"));
+    b.define(other, Expr::literal("x"));
+    b.always_call(other);
+    b.define(each, Expr::regex("\"[ab]*\""));
+    b.remember(each, Memory::Element);
+    b.define(array, Expr::concat(vec![Expr::literal("["), Expr::Call(each), Expr::Call(other), Expr::literal("]")]));
+    b.remember(array, Memory::Distinct);
+    let refused = Grammar::from_rules(v.clone(), &b, array, "test", "t".into(), Default::default(), &GrammarConfig::default());
+    assert!(refused.is_err_and(|e| e.to_string().contains("may only call its element")));
+    // Escaped into a JSON string, an element's text would be compared as its escape: refused.
+    let mut b = RtnBuilder::new();
+    let (array, each) = (b.declare("array"), b.declare("each"));
+    b.define(each, Expr::regex("\"[ab]*\""));
+    b.remember(each, Memory::Element);
+    b.define(array, Expr::concat(vec![Expr::literal("["), Expr::Call(each), Expr::repeat(Expr::concat(vec![Expr::literal(","), Expr::Call(each)]), 0, None), Expr::literal("]")]));
+    b.remember(array, Memory::Distinct);
+    let err = b.json_escape(&Expr::Call(array), &Default::default()).unwrap_err();
+    assert!(err.to_string().contains("inside a JSON string"), "{err}");
+}
