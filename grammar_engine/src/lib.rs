@@ -43,6 +43,6 @@ pub use repair::{
 pub use structure::{compile as compile_structure, SpecialToken, SpecialTokens, Structure, MARKER_BYTES};
 pub use vocab::gguf::{read_metadata as read_gguf_metadata, tokenizer_from_metadata as gguf_tokenizer, GgufValue};
 pub use vocab::tokenizer_json::{eos_from_sidecars, parse as parse_tokenizer_json, resolve_eos, ParsedTokenizer};
-pub use pushdown::{Memory, Pda, RtnBuilder};
+pub use pushdown::{Pda, RtnBuilder};
 pub use util::{background, RuleId, StateId, TokenId};
 pub use vocab::{Family, TokenSpec, Vocabulary, END_TOKEN_NAMES};

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 fn vocab() -> Arc<Vocabulary> {
     let toks = [
         "[", "]", "\"", ",", "a", "b", "\\", "u", "0", "6", "1", "n", "{", "}", ":", "x", "\",\"", "\"]", "a\"", "\"a\"", "[\"", "\"a\",\"", "\\u000a",
-        "a\",\"a", "{\"x\":", "\"]}",
+        "a\",\"a", "{\"x\":", "\"]}", " ", "\", \"",
     ];
     let mut specs: Vec<Option<TokenSpec>> = toks.iter().map(|t| Some(TokenSpec { bytes: t.as_bytes().to_vec(), special: false })).collect();
     specs.push(Some(TokenSpec { bytes: b"</s>".to_vec(), special: true }));
@@ -20,11 +20,17 @@ fn vocab() -> Arc<Vocabulary> {
 }
 
 fn grammar(v: &Arc<Vocabulary>, schema: &Value) -> Grammar {
-    Grammar::from_json_schema(v.clone(), schema, &JsonSchemaOptions::default(), &GrammarConfig::default()).unwrap_or_else(|e| panic!("{schema} failed: {e}"))
+    grammar_with(v, schema, 0)
 }
 
-/// The string literals `text` has closed, decoded, in order (the text is a prefix of the
-/// same schema without `uniqueItems`, so it is well formed so far).
+fn grammar_with(v: &Arc<Vocabulary>, schema: &Value, max_whitespace: usize) -> Grammar {
+    let opts = JsonSchemaOptions { max_whitespace, ..JsonSchemaOptions::default() };
+    Grammar::from_json_schema(v.clone(), schema, &opts, &GrammarConfig::default()).unwrap_or_else(|e| panic!("{schema} failed: {e}"))
+}
+
+/// The string literals `text` has closed, decoded, in order, but member names (a literal
+/// followed by `:`); the text is a prefix of the same schema without `uniqueItems`, so it is
+/// well formed so far.
 fn closed_strings(text: &[u8]) -> Vec<String> {
     let mut out = Vec::new();
     let mut i = 0;
@@ -39,7 +45,10 @@ fn closed_strings(text: &[u8]) -> Vec<String> {
             i += if text[i] == b'\\' { 2 } else { 1 };
         }
         if i < text.len() {
-            out.push(serde_json::from_slice::<String>(&text[start..=i]).expect("a closed literal decodes"));
+            let name = text[i + 1..].iter().find(|&&c| c != b' ') == Some(&b':');
+            if !name {
+                out.push(serde_json::from_slice::<String>(&text[start..=i]).expect("a closed literal decodes"));
+            }
         }
         i += 1;
     }
@@ -50,20 +59,19 @@ fn closed_strings(text: &[u8]) -> Vec<String> {
 /// is valid there and the elements it closed are distinct (every string language here can
 /// always be made new, so a valid prefix is completable). Returns whether it is whole and the
 /// fewest bytes that complete it (a search over the single-character tokens).
-fn reference(free: &Grammar, members: &[&str], text: &[u8]) -> Option<(bool, usize)> {
+fn reference(free: &Grammar, text: &[u8]) -> Option<(bool, usize)> {
     let valid = |t: &[u8]| -> Option<bool> {
         let whole = match free.check_text(t) {
             Ok(()) => true,
             Err(at) if at == t.len() => false,
             Err(_) => return None,
         };
-        // Member names are strings too; only the array's elements must be distinct.
-        let elements: Vec<String> = closed_strings(t).into_iter().filter(|s| !members.contains(&s.as_str())).collect();
+        let elements = closed_strings(t);
         let distinct: HashSet<&String> = elements.iter().collect();
         (distinct.len() == elements.len()).then_some(whole)
     };
     let whole = valid(text)?;
-    let alphabet: &[u8] = b"[]\",abu016n{}:x\\";
+    let alphabet: &[u8] = b"[]\",abu016n{}:x\\ ";
     let mut layer = vec![text.to_vec()];
     for len in 0..12 {
         if layer.iter().any(|t| valid(t) == Some(true)) {
@@ -99,14 +107,14 @@ fn bit(mask: &[u32], t: TokenId) -> bool {
 }
 
 /// Random walks through `schema`, every token checked at every step against the reference.
-fn walks_agree(schema: Value, members: &[&str], walks: usize, seed: u64, min_repeats: usize) {
+fn walks_agree(schema: Value, max_whitespace: usize, walks: usize, seed: u64, min_repeats: usize) {
     let v = vocab();
-    let g = grammar(&v, &schema);
+    let g = grammar_with(&v, &schema, max_whitespace);
     assert!(g.restriction().is_none(), "restricted: {:?}", g.restriction());
     assert!(g.is_pushdown());
     let mut free_schema = schema.clone();
     strip_unique(&mut free_schema);
-    let free = grammar(&v, &free_schema);
+    let free = grammar_with(&v, &free_schema, max_whitespace);
     let eos = v.eos_ids()[0];
     let mut rand = xorshift(seed);
     let mut repeats_refused = 0;
@@ -114,7 +122,7 @@ fn walks_agree(schema: Value, members: &[&str], walks: usize, seed: u64, min_rep
         let mut s = g.initial_state();
         let mut text: Vec<u8> = Vec::new();
         for _step in 0..30 {
-            let (whole, rest) = reference(&free, members, &text).expect("the walk stays valid");
+            let (whole, rest) = reference(&free, &text).expect("the walk stays valid");
             let mask = g.token_bitmask(s).unwrap().to_vec();
             assert_eq!(g.is_accepting(s).unwrap(), whole, "{:?}", String::from_utf8_lossy(&text));
             assert_eq!(bit(&mask, eos), whole);
@@ -123,7 +131,7 @@ fn walks_agree(schema: Value, members: &[&str], walks: usize, seed: u64, min_rep
             for t in (0..v.size() as u32).map(TokenId::new).filter(|&t| !v.is_eos(t)) {
                 let mut next = text.clone();
                 next.extend_from_slice(v.token_bytes(t).unwrap());
-                let ok = reference(&free, members, &next).is_some();
+                let ok = reference(&free, &next).is_some();
                 assert_eq!(bit(&mask, t), ok, "token {:?} after {:?}", String::from_utf8_lossy(v.token_bytes(t).unwrap()), String::from_utf8_lossy(&text));
                 assert_eq!(g.advance(s, t).is_ok(), ok);
                 if ok {
@@ -138,7 +146,7 @@ fn walks_agree(schema: Value, members: &[&str], walks: usize, seed: u64, min_rep
                 for (t, next) in &allowed {
                     if bit(&within, *t) {
                         kept += 1;
-                        assert!(reference(&free, members, next).unwrap().1 <= budget as usize, "budget {budget}: {:?}", String::from_utf8_lossy(next));
+                        assert!(reference(&free, next).unwrap().1 <= budget as usize, "budget {budget}: {:?}", String::from_utf8_lossy(next));
                     }
                 }
                 if rest >= 1 && rest <= budget as usize + 1 {
@@ -169,7 +177,7 @@ fn strip_unique(v: &mut Value) {
 
 #[test]
 fn distinct_strings_agree_with_the_reference_at_every_token() {
-    walks_agree(json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true}), &[], 40, 7, 50);
+    walks_agree(json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true}), 0, 40, 7, 50);
 }
 
 #[test]
@@ -179,7 +187,7 @@ fn distinct_nonempty_strings_inside_an_object_agree_with_the_reference() {
         "properties": {"x": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": true, "maxItems": 4}},
         "required": ["x"], "additionalProperties": false
     });
-    walks_agree(schema, &["x"], 40, 11, 20);
+    walks_agree(schema, 0, 25, 11, 12);
 }
 
 #[test]
@@ -193,7 +201,7 @@ fn a_repeat_is_refused_however_it_is_spelled() {
     for (bad, at) in [(r#"["a","a"]"#, 7), (r#"["\n","\u000a"]"#, 13), (r#"["",""]"#, 5), (r#"["a","b","a"]"#, 11)] {
         assert_eq!(g.check_text(bad.as_bytes()), Err(at), "{bad}");
     }
-    // Two elements are required and strings are unbounded: still exact, the second must differ.
+    // One element required: still exact.
     let two = grammar(&v, &json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true, "minItems": 1}));
     assert!(two.restriction().is_none());
     assert!(two.check_text(b"[]").is_err());
@@ -216,27 +224,34 @@ fn arrays_the_check_does_not_cover_keep_the_one_element_restriction() {
 }
 
 #[test]
-fn the_rules_refuse_what_the_check_cannot_carry() {
-    use grammar_engine::{Expr, Memory, RtnBuilder};
-    // An array that calls something other than its element, and an element that calls a rule.
+fn distinct_strings_with_whitespace_agree_with_the_reference() {
+    walks_agree(json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true, "maxItems": 5}), 1, 25, 3, 30);
+}
+
+#[test]
+fn once_every_short_value_is_taken_the_next_element_is_longer() {
+    // The vocabulary's one-byte characters that a string takes: with each of them and the
+    // empty string taken, the shortest new element has two characters.
     let v = vocab();
-    let mut b = RtnBuilder::new();
-    let (array, each, other) = (b.declare("array"), b.declare("each"), b.declare("other"));
-    b.define(other, Expr::literal("x"));
-    b.always_call(other);
-    b.define(each, Expr::regex("\"[ab]*\""));
-    b.remember(each, Memory::Element);
-    b.define(array, Expr::concat(vec![Expr::literal("["), Expr::Call(each), Expr::Call(other), Expr::literal("]")]));
-    b.remember(array, Memory::Distinct);
-    let refused = Grammar::from_rules(v.clone(), &b, array, "test", "t".into(), Default::default(), &GrammarConfig::default());
-    assert!(refused.is_err_and(|e| e.to_string().contains("may only call its element")));
-    // Escaped into a JSON string, an element's text would be compared as its escape: refused.
-    let mut b = RtnBuilder::new();
-    let (array, each) = (b.declare("array"), b.declare("each"));
-    b.define(each, Expr::regex("\"[ab]*\""));
-    b.remember(each, Memory::Element);
-    b.define(array, Expr::concat(vec![Expr::literal("["), Expr::Call(each), Expr::repeat(Expr::concat(vec![Expr::literal(","), Expr::Call(each)]), 0, None), Expr::literal("]")]));
-    b.remember(array, Memory::Distinct);
-    let err = b.json_escape(&Expr::Call(array), &Default::default()).unwrap_err();
-    assert!(err.to_string().contains("inside a JSON string"), "{err}");
+    let g = grammar(&v, &json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true}));
+    let chars: Vec<u8> = b"[],abu016n{}:x ".to_vec();
+    let mut text = String::from(r#"["""#);
+    for &c in &chars {
+        text.push_str(&format!(r#","{}""#, c as char));
+    }
+    text.push(',');
+    let tok = |b: u8| (0..v.size() as u32).map(TokenId::new).find(|&t| v.token_bytes(t) == Some(&[b][..])).unwrap();
+    let mut s = g.initial_state();
+    for b in text.bytes() {
+        s = g.advance(s, tok(b)).unwrap();
+    }
+    assert_eq!(g.min_tokens_to_accept(s).unwrap(), 5, "after {text}: a two-character string and the bracket");
+    s = g.advance(s, tok(b'"')).unwrap();
+    s = g.advance(s, tok(b'a')).unwrap();
+    assert_eq!(g.min_tokens_to_accept(s).unwrap(), 3);
+    assert!(g.advance(s, tok(b'"')).is_err(), "\"a\" is taken");
+    // Every budget that allows finishing keeps a token.
+    for budget in 2..6 {
+        assert!(g.token_bitmask_within(s, budget).unwrap().iter().any(|&w| w != 0), "budget {budget}");
+    }
 }

@@ -30,6 +30,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import onyx
 from bench import repair_corpus
 
 SCHEMAS, _ = repair_corpus.load("test")
@@ -486,3 +487,28 @@ def test_bad_arguments(smollm2):
         g.repair(123)
     with pytest.raises(TypeError):
         g.validate(None)
+
+
+def test_pushdown_json_schemas_are_repaired_into_their_regular_form(smollm2):
+    """A schema compiled as a pushdown grammar (distinct strings, recursion) is repaired into the
+    same schema compiled as one automaton, whose texts it accepts too; a valid text, however
+    deep or long, is left as it is."""
+    tags = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
+            "required": ["tags"], "additionalProperties": False}
+    tree = {"$defs": {"n": {"type": "object", "properties": {"c": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
+                            "required": ["c"], "additionalProperties": False}}, "$ref": "#/$defs/n"}
+    for schema, valid, broken in [
+        (tags, '{"tags":["a","b","c"]}', '{"tags":["a","b",]}'),
+        (tree, '{"c":[{"c":[{"c":[{"c":[{"c":[]}]}]}]}]}', '{"c":[{"c":[}]}'),
+    ]:
+        g = smollm2.compile_json_schema(schema)
+        assert g.is_pushdown and g.validate(valid).valid
+        same = g.repair(valid, **UNIT)
+        assert (same.status, same.cost, same.text) == ("optimal", 0, valid)
+        fixed = g.repair(broken, **UNIT)
+        assert fixed.text is not None and g.validate(fixed.text).valid, fixed
+        jsonschema.validate(json.loads(fixed.text), schema)
+    # A grammar with recursive rules and no schema to compile again still says why it cannot.
+    gbnf = smollm2.compile_gbnf('root ::= "(" root ")" | "x"')
+    with pytest.raises(onyx.GrammarError, match="single DFA"):
+        gbnf.repair("((x)", **UNIT)

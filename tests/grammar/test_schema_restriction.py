@@ -132,7 +132,7 @@ def test_distinct_strings_are_exact_and_a_repeat_is_never_written(smollm2, walk_
     rng = random.Random(0)
     refused = 0
     for _ in range(30):
-        state, kept, text = g.initial_state, free.initial_state, b""
+        state, kept, text, steps = g.initial_state, free.initial_state, b"", 0
         budget = rng.randrange(12, 40)
         for i in range(budget):
             within = np.unpackbits(np.asarray(g.token_bitmask_within(state, budget - i - 1)).view(np.uint8), bitorder="little")
@@ -143,8 +143,9 @@ def test_distinct_strings_are_exact_and_a_repeat_is_never_written(smollm2, walk_
                 break
             t = rng.choice(choices)
             state, kept, text = g.advance(state, t), free.advance(kept, t), text + smollm2.token_bytes(t)
+            steps += 1
         rest, state = finish(g, smollm2, state, rng)
         text += text_of(smollm2, rest)
-        assert g.is_accepting(state) and len(text) > 0
+        assert g.is_accepting(state) and steps + len(rest) <= budget, (text, budget)
         assert judge.check(text).status == "valid", text
     assert refused > 20, "the walks met too few repeats to test anything"

@@ -100,6 +100,18 @@ pub struct Grammar {
     restriction: Option<String>,
     /// A pushdown grammar: when set, it answers every step (`dfa` is then a placeholder).
     pda: Option<Pda>,
+    /// For a JSON Schema compiled as a pushdown grammar: the schema, to compile as one
+    /// automaton where a search needs one (see [`Grammar::regular_dfa`]).
+    schema_form: Option<Box<SchemaForm>>,
+}
+
+/// A JSON Schema's compilation without rules, made on first use.
+#[derive(Debug)]
+struct SchemaForm {
+    schema: serde_json::Value,
+    options: JsonSchemaOptions,
+    config: DfaConfig,
+    dfa: OnceLock<std::result::Result<Dfa, String>>,
 }
 
 impl Grammar {
@@ -123,7 +135,11 @@ impl Grammar {
         let (compiled, restriction) = json_schema::compile_language(schema, options, &config.dfa)?;
         let mut g = match compiled {
             Compiled::Regular(dfa) => Self::new(vocab, dfa, schema.to_string(), SpecialTokens::default(), config)?,
-            Compiled::Pushdown(rtn) => Self::pushdown(vocab, rtn, schema.to_string(), SpecialTokens::default(), config)?,
+            Compiled::Pushdown(rtn) => {
+                let mut g = Self::pushdown(vocab, rtn, schema.to_string(), SpecialTokens::default(), config)?;
+                g.schema_form = Some(Box::new(SchemaForm { schema: schema.clone(), options: options.clone(), config: config.dfa.clone(), dfa: OnceLock::new() }));
+                g
+            }
         };
         g.restriction = restriction;
         Ok(g)
@@ -194,7 +210,24 @@ impl Grammar {
             min_tokens: OnceLock::new(),
             restriction: None,
             pda: Some(pda),
+            schema_form: None,
         })
+    }
+
+    /// The grammar as one automaton, for a search that walks a single DFA (repair): the
+    /// grammar's own when it is one. A JSON Schema compiled as a pushdown grammar is compiled
+    /// again without rules (once, on first use): recursion unrolled and arrays of distinct
+    /// elements holding at most one, each a sound restriction, so a text that automaton accepts
+    /// is valid here too. Other pushdown grammars are [`GrammarError::NotRegular`].
+    pub fn regular_dfa(&self) -> Result<&Dfa> {
+        if self.pda.is_none() {
+            return Ok(&self.dfa);
+        }
+        let Some(form) = &self.schema_form else {
+            return Err(GrammarError::NotRegular { detail: "this grammar has recursive rules, and the search walks a single DFA".into() });
+        };
+        let built = form.dfa.get_or_init(|| json_schema::compile(&form.schema, &form.options, &form.config).map_err(|e| e.to_string()));
+        built.as_ref().map_err(|e| GrammarError::NotRegular { detail: format!("the schema compiled as one automaton, which the search walks, failed: {e}") })
     }
 
     /// The pushdown grammar underneath, when this is one.
@@ -260,6 +293,7 @@ impl Grammar {
             min_tokens: OnceLock::new(),
             restriction: None,
             pda: None,
+            schema_form: None,
         };
         // Rare: a byte that occurs only inside longer tokens. Then byte-level liveness is not
         // enough and token-level liveness is computed over the whole index.

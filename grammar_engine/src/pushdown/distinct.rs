@@ -14,10 +14,11 @@
 //!
 //! The fewest bytes to a full match now depend on the set: an element whose shortest
 //! completion is a value already read needs a longer one ([`fresh_distance`]). The compiler
-//! only makes such arrays of elements one more character always makes new (strings with no
-//! upper length bound and no pattern), so every reading stays completable, one more
-//! character suffices while fewer than [`PRINTABLE`] elements are read, and the search for the
-//! shortest new completion stays short.
+//! only makes such arrays of elements whose text can always go on with any of several
+//! characters before it ends (strings with no upper length bound and no pattern), so every
+//! reading stays completable: `k` more characters make `c^k` new values, where `c` is how many
+//! one-byte characters the element takes ([`characters`]), which bounds how much longer the
+//! shortest new value is ([`extra_bound`]) and keeps the search for it short.
 
 use super::rules::Rule;
 use super::step::Arena;
@@ -47,17 +48,15 @@ impl Memo {
 }
 
 /// One link of a persistent list: a text is its last byte after the text before it, a set is
-/// its last element's text after the set before it.
+/// its last element's value key (see [`value_key`], interned in the arena) after the set
+/// before it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Note {
     Byte { prev: Memo, byte: u8 },
-    Element { prev: Memo, text: Memo },
+    Element { prev: Memo, key: u32 },
 }
 
-/// Printable ASCII characters: as many element values one more character can make.
-pub const PRINTABLE: usize = 95;
-
-/// Most trie-free search steps [`fresh_distance`] takes before giving up (`FAR`).
+/// Most states [`fresh_distance`]'s search visits before giving up (`far`).
 const MAX_SEARCH: usize = 1 << 16;
 
 /// The bytes of the text `memo`.
@@ -94,12 +93,12 @@ pub fn value_key(text: &[u8]) -> Vec<u8> {
 }
 
 /// The value keys of the elements of the set `memo`.
-pub fn keys(arena: &dyn Arena, mut memo: Memo) -> Vec<Vec<u8>> {
+pub fn keys(arena: &dyn Arena, mut memo: Memo) -> Vec<&[u8]> {
     let mut out = Vec::new();
     while memo.0 > Memo::EMPTY.0 {
         match arena.note(memo) {
-            Note::Element { prev, text: t } => {
-                out.push(value_key(&text(arena, t)));
+            Note::Element { prev, key } => {
+                out.push(arena.key(key));
                 memo = prev;
             }
             Note::Byte { .. } => break,
@@ -108,13 +107,20 @@ pub fn keys(arena: &dyn Arena, mut memo: Memo) -> Vec<Vec<u8>> {
     out
 }
 
-/// Whether the text `text` is the value of an element of the set `set`.
-pub fn repeats(arena: &dyn Arena, set: Memo, text_memo: Memo) -> bool {
-    if set.0 <= Memo::EMPTY.0 {
-        return false;
+/// Whether the set `set` holds the value key `key`.
+pub fn holds(arena: &dyn Arena, mut set: Memo, key: &[u8]) -> bool {
+    while set.0 > Memo::EMPTY.0 {
+        match arena.note(set) {
+            Note::Element { prev, key: k } => {
+                if arena.key(k) == key {
+                    return true;
+                }
+                set = prev;
+            }
+            Note::Byte { .. } => break,
+        }
     }
-    let key = value_key(&text(arena, text_memo));
-    keys(arena, set).contains(&key)
+    false
 }
 
 /// How many elements the set `memo` holds.
@@ -132,49 +138,70 @@ pub fn set_len(arena: &dyn Arena, mut memo: Memo) -> usize {
     n
 }
 
-/// How many more characters than its shortest completion an element may need to be new
-/// among `n` others (see the module docs): one more character makes [`PRINTABLE`] values.
-pub fn extra_bound(n: usize) -> u32 {
+/// How many one-byte characters (printable ASCII but the quote and the backslash, which a
+/// string writes escaped) the element `rule` takes right after it opens: each makes another
+/// value, wherever a string's text may go on.
+pub fn characters(rule: &Rule) -> usize {
+    let open = rule.dfa.next(rule.start(), b'"');
+    if open.is_dead() {
+        return 0;
+    }
+    (0x20u8..0x7F).filter(|&c| c != b'"' && c != b'\\').filter(|&c| {
+        let t = rule.dfa.next(open, c);
+        !t.is_dead() && rule.live[t.as_usize()]
+    }).count()
+}
+
+/// How many more bytes than its shortest completion an element may need to be new among `n`
+/// others, when `c` characters can go on its text (see the module docs); `None` when fewer
+/// than two can (no bound).
+pub fn extra_bound(n: usize, c: usize) -> Option<u32> {
+    if c < 2 {
+        return None;
+    }
     let mut extra = 0u32;
     let mut made = 1usize;
     while made <= n {
-        made = made.saturating_mul(PRINTABLE);
+        made = made.saturating_mul(c);
         extra += 1;
     }
-    extra
+    Some(extra)
 }
 
 /// The fewest bytes from `state` of the element rule `rule` (whose fewest bytes to its end
 /// from each state are `to_end`), its text so far being `text`, to the end of an element whose
-/// value is none of `taken`; `far` when none is found within a short search.
-pub fn fresh_distance(rule: &Rule, to_end: &[u32], state: StateId, text: &[u8], taken: &[Vec<u8>], far: u32) -> u32 {
+/// value is none of `taken`; `far` when none is found within [`MAX_SEARCH`] states (a set far
+/// larger than any output holds).
+pub fn fresh_distance(rule: &Rule, to_end: &[u32], state: StateId, text: &[u8], taken: &[&[u8]], far: u32) -> u32 {
     let shortest = to_end[state.as_usize()];
     if taken.is_empty() || shortest >= far {
         return shortest;
     }
     let mut steps = MAX_SEARCH;
     let mut buf = text.to_vec();
-    let most = shortest.saturating_add(extra_bound(taken.len()));
-    for len in shortest..=most {
+    let mut len = shortest;
+    while steps > 0 && len < far {
         if completes(rule, to_end, state, len, &mut buf, taken, &mut steps) {
             return len;
         }
-        if steps == 0 {
-            break;
-        }
+        len += 1;
     }
     far
 }
 
 /// Whether some completion of exactly `left` bytes from `state` ends the element with a new
 /// value (a depth-first search, cut off after `steps` states).
-fn completes(rule: &Rule, to_end: &[u32], state: StateId, left: u32, buf: &mut Vec<u8>, taken: &[Vec<u8>], steps: &mut usize) -> bool {
+fn completes(rule: &Rule, to_end: &[u32], state: StateId, left: u32, buf: &mut Vec<u8>, taken: &[&[u8]], steps: &mut usize) -> bool {
     if *steps == 0 {
         return false;
     }
     *steps -= 1;
     if left == 0 {
-        return rule.is_accepting(state) && !taken.contains(&value_key(buf));
+        if !rule.is_accepting(state) {
+            return false;
+        }
+        let key = value_key(buf);
+        return !taken.iter().any(|&k| k == key.as_slice());
     }
     for b in 0..=255u8 {
         let t = rule.dfa.next(state, b);
@@ -192,4 +219,50 @@ fn completes(rule: &Rule, to_end: &[u32], state: StateId, left: u32, buf: &mut V
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Memory;
+    use crate::automata::{DfaConfig, Expr};
+    use crate::pushdown::RtnBuilder;
+
+    /// An array of distinct `"[ab]*"` elements calling `each`, and maybe `extra` after it.
+    fn array(extra: Option<Expr>) -> (RtnBuilder, crate::util::RuleId) {
+        let mut b = RtnBuilder::new();
+        let (start, array, each) = (b.declare("start"), b.declare("array"), b.declare("each"));
+        b.define(each, Expr::regex("\"[ab]*\""));
+        b.remember(each, Memory::Element);
+        let more = Expr::repeat(Expr::concat(vec![Expr::literal(","), Expr::Call(each)]), 0, None);
+        let mut body = vec![Expr::literal("["), Expr::Call(each), more];
+        if let Some(e) = extra {
+            let other = b.declare("other");
+            b.define(other, e);
+            b.always_call(other);
+            body.push(Expr::Call(other));
+        }
+        body.push(Expr::literal("]"));
+        b.define(array, Expr::concat(body));
+        b.remember(array, Memory::Distinct);
+        b.define(start, Expr::Call(array));
+        (b, start)
+    }
+
+    #[test]
+    fn rules_that_break_the_shape_the_check_needs_are_refused() {
+        let config = DfaConfig::default();
+        let (b, start) = array(None);
+        assert!(b.build(start, "test", &config).is_ok());
+        let (b, start) = array(Some(Expr::literal("x")));
+        let err = b.build(start, "test", &config).unwrap_err();
+        assert!(err.to_string().contains("may only call its element"), "{err}");
+        // As the start rule, the array would have no frame to keep its set in.
+        let (b, _) = array(None);
+        let err = b.build(crate::util::RuleId::new(1), "test", &config).unwrap_err();
+        assert!(err.to_string().contains("start rule"), "{err}");
+        // Escaped into a JSON string, an element's text would be compared as its escape.
+        let (mut b, start) = array(None);
+        let err = b.json_escape(&Expr::Call(start), &config).unwrap_err();
+        assert!(err.to_string().contains("inside a JSON string"), "{err}");
+    }
 }

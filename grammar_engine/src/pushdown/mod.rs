@@ -25,6 +25,6 @@ mod runtime;
 mod step;
 
 pub use bounds::FAR;
-pub use distinct::Memory;
+pub(crate) use distinct::Memory;
 pub use rules::{Compiled, Rtn, RtnBuilder};
 pub use runtime::Pda;

@@ -84,13 +84,13 @@ impl RtnBuilder {
     /// Makes `rule` keep `memory` at run time (see `super::distinct`); such a rule is always
     /// a call. A [`Memory::Distinct`] rule may call only [`Memory::Element`] rules, and those
     /// no rule, and nothing may follow their accepting states (checked by the build).
-    pub fn remember(&mut self, rule: RuleId, memory: Memory) {
+    pub(crate) fn remember(&mut self, rule: RuleId, memory: Memory) {
         self.always_called[rule.as_usize()] = true;
         self.memory[rule.as_usize()] = memory;
     }
 
     /// What `rule` keeps at run time.
-    pub fn memory(&self, rule: RuleId) -> Memory {
+    pub(crate) fn memory(&self, rule: RuleId) -> Memory {
         self.memory.get(rule.as_usize()).copied().unwrap_or_default()
     }
 
@@ -230,8 +230,8 @@ impl RtnBuilder {
             rules.push(Rule::new(self.name(r).to_string(), dfa, self.memory(r)));
         }
         let mut rtn = Rtn { rules };
-        rtn.check_memory().map_err(Split::No)?;
         rtn.analyse(syntax).map_err(Split::No)?;
+        rtn.check_memory().map_err(Split::No)?;
         Ok(Compiled::Pushdown(rtn))
     }
 
@@ -527,18 +527,26 @@ impl Rtn {
     /// Checks what [`RtnBuilder::remember`] asks of rules that keep something.
     fn check_memory(&self) -> Result<()> {
         let broken = |rule: &Rule, what: &str| Err(GrammarError::invalid_grammar("pushdown rules", 0, 0, Some(&rule.name), what));
+        if self.rules[0].memory != Memory::None {
+            return broken(&self.rules[0], "the start rule cannot keep distinct elements");
+        }
         for rule in &self.rules {
-            let callees = rule.calls.iter().flat_map(|c| c.iter()).map(|&(c, _)| self.rule(c).memory);
+            let mut callees = rule.calls.iter().flat_map(|c| c.iter()).map(|&(c, _)| c);
             match rule.memory {
-                Memory::None => {}
+                Memory::None => {
+                    if callees.any(|c| self.rule(c).memory == Memory::Element) {
+                        return broken(rule, "only an array of distinct elements may call its element");
+                    }
+                }
                 Memory::Distinct => {
-                    if callees.into_iter().any(|m| m != Memory::Element) {
+                    let first = rule.calls.iter().flat_map(|c| c.iter()).map(|&(c, _)| c).next();
+                    if callees.any(|c| Some(c) != first || self.rule(c).memory != Memory::Element) {
                         return broken(rule, "an array of distinct elements may only call its element");
                     }
                 }
                 Memory::Element => {
-                    if rule.calls.iter().any(|c| !c.is_empty()) {
-                        return broken(rule, "an element of an array of distinct elements may call no rule");
+                    if rule.calls.iter().any(|c| !c.is_empty()) || rule.nullable {
+                        return broken(rule, "an element of an array of distinct elements must read a byte and call no rule");
                     }
                     let ends_open = (0..rule.dfa.num_states()).map(StateId::from_index).any(|s| rule.is_accepting(s) && rule.dfa.row(s).iter().any(|t| !t.is_dead()));
                     if ends_open {

@@ -302,7 +302,7 @@ impl Pda {
             return kept_walk(&self.rtn, &self.first, &self.vocab, &self.bounds, &dfa_of, &t.stacks, &[h], None, mask);
         }
         // The element's tokens that do not finish it are its row's, whatever was read before;
-        // each may leave it one character more than its shortest way to a new value.
+        // after each, the shortest new value is at most `extra_bound` longer than the shortest.
         let row = self.local(h.rule, h.state);
         let mut own = row.mask.to_vec();
         clear_subtrees(&self.vocab, &row.closing, &mut own);
@@ -310,7 +310,10 @@ impl Pda {
         if own.iter().any(|&w| w != 0) {
             let taken = t.stacks.top(h.stack).map_or(0, |f| distinct::set_len(&t.stacks, f.memo));
             let below = stack_distance(&self.bounds, &t.stacks, h.stack);
-            max_after = row.max_after.saturating_add(distinct::extra_bound(taken)).saturating_add(below).min(FAR);
+            max_after = match distinct::extra_bound(taken, distinct::characters(self.rtn.rule(h.rule))) {
+                Some(extra) => row.max_after.saturating_add(extra).saturating_add(below).min(FAR),
+                None => FAR,
+            };
         }
         for (m, &w) in mask.iter_mut().zip(own.iter()) {
             *m |= w;

@@ -69,6 +69,10 @@ pub trait Arena {
     fn add_note(&mut self, note: Note) -> Memo;
     /// The last link of `memo` (neither [`Memo::NONE`] nor [`Memo::EMPTY`]).
     fn note(&self, memo: Memo) -> Note;
+    /// The id of an element's value key (equal keys, equal ids).
+    fn add_key(&mut self, key: &[u8]) -> u32;
+    /// The value key `id` stands for.
+    fn key(&self, id: u32) -> &[u8];
 }
 
 /// An arena of interned frames and notes (equal frames, equal ids).
@@ -78,6 +82,8 @@ pub struct Stacks {
     ids: FxHashMap<Frame, StackId>,
     notes: Vec<Note>,
     note_ids: FxHashMap<Note, Memo>,
+    keys: Vec<Box<[u8]>>,
+    key_ids: FxHashMap<Box<[u8]>, u32>,
 }
 
 /// Slots 0 and 1 of the notes: [`Memo::NONE`] and [`Memo::EMPTY`] have no note.
@@ -97,6 +103,8 @@ impl Stacks {
             ids: FxHashMap::default(),
             notes: vec![NO_NOTE, NO_NOTE],
             note_ids: FxHashMap::default(),
+            keys: Vec::new(),
+            key_ids: FxHashMap::default(),
         }
     }
 
@@ -108,6 +116,7 @@ impl Stacks {
         self.frames.capacity() * std::mem::size_of::<Frame>()
             + self.ids.capacity() * (std::mem::size_of::<Frame>() + 8)
             + self.notes.capacity() * std::mem::size_of::<Note>() * 2
+            + self.keys.iter().map(|k| k.len() * 2 + 40).sum::<usize>()
     }
 }
 
@@ -144,6 +153,20 @@ impl Arena for Stacks {
     fn note(&self, memo: Memo) -> Note {
         self.notes[memo.0 as usize]
     }
+
+    fn add_key(&mut self, key: &[u8]) -> u32 {
+        if let Some(&id) = self.key_ids.get(key) {
+            return id;
+        }
+        let id = self.keys.len() as u32;
+        self.keys.push(key.into());
+        self.key_ids.insert(key.into(), id);
+        id
+    }
+
+    fn key(&self, id: u32) -> &[u8] {
+        &self.keys[id as usize]
+    }
 }
 
 /// A scratch arena over a read-only one: stacks of the base are read from it, new frames go
@@ -155,11 +178,21 @@ pub struct Overlay<'a> {
     ids: FxHashMap<Frame, StackId>,
     notes: Vec<Note>,
     note_ids: FxHashMap<Note, Memo>,
+    keys: Vec<Box<[u8]>>,
+    key_ids: FxHashMap<Box<[u8]>, u32>,
 }
 
 impl<'a> Overlay<'a> {
     pub fn new(base: &'a Stacks) -> Overlay<'a> {
-        Overlay { base, local: Vec::new(), ids: FxHashMap::default(), notes: Vec::new(), note_ids: FxHashMap::default() }
+        Overlay {
+            base,
+            local: Vec::new(),
+            ids: FxHashMap::default(),
+            notes: Vec::new(),
+            note_ids: FxHashMap::default(),
+            keys: Vec::new(),
+            key_ids: FxHashMap::default(),
+        }
     }
 }
 
@@ -206,6 +239,28 @@ impl Arena for Overlay<'_> {
             self.base.notes[i]
         } else {
             self.notes[i - self.base.notes.len()]
+        }
+    }
+
+    fn add_key(&mut self, key: &[u8]) -> u32 {
+        if let Some(&id) = self.base.key_ids.get(key) {
+            return id;
+        }
+        if let Some(&id) = self.key_ids.get(key) {
+            return id;
+        }
+        let id = (self.base.keys.len() + self.keys.len()) as u32;
+        self.keys.push(key.into());
+        self.key_ids.insert(key.into(), id);
+        id
+    }
+
+    fn key(&self, id: u32) -> &[u8] {
+        let i = id as usize;
+        if i < self.base.keys.len() {
+            &self.base.keys[i]
+        } else {
+            &self.keys[i - self.base.keys.len()]
         }
     }
 }
@@ -485,7 +540,7 @@ fn moved_memo(rtn: &Rtn, stacks: &mut dyn Arena, h: Head, t: StateId, byte: u8) 
     let text = stacks.add_note(Note::Byte { prev: h.memo, byte });
     if rule.is_accepting(t) {
         if let Some(f) = stacks.top(h.stack) {
-            if distinct::repeats(&*stacks, f.memo, text) {
+            if f.memo != Memo::NONE && distinct::holds(&*stacks, f.memo, &distinct::value_key(&distinct::text(&*stacks, text))) {
                 return None;
             }
         }
@@ -499,10 +554,12 @@ fn returned_memo(rtn: &Rtn, stacks: &mut dyn Arena, h: Head, f: Frame) -> Option
     if rtn.rule(h.rule).memory != Memory::Element || h.memo == Memo::NONE || f.memo == Memo::NONE {
         return Some(f.memo);
     }
-    if distinct::repeats(&*stacks, f.memo, h.memo) {
+    let key = distinct::value_key(&distinct::text(&*stacks, h.memo));
+    if distinct::holds(&*stacks, f.memo, &key) {
         return None;
     }
-    Some(stacks.add_note(Note::Element { prev: f.memo, text: h.memo }))
+    let key = stacks.add_key(&key);
+    Some(stacks.add_note(Note::Element { prev: f.memo, key }))
 }
 
 /// True when the text may end with these heads: some head's rule may end at its state and so

@@ -142,14 +142,13 @@ pub(super) fn repair(
     opts: RepairOptions,
 ) -> PyResult<RepairResult> {
     let r = run(py, move || {
-        if grammar.is_pushdown() {
-            // The search walks one DFA's states; a pushdown grammar's are readings with stacks
-            // (and, for arrays of distinct elements, what was written).
-            return Err(crate::error::GrammarError::NotRegular {
-                detail: "repair searches a single DFA; this grammar is a pushdown grammar (recursive rules, or an array whose elements must be distinct)".into(),
-            });
+        // The search walks one DFA's states; a pushdown grammar's are readings with stacks. A
+        // text the grammar accepts needs no search; another is repaired into the grammar's
+        // regular form (see `Grammar::regular_dfa`), whose texts it accepts too.
+        if grammar.is_pushdown() && grammar.check_text(&text).is_ok() {
+            return Ok(crate::repair::unchanged(&text));
         }
-        Ok(crate::repair::repair(grammar.dfa(), &text, &opts))
+        Ok(crate::repair::repair(grammar.regular_dfa()?, &text, &opts))
     })?;
     let status = match r.status {
         RepairStatus::Optimal => "optimal",

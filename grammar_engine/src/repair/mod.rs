@@ -190,18 +190,16 @@ impl Tuning {
     }
 }
 
+/// The answer for a text that is valid already: itself, at no cost.
+pub fn unchanged(text: &[u8]) -> RepairResult {
+    RepairResult { status: RepairStatus::Optimal, text: Some(text.to_vec()), cost: Some(0), lower_bound: 0, edits: Vec::new(), expansions: 0 }
+}
+
 /// [`repair`] under an explicit schedule (the tests cross-check several).
 fn repair_impl(dfa: &Dfa, text: &[u8], opts: &RepairOptions, tuning: Tuning) -> RepairResult {
     let started = Instant::now();
     if validate(dfa, text).valid {
-        return RepairResult {
-            status: RepairStatus::Optimal,
-            text: Some(text.to_vec()),
-            cost: Some(0),
-            lower_bound: 0,
-            edits: Vec::new(),
-            expansions: 0,
-        };
+        return unchanged(text);
     }
     let weights = Weights::new(opts, text);
     let mut groups = Groups::new(dfa);
