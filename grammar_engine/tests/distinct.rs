@@ -245,13 +245,33 @@ fn once_every_short_value_is_taken_the_next_element_is_longer() {
     for b in text.bytes() {
         s = g.advance(s, tok(b)).unwrap();
     }
+    let after_comma = s;
     assert_eq!(g.min_tokens_to_accept(s).unwrap(), 5, "after {text}: a two-character string and the bracket");
     s = g.advance(s, tok(b'"')).unwrap();
     s = g.advance(s, tok(b'a')).unwrap();
     assert_eq!(g.min_tokens_to_accept(s).unwrap(), 3);
     assert!(g.advance(s, tok(b'"')).is_err(), "\"a\" is taken");
-    // Every budget that allows finishing keeps a token.
-    for budget in 2..6 {
-        assert!(g.token_bitmask_within(s, budget).unwrap().iter().any(|&w| w != 0), "budget {budget}");
+    // A budget keeps exactly the tokens after which the end is within it.
+    for state in [after_comma, s] {
+        for budget in 0..8u32 {
+            let within = g.token_bitmask_within(state, budget).unwrap();
+            for t in (0..v.size() as u32).map(TokenId::new).filter(|&t| !v.is_eos(t)) {
+                let fits = g.advance(state, t).is_ok_and(|n| g.min_tokens_to_accept(n).unwrap() <= budget);
+                assert_eq!(bit(&within, t), fits, "budget {budget}, token {:?}", String::from_utf8_lossy(v.token_bytes(t).unwrap()));
+            }
+        }
     }
+}
+
+#[test]
+fn the_regular_form_repair_walks_is_a_subset_the_vocabulary_can_write() {
+    // The vocabulary has no `z`: the regular form may not take one either, or a repair into it
+    // would be text the grammar refuses.
+    let v = vocab();
+    let g = grammar(&v, &json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true}));
+    let form = g.regular_dfa().unwrap();
+    assert!(grammar_engine::validate(form, br#"["a"]"#).valid);
+    assert!(!grammar_engine::validate(form, br#"["z"]"#).valid);
+    assert!(!grammar_engine::validate(form, br#"["a","b"]"#).valid, "the regular form holds one element");
+    assert_eq!(g.check_text(br#"["z"]"#), Err(2));
 }

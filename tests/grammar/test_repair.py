@@ -491,8 +491,8 @@ def test_bad_arguments(smollm2):
 
 def test_pushdown_json_schemas_are_repaired_into_their_regular_form(smollm2):
     """A schema compiled as a pushdown grammar (distinct strings, recursion) is repaired into the
-    same schema compiled as one automaton, whose texts it accepts too; a valid text, however
-    deep or long, is left as it is."""
+    same schema compiled as one automaton (a subset: the answer is valid, not proven cheapest);
+    a valid text, however deep or long, is left as it is."""
     tags = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
             "required": ["tags"], "additionalProperties": False}
     tree = {"$defs": {"n": {"type": "object", "properties": {"c": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
@@ -507,7 +507,11 @@ def test_pushdown_json_schemas_are_repaired_into_their_regular_form(smollm2):
         assert (same.status, same.cost, same.text) == ("optimal", 0, valid)
         fixed = g.repair(broken, **UNIT)
         assert fixed.text is not None and g.validate(fixed.text).valid, fixed
+        assert fixed.status == "anytime" and fixed.lower_bound == 1 <= fixed.cost
         jsonschema.validate(json.loads(fixed.text), schema)
+    # Exact or nothing for the grammar; its regular form may still take a restriction.
+    exact = smollm2.compile_json_schema(tags, allow_restriction=False)
+    assert exact.restriction is None and exact.repair('{"tags":["a","b",]}', **UNIT).text is not None
     # A grammar with recursive rules and no schema to compile again still says why it cannot.
     gbnf = smollm2.compile_gbnf('root ::= "(" root ")" | "x"')
     with pytest.raises(onyx.GrammarError, match="single DFA"):

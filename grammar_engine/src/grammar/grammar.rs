@@ -137,7 +137,9 @@ impl Grammar {
             Compiled::Regular(dfa) => Self::new(vocab, dfa, schema.to_string(), SpecialTokens::default(), config)?,
             Compiled::Pushdown(rtn) => {
                 let mut g = Self::pushdown(vocab, rtn, schema.to_string(), SpecialTokens::default(), config)?;
-                g.schema_form = Some(Box::new(SchemaForm { schema: schema.clone(), options: options.clone(), config: config.dfa.clone(), dfa: OnceLock::new() }));
+                // Any sound restriction will do for the regular form: it only needs to be a subset.
+                let options = JsonSchemaOptions { allow_restriction: true, ..options.clone() };
+                g.schema_form = Some(Box::new(SchemaForm { schema: schema.clone(), options, config: config.dfa.clone(), dfa: OnceLock::new() }));
                 g
             }
         };
@@ -216,9 +218,11 @@ impl Grammar {
 
     /// The grammar as one automaton, for a search that walks a single DFA (repair): the
     /// grammar's own when it is one. A JSON Schema compiled as a pushdown grammar is compiled
-    /// again without rules (once, on first use): recursion unrolled and arrays of distinct
-    /// elements holding at most one, each a sound restriction, so a text that automaton accepts
-    /// is valid here too. Other pushdown grammars are [`GrammarError::NotRegular`].
+    /// again without rules (once, on first use; a failure is kept too) and cut to the bytes the
+    /// vocabulary can write: recursion unrolled and arrays of distinct elements holding at most
+    /// one, sound restrictions, so the texts of that automaton are texts of the schema, though
+    /// not all of them (a caller checks its answer against this grammar and does not call it
+    /// the cheapest). Other pushdown grammars are [`GrammarError::NotRegular`].
     pub fn regular_dfa(&self) -> Result<&Dfa> {
         if self.pda.is_none() {
             return Ok(&self.dfa);
@@ -226,7 +230,10 @@ impl Grammar {
         let Some(form) = &self.schema_form else {
             return Err(GrammarError::NotRegular { detail: "this grammar has recursive rules, and the search walks a single DFA".into() });
         };
-        let built = form.dfa.get_or_init(|| json_schema::compile(&form.schema, &form.options, &form.config).map_err(|e| e.to_string()));
+        let built = form.dfa.get_or_init(|| {
+            let dfa = json_schema::compile(&form.schema, &form.options, &form.config).map_err(|e| e.to_string())?;
+            dfa.restrict_bytes(self.vocab.producible_bytes()).ok_or_else(|| "no text of it can be written with this vocabulary".to_string())
+        });
         built.as_ref().map_err(|e| GrammarError::NotRegular { detail: format!("the schema compiled as one automaton, which the search walks, failed: {e}") })
     }
 

@@ -333,17 +333,8 @@ fn unique_array<'a>(c: &mut Compiler<'a>, at: Vec<Expr>, rest: Expr, lo: u64, hi
     }
     // Values are listed from one text each (a string or a number value has many spellings,
     // which would make a short enum look too large to list); each is then written in every
-    // spelling the element language has for it. An element that calls rules (a `$ref`) is
-    // listed from its regular form, when it has one.
-    let flat = match rest.has_calls() {
-        true => match c.regular(&rest) {
-            Ok(flat) => flat,
-            Err(GrammarError::NotRegular { .. }) => rest.clone(),
-            Err(e) => return Err(e),
-        },
-        false => rest.clone(),
-    };
-    let element = listable(c, &flat, "an element language")?.flatten().map(|d| Expr::Dfa(Rc::new(d)));
+    // spelling the element language has for it.
+    let element = listable(c, &rest, "an element language")?.flatten().map(|d| Expr::Dfa(Rc::new(d)));
     let values = match &element {
         Some(e) => match e.and(&Expr::regex(ONE_TEXT_PER_VALUE), c.config)? {
             Expr::Dfa(d) => finite_values(&d),

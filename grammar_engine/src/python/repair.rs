@@ -144,11 +144,26 @@ pub(super) fn repair(
     let r = run(py, move || {
         // The search walks one DFA's states; a pushdown grammar's are readings with stacks. A
         // text the grammar accepts needs no search; another is repaired into the grammar's
-        // regular form (see `Grammar::regular_dfa`), whose texts it accepts too.
-        if grammar.is_pushdown() && grammar.check_text(&text).is_ok() {
+        // regular form (see `Grammar::regular_dfa`): a subset, so the answer is checked here,
+        // and it may not be the cheapest (at least one edit is all that is proven).
+        if !grammar.is_pushdown() {
+            return Ok(crate::repair::repair(grammar.dfa(), &text, &opts));
+        }
+        if grammar.check_text(&text).is_ok() {
             return Ok(crate::repair::unchanged(&text));
         }
-        Ok(crate::repair::repair(grammar.regular_dfa()?, &text, &opts))
+        let mut r = crate::repair::repair(grammar.regular_dfa()?, &text, &opts);
+        if r.text.as_deref().is_some_and(|t| grammar.check_text(t).is_err()) {
+            r.text = None;
+            r.cost = None;
+            r.edits.clear();
+            r.status = RepairStatus::NotFound;
+        }
+        if r.status == RepairStatus::Optimal {
+            r.status = RepairStatus::Anytime;
+        }
+        r.lower_bound = r.lower_bound.min(1);
+        Ok(r)
     })?;
     let status = match r.status {
         RepairStatus::Optimal => "optimal",
