@@ -124,26 +124,6 @@ pub fn clear_subtrees(vocab: &Vocabulary, at: &[u32], mask: &mut [u32]) {
     }
 }
 
-/// The ordinary tokens `heads` (a reading whose heads may keep memos, in the grammar's arena)
-/// may read after which the text can still end, set in `mask`, walking only the subtrees at
-/// `scope` (the whole trie with `None`); returns the largest distance to the end after one.
-#[allow(clippy::too_many_arguments)]
-pub fn kept_walk<'a>(
-    rtn: &'a Rtn,
-    first: &FirstBytes,
-    vocab: &Vocabulary,
-    bounds: &Bounds,
-    dfa_of: &dyn Fn(RuleId) -> &'a Dfa,
-    stacks: &Stacks,
-    heads: &[Head],
-    scope: Option<&[u32]>,
-    mask: &mut [u32],
-) -> u32 {
-    let mut arena = Overlay::new(stacks);
-    let walk = TrieWalk { rtn, first, vocab, bounds, dfa_of, budget: Some(FAR - 1) };
-    walk.run(&mut arena, heads, scope, mask, None)
-}
-
 /// What a rule state allows once the top frames of the stack under it are known: the tokens
 /// that pop into those frames and are read entirely by them.
 #[derive(Debug)]
@@ -200,9 +180,11 @@ pub fn frame_row<'a>(
     FrameRow { tokens: tokens.into_boxed_slice(), exits: exits.into_boxed_slice(), max_after: max_after.min(FAR) }
 }
 
-/// The ordinary tokens `heads` (a reading, in the grammar's arena) may read after which the
-/// end of the text is at most `budget` bytes away: their bits are set in `mask`. One walk of
-/// the whole trie, for the steps where a budget cuts into a reading's mask.
+/// The ordinary tokens `heads` (a reading, in the grammar's arena, its heads' memos included)
+/// may read after which the end of the text is at most `budget` bytes away: their bits are set
+/// in `mask`. One walk of the whole trie (only the subtrees at `scope`, when given): for the
+/// steps where a budget cuts into a reading's mask, and with `FAR - 1` for the tokens a reading
+/// with memos allows. Returns the largest distance to the end after one.
 #[allow(clippy::too_many_arguments)]
 pub fn within_walk<'a>(
     rtn: &'a Rtn,
@@ -213,11 +195,12 @@ pub fn within_walk<'a>(
     stacks: &Stacks,
     heads: &[Head],
     budget: u32,
+    scope: Option<&[u32]>,
     mask: &mut [u32],
-) {
+) -> u32 {
     let mut arena = Overlay::new(stacks);
     let walk = TrieWalk { rtn, first, vocab, bounds, dfa_of, budget: Some(budget) };
-    walk.run(&mut arena, heads, None, mask, None);
+    walk.run(&mut arena, heads, scope, mask, None)
 }
 
 /// One walk over (a subtree of) the vocabulary's trie, reading each token's bytes from a set

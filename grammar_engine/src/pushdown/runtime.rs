@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use super::bounds::{heads_distance, stack_distance, Bounds, FAR};
 use super::distinct::{self, Memo, Memory};
-use super::masks::{clear_subtrees, frame_row, kept_walk, local_row, read, within_walk, FrameRow, LocalRow};
+use super::masks::{clear_subtrees, frame_row, local_row, read, within_walk, FrameRow, LocalRow};
 use super::paged::Paged;
 use super::rules::Rtn;
 use super::step::{can_end, step_byte, Arena, FirstBytes, Frame, Head, Overlay, StackId, Stacks};
@@ -299,7 +299,7 @@ impl Pda {
         let dfa_of = |r: RuleId| self.ordinary_dfa(r);
         let t = self.lock();
         if self.rtn.rule(h.rule).memory != Memory::Element {
-            return kept_walk(&self.rtn, &self.first, &self.vocab, &self.bounds, &dfa_of, &t.stacks, &[h], None, mask);
+            return within_walk(&self.rtn, &self.first, &self.vocab, &self.bounds, &dfa_of, &t.stacks, &[h], FAR - 1, None, mask);
         }
         // The element's tokens that do not finish it are its row's, whatever was read before;
         // after each, the shortest new value is at most `extra_bound` longer than the shortest.
@@ -322,7 +322,7 @@ impl Pda {
         let mut scope: Vec<u32> = row.closing.iter().chain(row.exits.iter()).copied().collect();
         scope.sort_unstable();
         scope.dedup();
-        let finishing = kept_walk(&self.rtn, &self.first, &self.vocab, &self.bounds, &dfa_of, &t.stacks, &[h], Some(&scope), mask);
+        let finishing = within_walk(&self.rtn, &self.first, &self.vocab, &self.bounds, &dfa_of, &t.stacks, &[h], FAR - 1, Some(&scope), mask);
         max_after.max(finishing)
     }
 
@@ -378,7 +378,7 @@ impl Pda {
         }
         let t = self.lock();
         let dfa_of = |r: RuleId| self.ordinary_dfa(r);
-        within_walk(&self.rtn, &self.first, &self.vocab, &self.bounds, &dfa_of, &t.stacks, &reading.heads, budget, &mut out);
+        within_walk(&self.rtn, &self.first, &self.vocab, &self.bounds, &dfa_of, &t.stacks, &reading.heads, budget, None, &mut out);
         // Special tokens: one byte each, checked like any token.
         for sp in self.specials.iter() {
             let dfa_of = |r: RuleId| &self.rtn.rule(r).dfa;
