@@ -8,7 +8,8 @@
 //! * `build`: regex → Thompson NFA → DFA; `lazy`: the same through `regex-automata`'s lazy
 //!   DFA, for patterns with look-around assertions;
 //! * `subset`: the subset construction over any byte NFA;
-//! * `prune`: a raw table to live states with byte distances; `minimize`: Hopcroft;
+//! * `prune`: a raw table to live states with byte distances; `minimize`: partition
+//!   refinement over transitions (Valmari and Lehtinen);
 //! * `cut`: removing bytes from a DFA;
 //! * `glued_nfa`: whole DFAs glued by empty moves, the NFA of an automaton expression;
 //! * `algebra`: automaton expressions (concatenation, union, repetition, intersection,

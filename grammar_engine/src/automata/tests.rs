@@ -85,6 +85,42 @@ fn minimization_agrees_with_moores_refinement_on_random_tables() {
 }
 
 #[test]
+fn minimization_agrees_with_moores_refinement_on_larger_tables() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut rand = |m: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % m
+    };
+    // Many classes and hundreds of states, with targets drawn from a few to make equivalent
+    // states likely: the refinement splits blocks and cords many times over.
+    for _ in 0..60 {
+        let k = 2 + rand(60) as usize;
+        let mut classes = [0u8; 256];
+        for (b, c) in classes.iter_mut().enumerate() {
+            *c = (b % k) as u8;
+        }
+        let n = 50 + rand(350) as usize;
+        let targets = 1 + rand(n as u64);
+        let trans: Vec<StateId> =
+            (0..n * k).map(|_| if rand(10) < 7 { StateId::DEAD } else { StateId::new(rand(targets) as u32) }).collect();
+        let accepting: Vec<bool> = (0..n).map(|_| rand(4) == 0).collect();
+        let Some(pruned) = Dfa::prune(classes, k, &trans, &accepting) else { continue };
+        let min = pruned.clone().minimize();
+        assert_eq!(min.num_states(), moore_classes(&pruned), "{k} classes, {n} states");
+        assert_eq!(min.start(), StateId::from_index(0));
+        let again = min.clone().minimize();
+        assert_eq!((again.trans, again.accepting), (min.trans.clone(), min.accepting.clone()), "minimal already");
+        for _ in 0..200 {
+            let w: Vec<u8> = (0..rand(12)).map(|_| rand(k as u64) as u8).collect();
+            let (a, b) = (pruned.walk(pruned.start(), &w), min.walk(min.start(), &w));
+            assert_eq!(!a.is_dead() && pruned.is_accepting(a), !b.is_dead() && min.is_accepting(b), "{w:?}");
+        }
+    }
+}
+
+#[test]
 fn a_table_too_large_to_minimize_stops_at_the_state_limit() {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
