@@ -247,7 +247,7 @@ impl Escaper<'_> {
         let key = match e {
             Expr::Regex(r) => Some(r.as_ptr() as usize),
             Expr::Dfa(d) => Some(Rc::as_ptr(d) as usize),
-            Expr::Concat(p) | Expr::Union(p) => Some(p.as_ptr() as usize),
+            Expr::Concat(p) | Expr::Union(p) | Expr::Subsequence(p) => Some(p.as_ptr() as usize),
             Expr::Repeat(inner, _, _) => Some(Rc::as_ptr(inner) as usize),
             Expr::Call(_) | Expr::Empty => None,
         };
@@ -264,8 +264,7 @@ impl Escaper<'_> {
             }
         } else {
             match e {
-                Expr::Concat(parts) => Expr::concat(self.all(parts, rules)?),
-                Expr::Union(parts) => Expr::union(self.all(parts, rules)?),
+                Expr::Concat(parts) | Expr::Union(parts) | Expr::Subsequence(parts) => e.with_parts(self.all(parts, rules)?),
                 Expr::Repeat(inner, min, max) => Expr::repeat(self.expr(inner, rules)?, *min, *max),
                 // Only the kinds above hold calls.
                 Expr::Regex(_) | Expr::Dfa(_) | Expr::Call(_) | Expr::Empty => e.clone(),

@@ -101,3 +101,38 @@ fn errors() {
     let tiny = DfaConfig { max_states: 100_000, build_size_limit: 10_000, ..DfaConfig::default() };
     assert!(matches!(Dfa::from_regex("[a-z]{500}", &tiny), Err(GrammarError::TooLarge { .. })));
 }
+
+/// Every non-empty ordered subsequence of `items` joined by `sep`, spelled as strings.
+fn subsequences(items: &[&str], sep: &str) -> Vec<String> {
+    (1u32..1 << items.len())
+        .map(|set| items.iter().enumerate().filter(|(i, _)| set >> i & 1 == 1).map(|(_, s)| *s).collect::<Vec<_>>().join(sep))
+        .collect()
+}
+
+#[test]
+fn a_subsequence_is_every_ordered_choice_of_its_items() {
+    use grammar_engine::Expr;
+    let config = DfaConfig::default();
+    let sep = || Expr::regex(" ?, ?");
+    // Items that share prefixes and suffixes, so a wrong join of first and later items shows.
+    let items = ["ab", "a", "b", "ba", "abc", "c", "cab"];
+    for k in 1..=items.len() {
+        let exprs: Vec<Expr> = items[..k].iter().map(|s| Expr::literal(s)).collect();
+        let d = Expr::subsequence(exprs, sep()).to_dfa(&config).unwrap().unwrap();
+        // The same language as the union of every choice, listed.
+        let listed: Vec<Expr> = subsequences(&items[..k], " , ").iter().map(|s| Expr::regex(s.replace(' ', " ?"))).collect();
+        let want = Expr::union(listed).to_dfa(&config).unwrap().unwrap();
+        for (a, b) in [(&d, &want), (&want, &d)] {
+            let extra = Expr::Dfa(std::rc::Rc::new(a.clone())).minus(&Expr::Dfa(std::rc::Rc::new(b.clone())), &config).unwrap();
+            assert!(extra.is_empty(), "{k} items: the languages differ");
+        }
+        for s in subsequences(&items[..k], ",") {
+            assert!(full_match(&d, &s), "{s}");
+        }
+        assert!(!full_match(&d, ""));
+        if k >= 2 {
+            assert!(!full_match(&d, &format!("{},{}", items[1], items[0])), "out of order");
+            assert!(!full_match(&d, &format!("{},", items[0])), "a trailing separator");
+        }
+    }
+}

@@ -744,3 +744,27 @@ fn a_ref_is_its_target_alone_in_disjointness_proofs_where_it_replaces_its_siblin
     assert!(now.check_text(br#""x""#).is_ok());
     assert!(now.check_text(br#""xy""#).is_err());
 }
+
+#[test]
+fn a_long_array_of_large_objects_counts_calls_of_one_element_rule() {
+    // Every chunk of elements calls the element's rule: a chunk of copies of a large object
+    // would be one DFA of 64 objects' states.
+    let element = json!({"type": "object", "properties": {
+        "id": {"type": "string", "pattern": "^[0-9a-f]{24}$"},
+        "name": {"type": "string", "minLength": 1, "maxLength": 255},
+        "kind": {"enum": ["string", "number", "gps", "boolean", "blob"]},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 100},
+        "size": {"type": "integer", "minimum": 0}
+    }, "additionalProperties": false});
+    let schema = json!({"type": "array", "items": element, "maxItems": 1_000});
+    let g = grammar(&schema);
+    assert!(g.restriction().is_none() && g.is_pushdown());
+    assert!(g.memory_bytes() < 4 << 20, "{} bytes", g.memory_bytes());
+    let one = r#"{"id":"0123456789abcdef01234567","name":"x","kind":"gps","tags":["a"],"size":3}"#;
+    for n in [0usize, 1, 64, 65, 1_000, 1_001] {
+        let text = format!("[{}]", vec![one; n].join(","));
+        assert_eq!(g.check_text(text.as_bytes()).is_ok(), n <= 1_000, "{n} elements");
+    }
+    let wrong = format!("[{},{}]", vec![one; 70].join(","), one.replace("gps", "car"));
+    assert!(g.check_text(wrong.as_bytes()).is_err());
+}

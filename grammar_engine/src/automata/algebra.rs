@@ -49,6 +49,10 @@ pub enum Expr {
     Union(Rc<[Expr]>),
     /// `min` to `max` (unbounded when `None`) strings of the inner language, concatenated.
     Repeat(Rc<Expr>, u32, Option<u32>),
+    /// The non-empty ordered subsequences of the items, separated: the first part is the
+    /// separator, the rest the items (at least two). Built as a graph in which each item
+    /// appears once (see [`Expr::subsequence`]).
+    Subsequence(Rc<[Expr]>),
     /// A call of a rule of a pushdown grammar: compiled as the call's spelling
     /// ([`crate::automata::calls`]), which the pushdown layer reads back as a call.
     Call(RuleId),
@@ -120,6 +124,26 @@ impl Expr {
         Expr::Repeat(Rc::new(inner), min, max)
     }
 
+    /// The non-empty ordered subsequences of `items`, each two separated by `sep`: an
+    /// object's optional members in their declared order.
+    ///
+    /// As a regular expression each item would be written twice (once as the first, once
+    /// after a separator: `N(k) = N(k-1) (sep m_k)? | m_k`), and its states twice in a DFA
+    /// until minimization merges them. As a graph each item is written once: a chain of
+    /// choices enters item `i` or skips on to the next choice; the start is the first choice,
+    /// and after item `i` a separator leads to choice `i + 1`.
+    pub fn subsequence(items: Vec<Expr>, sep: Expr) -> Expr {
+        let mut items: Vec<Expr> = items.into_iter().filter(|e| !e.is_empty()).collect();
+        match items.len() {
+            0 => Expr::Empty,
+            1 => items.pop().unwrap_or(Expr::Empty),
+            _ => {
+                items.insert(0, sep);
+                Expr::Subsequence(items.into())
+            }
+        }
+    }
+
     /// The inner language or the empty string.
     pub fn optional(inner: Expr) -> Expr {
         Expr::repeat(inner, 0, Some(1))
@@ -137,7 +161,7 @@ impl Expr {
                 Expr::Call(_) => true,
                 Expr::Regex(_) | Expr::Dfa(_) | Expr::Empty => false,
                 // A shared part already seen had no call (else the walk would have stopped).
-                Expr::Concat(parts) | Expr::Union(parts) => {
+                Expr::Concat(parts) | Expr::Union(parts) | Expr::Subsequence(parts) => {
                     seen.insert(parts.as_ptr() as usize) && parts.iter().any(|p| walk(p, seen))
                 }
                 Expr::Repeat(inner, _, _) => seen.insert(Rc::as_ptr(inner) as usize) && walk(inner, seen),
@@ -156,7 +180,7 @@ impl Expr {
                     }
                 }
                 Expr::Regex(_) | Expr::Dfa(_) | Expr::Empty => {}
-                Expr::Concat(parts) | Expr::Union(parts) => {
+                Expr::Concat(parts) | Expr::Union(parts) | Expr::Subsequence(parts) => {
                     if seen.insert(parts.as_ptr() as usize) {
                         parts.iter().for_each(|p| walk(p, out, seen))
                     }
@@ -187,19 +211,20 @@ impl Expr {
             Expr::Regex(_) | Expr::Dfa(_) | Expr::Empty => return None,
             Expr::Concat(p) => (p.as_ptr() as usize, 0, None),
             Expr::Union(p) => (p.as_ptr() as usize, 1, None),
-            Expr::Repeat(inner, min, max) => (Rc::as_ptr(inner) as usize, 2 + *min as u64, *max),
+            Expr::Subsequence(p) => (p.as_ptr() as usize, 2, None),
+            Expr::Repeat(inner, min, max) => (Rc::as_ptr(inner) as usize, 3 + *min as u64, *max),
         };
         if let Some(done) = memo.get(&key) {
             return done.clone();
         }
         let out = match self {
-            Expr::Concat(parts) | Expr::Union(parts) => {
+            Expr::Concat(parts) | Expr::Union(parts) | Expr::Subsequence(parts) => {
                 let new: Vec<Option<Expr>> = parts.iter().map(|p| p.substituted(body, memo)).collect();
                 if new.iter().all(Option::is_none) {
                     None
                 } else {
                     let parts = new.into_iter().zip(parts.iter()).map(|(n, p)| n.unwrap_or_else(|| p.clone())).collect();
-                    Some(if matches!(self, Expr::Concat(_)) { Expr::concat(parts) } else { Expr::union(parts) })
+                    Some(self.with_parts(parts))
                 }
             }
             Expr::Repeat(inner, min, max) => inner.substituted(body, memo).map(|i| Expr::repeat(i, *min, *max)),
@@ -275,6 +300,21 @@ impl Expr {
         }
     }
 
+    /// An expression of the same kind as `self` (a concatenation, a union or a subsequence)
+    /// over new parts.
+    pub(crate) fn with_parts(&self, parts: Vec<Expr>) -> Expr {
+        match self {
+            Expr::Concat(_) => Expr::concat(parts),
+            Expr::Union(_) => Expr::union(parts),
+            Expr::Subsequence(_) => {
+                let mut parts = parts.into_iter();
+                let sep = parts.next().unwrap_or(Expr::Empty);
+                Expr::subsequence(parts.collect(), sep)
+            }
+            _ => unreachable!("only kinds with parts are rebuilt from parts"),
+        }
+    }
+
     /// Identifies this expression while it is alive: equal for clones (they share their
     /// node), different for expressions built separately. For keying caches by language.
     pub(crate) fn identity(&self) -> (u8, usize) {
@@ -286,6 +326,7 @@ impl Expr {
             Expr::Repeat(inner, _, _) => (4, Rc::as_ptr(inner) as usize),
             Expr::Call(r) => (5, r.as_usize()),
             Expr::Empty => (6, 0),
+            Expr::Subsequence(p) => (7, p.as_ptr() as usize),
         }
     }
 
@@ -295,7 +336,7 @@ impl Expr {
     pub(crate) fn nfa_size_estimate(&self, memo: &mut HashMap<usize, u64>) -> u64 {
         let key = match self {
             Expr::Regex(r) => r.as_ptr() as usize,
-            Expr::Concat(p) | Expr::Union(p) => p.as_ptr() as usize,
+            Expr::Concat(p) | Expr::Union(p) | Expr::Subsequence(p) => p.as_ptr() as usize,
             Expr::Repeat(inner, _, _) => Rc::as_ptr(inner) as usize,
             Expr::Dfa(d) => return d.num_states() as u64 * 2,
             Expr::Call(_) => return 8,
@@ -308,6 +349,11 @@ impl Expr {
             Expr::Regex(r) => regex_size_estimate(r),
             Expr::Concat(parts) | Expr::Union(parts) => {
                 parts.iter().fold(1u64, |acc, p| acc.saturating_add(p.nfa_size_estimate(memo)))
+            }
+            // The items once; per item a separator and the choice before it.
+            Expr::Subsequence(parts) => {
+                let per_item = parts[0].nfa_size_estimate(memo).saturating_add(2);
+                parts[1..].iter().fold(1u64, |acc, p| acc.saturating_add(p.nfa_size_estimate(memo)).saturating_add(per_item))
             }
             Expr::Repeat(inner, min, max) => {
                 let copies = repeat_copies(*min, *max);
@@ -323,7 +369,8 @@ impl Expr {
     fn is_regex_only(&self) -> bool {
         match self {
             Expr::Regex(_) | Expr::Empty => true,
-            Expr::Dfa(_) | Expr::Call(_) => false,
+            // A regex would write each item twice: built as a graph instead.
+            Expr::Dfa(_) | Expr::Call(_) | Expr::Subsequence(_) => false,
             Expr::Concat(parts) | Expr::Union(parts) => parts.iter().all(Expr::is_regex_only),
             Expr::Repeat(inner, _, _) => inner.is_regex_only(),
         }
@@ -344,7 +391,9 @@ impl Expr {
                 out.push(')');
             }
             Expr::Empty => out.push_str("[^\\x00-\\x{10FFFF}]"),
-            Expr::Dfa(_) | Expr::Call(_) => unreachable!("render is only called on regex-only trees"),
+            Expr::Dfa(_) | Expr::Call(_) | Expr::Subsequence(_) => {
+                unreachable!("render is only called on regex-only trees")
+            }
             Expr::Concat(parts) => {
                 for p in parts.iter() {
                     p.render_into(out)?;
@@ -528,6 +577,25 @@ impl NfaBuilder {
                         Ok((start, out))
                     }
                 }
+            }
+            Expr::Subsequence(parts) => {
+                let (sep, items) = (&parts[0], &parts[1..]);
+                let out = self.b.add_union()?;
+                // `enter[i]` enters item i or skips to `enter[i + 1]`: the start, and where the
+                // separator after item i - 1 leads.
+                let enter: Vec<NodeId> = items.iter().map(|_| self.b.add_union()).collect::<Result<_>>()?;
+                for (i, item) in items.iter().enumerate() {
+                    let (s, e) = self.emit(item, config)?;
+                    self.b.patch(enter[i], s);
+                    self.b.patch(e, out);
+                    if let Some(&next) = enter.get(i + 1) {
+                        self.b.patch(enter[i], next);
+                        let (ss, se) = self.emit(sep, config)?;
+                        self.b.patch(e, ss);
+                        self.b.patch(se, next);
+                    }
+                }
+                Ok((enter[0], out))
             }
             Expr::Regex(_) | Expr::Empty => unreachable!("regex-only trees are handled above"),
         }

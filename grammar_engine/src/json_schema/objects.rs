@@ -547,28 +547,10 @@ fn body(slots: Vec<Slot>, ws: &str) -> Expr {
     Expr::concat(parts)
 }
 
-/// Above this many items, [`subsequence`] splits in halves (nesting stays logarithmic).
-const SUBSEQUENCE_CHUNK: usize = 8;
-
-/// The non-empty ordered subsequences of `items`, separated by commas.
-///
-/// Built as `N(k) = N(k-1) (, m_k)? | m_k`, which writes each item at most twice but nests one
-/// level per item; past [`SUBSEQUENCE_CHUNK`] items it splits in halves, `N(A++B) = N(A) P(B) |
-/// N(B)` with `P(B)` every `(, m)?` of `B`, at a logarithmic factor in size.
+/// The non-empty ordered subsequences of `items`, separated by commas (see
+/// [`Expr::subsequence`]).
 pub(crate) fn subsequence(items: &[Expr], ws: &str) -> Expr {
-    let sep = || Expr::regex(format!("{ws},{ws}"));
-    if items.len() > SUBSEQUENCE_CHUNK {
-        let (a, b) = items.split_at(items.len() / 2);
-        let tail: Vec<Expr> = b.iter().map(|m| Expr::optional(Expr::concat(vec![sep(), m.clone()]))).collect();
-        let mut first = vec![subsequence(a, ws)];
-        first.extend(tail);
-        return Expr::union(vec![Expr::concat(first), subsequence(b, ws)]);
-    }
-    let mut acc = items[0].clone();
-    for m in &items[1..] {
-        acc = Expr::union(vec![Expr::concat(vec![acc, Expr::optional(Expr::concat(vec![sep(), m.clone()]))]), m.clone()]);
-    }
-    acc
+    Expr::subsequence(items.to_vec(), Expr::regex(format!("{ws},{ws}")))
 }
 
 /// The names of a `required` array.

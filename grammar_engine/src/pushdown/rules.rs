@@ -328,7 +328,7 @@ impl RtnBuilder {
             let key = match e {
                 Expr::Call(r) => return vec![(r.as_u32(), 1)],
                 Expr::Regex(_) | Expr::Dfa(_) | Expr::Empty => return Vec::new(),
-                Expr::Concat(p) | Expr::Union(p) => p.as_ptr() as usize,
+                Expr::Concat(p) | Expr::Union(p) | Expr::Subsequence(p) => p.as_ptr() as usize,
                 // A loop is one place in the automaton, however many times it is read; a counted
                 // repeat is one copy of its inner language per count.
                 Expr::Repeat(inner, min, max) => {
@@ -340,7 +340,7 @@ impl RtnBuilder {
                 return hit.clone();
             }
             let parts: Vec<Vec<(u32, u64)>> = match e {
-                Expr::Concat(p) | Expr::Union(p) => p.iter().map(|x| count(x, memo)).collect(),
+                Expr::Concat(p) | Expr::Union(p) | Expr::Subsequence(p) => p.iter().map(|x| count(x, memo)).collect(),
                 _ => Vec::new(),
             };
             let mut total: HashMap<u32, u64> = HashMap::new();

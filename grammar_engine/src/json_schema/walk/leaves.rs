@@ -28,16 +28,20 @@ pub(crate) struct Taken {
 impl<'a> Compiler<'a> {
     /// `unit{min,max}` as calls of chunk rules (see `counted`) when rules are on and the
     /// repetition is long; `None` otherwise. `key` names the unit's language: units of equal
-    /// keys share their chunk rules.
+    /// keys share their chunk rules. A unit large enough that a chunk of copies of it would be
+    /// large (an object element, not a string's character) is called as a rule of its own in
+    /// the chunks, so a chunk stays a DFA of about `CHUNK` states.
     pub(in crate::json_schema) fn chunked(&mut self, key: &str, unit: &Expr, min: u64, max: u64) -> Option<Expr> {
         if !counted::is_long(unit, min, max) {
             return None;
         }
+        self.rules.as_ref()?;
+        let unit = if counted::is_large(unit, counted::CHUNK) { self.unit_rule(key, unit)? } else { unit.clone() };
         let builder = self.rules.as_mut()?;
         let chunks = match self.chunks.get(key) {
             Some(c) => c.clone(),
             None => {
-                let (exactly, fewer) = counted::chunk_bodies(unit);
+                let (exactly, fewer) = counted::chunk_bodies(&unit);
                 let e = builder.declare(&format!("{key}, a chunk"));
                 builder.define(e, exactly);
                 builder.always_call(e);
@@ -49,18 +53,28 @@ impl<'a> Compiler<'a> {
                 c
             }
         };
-        Some(counted::counted(unit, &chunks, min, max))
+        Some(counted::counted(&unit, &chunks, min, max))
     }
 
     /// `unit{min,max}` with the unit called as a rule of its own once per count, when rules are
     /// on and the copies of the unit would be large (a count too short for chunks, of a large
     /// array element); `None` otherwise. Units of equal keys share the rule.
     pub(in crate::json_schema) fn called_each(&mut self, key: &str, unit: &Expr, min: u64, max: u64) -> Option<Expr> {
-        if !counted::is_large(unit, max) || matches!(unit, Expr::Call(_)) {
+        if !counted::is_large(unit, max) {
             return None;
         }
+        let call = self.unit_rule(key, unit)?;
+        Some(Expr::repeat(call, counted::count(min), Some(counted::count(max))))
+    }
+
+    /// A call of a rule whose body is `unit` (a call stays itself), when rules are on; units of
+    /// equal keys share the rule.
+    fn unit_rule(&mut self, key: &str, unit: &Expr) -> Option<Expr> {
+        if matches!(unit, Expr::Call(_)) {
+            return Some(unit.clone());
+        }
         let builder = self.rules.as_mut()?;
-        let call = match self.unit_rules.get(key) {
+        Some(match self.unit_rules.get(key) {
             Some(c) => c.clone(),
             None => {
                 let r = builder.declare(key);
@@ -69,8 +83,7 @@ impl<'a> Compiler<'a> {
                 self.unit_rules.insert(key.to_string(), Expr::Call(r));
                 Expr::Call(r)
             }
-        };
-        Some(Expr::repeat(call, counted::count(min), Some(counted::count(max))))
+        })
     }
 
     /// The numbers of a conjunction. Where drafts disagree (is `1.0` an integer?) under reads
