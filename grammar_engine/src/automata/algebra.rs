@@ -350,10 +350,11 @@ impl Expr {
             Expr::Concat(parts) | Expr::Union(parts) => {
                 parts.iter().fold(1u64, |acc, p| acc.saturating_add(p.nfa_size_estimate(memo)))
             }
-            // The items once; per item a separator and the choice before it.
+            // The items once, a choice before each and a separator between each two.
             Expr::Subsequence(parts) => {
-                let per_item = parts[0].nfa_size_estimate(memo).saturating_add(2);
-                parts[1..].iter().fold(1u64, |acc, p| acc.saturating_add(p.nfa_size_estimate(memo)).saturating_add(per_item))
+                let Some((sep, items)) = parts.split_first() else { return 1 };
+                let seps = sep.nfa_size_estimate(memo).saturating_mul(items.len().saturating_sub(1) as u64);
+                items.iter().fold(seps.saturating_add(1), |acc, p| acc.saturating_add(p.nfa_size_estimate(memo)).saturating_add(2))
             }
             Expr::Repeat(inner, min, max) => {
                 let copies = repeat_copies(*min, *max);
@@ -579,7 +580,10 @@ impl NfaBuilder {
                 }
             }
             Expr::Subsequence(parts) => {
-                let (sep, items) = (&parts[0], &parts[1..]);
+                let Some((sep, items)) = parts.split_first() else { return self.fail() };
+                if items.is_empty() {
+                    return self.fail();
+                }
                 let out = self.b.add_union()?;
                 // `enter[i]` enters item i or skips to `enter[i + 1]`: the start, and where the
                 // separator after item i - 1 leads.

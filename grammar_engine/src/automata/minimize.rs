@@ -7,10 +7,10 @@
 //! sink would be the largest splitter of all). Two refinable partitions are kept: of the
 //! states into blocks, and of the live transitions into cords (first one cord per byte
 //! class). A cord splits blocks by the tails of its transitions; a new block splits cords by
-//! the transitions entering its states. Each split keeps the larger part under the old id and
-//! only the smaller part is queued, so every transition is read O(log n) times: O(n·k) to
-//! read the table, then O(m log n) for m live transitions, with no term in the number of
-//! classes per split.
+//! the transitions entering its states. A split set keeps its larger part under the old id
+//! and the smaller part is queued (a set still waiting keeps both parts queued), so every
+//! transition is read O(log n) times: O(n·k) to read the table, then O(m log n) for m live
+//! transitions, with no term in the number of classes per split.
 
 use super::Dfa;
 use crate::util::{background, StateId};
@@ -91,7 +91,9 @@ impl Dfa {
         }
         blocks.split();
 
-        // Block 0 never splits anything (the other blocks are always the smaller parts).
+        // The first cords, one per class over all states, split as the whole state set would;
+        // so of its first split (accepting or not) only the smaller part, block 1, need split
+        // in turn, and block 0 never does.
         let (mut b, mut c) = (1, 0);
         let mut rounds = 0u32;
         while c < cords.len() {

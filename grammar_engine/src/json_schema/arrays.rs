@@ -205,7 +205,7 @@ pub(crate) fn array<'a>(c: &mut Compiler<'a>, conj: &Conj<'a>) -> Result<Expr> {
     // A long run of elements is counted in chunk rules, keyed by the element language.
     let key = format!("an element {:?}", rest.identity());
     let mut repeat = |unit: Expr, min: u64, max: Option<u64>| -> Expr {
-        if let Some(e) = max.and_then(|max| c.chunked(&key, &unit, min, max).or_else(|| c.called_each(&key, &unit, min, max))) {
+        if let Some(e) = max.and_then(|max| c.chunked(&key, &unit, min, max, true).or_else(|| c.called_each(&key, &unit, min, max))) {
             return e;
         }
         plain(unit, min, max)

@@ -340,7 +340,16 @@ impl RtnBuilder {
                 return hit.clone();
             }
             let parts: Vec<Vec<(u32, u64)>> = match e {
-                Expr::Concat(p) | Expr::Union(p) | Expr::Subsequence(p) => p.iter().map(|x| count(x, memo)).collect(),
+                Expr::Concat(p) | Expr::Union(p) => p.iter().map(|x| count(x, memo)).collect(),
+                // A subsequence writes its separator between each two items.
+                Expr::Subsequence(p) => {
+                    let between = p.len().saturating_sub(2) as u64;
+                    let mut parts: Vec<_> = p.iter().map(|x| count(x, memo)).collect();
+                    if let Some(sep) = parts.first_mut() {
+                        sep.iter_mut().for_each(|(_, n)| *n = n.saturating_mul(between));
+                    }
+                    parts
+                }
                 _ => Vec::new(),
             };
             let mut total: HashMap<u32, u64> = HashMap::new();

@@ -28,15 +28,16 @@ pub(crate) struct Taken {
 impl<'a> Compiler<'a> {
     /// `unit{min,max}` as calls of chunk rules (see `counted`) when rules are on and the
     /// repetition is long; `None` otherwise. `key` names the unit's language: units of equal
-    /// keys share their chunk rules. A unit large enough that a chunk of copies of it would be
-    /// large (an object element, not a string's character) is called as a rule of its own in
-    /// the chunks, so a chunk stays a DFA of about `CHUNK` states.
-    pub(in crate::json_schema) fn chunked(&mut self, key: &str, unit: &Expr, min: u64, max: u64) -> Option<Expr> {
+    /// keys share their chunk rules. With `call_unit` (an array's elements), a unit large
+    /// enough that a chunk of its copies would be large is called as a rule of its own in the
+    /// chunks, so a chunk stays a DFA of about `CHUNK` states; a string's characters stay
+    /// inline, since a call per character would cost most tokens a call and a return.
+    pub(in crate::json_schema) fn chunked(&mut self, key: &str, unit: &Expr, min: u64, max: u64, call_unit: bool) -> Option<Expr> {
         if !counted::is_long(unit, min, max) {
             return None;
         }
         self.rules.as_ref()?;
-        let unit = if counted::is_large(unit, counted::CHUNK) { self.unit_rule(key, unit)? } else { unit.clone() };
+        let unit = if call_unit && counted::is_large(unit, counted::CHUNK) { self.unit_rule(key, unit)? } else { unit.clone() };
         let builder = self.rules.as_mut()?;
         let chunks = match self.chunks.get(key) {
             Some(c) => c.clone(),
@@ -141,7 +142,7 @@ impl<'a> Compiler<'a> {
                     return Ok(e.clone());
                 }
                 let unit = Expr::regex(respell::ANY_CHAR);
-                if let Some(body) = self.chunked("a string's character", &unit, facts.min_length, max) {
+                if let Some(body) = self.chunked("a string's character", &unit, facts.min_length, max, false) {
                     let e = Expr::concat(vec![Expr::literal("\""), body, Expr::literal("\"")]);
                     self.leaves.insert(key, e.clone());
                     return Ok(e);
@@ -242,7 +243,7 @@ impl<'a> Compiler<'a> {
                     continue;
                 }
                 let Some(tail) = of_length(&form.tail, t)? else { continue };
-                let body = match self.chunked(&chunk_key, &unit, lo, hi) {
+                let body = match self.chunked(&chunk_key, &unit, lo, hi, false) {
                     Some(b) => b,
                     None => Expr::repeat(unit.clone(), counted::count(lo), Some(counted::count(hi))),
                 };
