@@ -46,24 +46,30 @@ fn moore_classes(d: &Dfa) -> usize {
     }
 }
 
-#[test]
-fn minimization_agrees_with_moores_refinement_on_random_tables() {
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut rand = |m: u64| {
+/// A xorshift generator: `rand(m)` is a number below `m`.
+fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |m| {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
         seed % m
-    };
+    }
+}
+
+/// Bytes spread over `k` classes.
+fn classes_of(k: usize) -> [u8; 256] {
+    std::array::from_fn(|b| (b % k) as u8)
+}
+
+#[test]
+fn minimization_agrees_with_moores_refinement_on_random_tables() {
+    let mut rand = xorshift(0x9e37_79b9_7f4a_7c15);
     // Dense and sparse tables over few and many classes: minimization works on the live
     // transitions alone, so tables where most transitions are dead matter most.
     for _ in 0..900 {
         let k = 2 + rand(7) as usize;
         let dead_in_10 = 2 + rand(8);
-        let mut classes = [0u8; 256];
-        for (b, c) in classes.iter_mut().enumerate() {
-            *c = (b % k) as u8;
-        }
+        let classes = classes_of(k);
         let n = 1 + rand(40) as usize;
         let trans: Vec<StateId> =
             (0..n * k).map(|_| if rand(10) < dead_in_10 { StateId::DEAD } else { StateId::new(rand(n as u64) as u32) }).collect();
@@ -86,21 +92,12 @@ fn minimization_agrees_with_moores_refinement_on_random_tables() {
 
 #[test]
 fn minimization_agrees_with_moores_refinement_on_larger_tables() {
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut rand = |m: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % m
-    };
+    let mut rand = xorshift(0x2545_f491_4f6c_dd1d);
     // Many classes and hundreds of states, with targets drawn from a few to make equivalent
     // states likely: the refinement splits blocks and cords many times over.
     for _ in 0..60 {
         let k = 2 + rand(60) as usize;
-        let mut classes = [0u8; 256];
-        for (b, c) in classes.iter_mut().enumerate() {
-            *c = (b % k) as u8;
-        }
+        let classes = classes_of(k);
         let n = 50 + rand(350) as usize;
         let targets = 1 + rand(n as u64);
         let trans: Vec<StateId> =
