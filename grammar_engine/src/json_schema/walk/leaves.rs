@@ -36,7 +36,6 @@ impl<'a> Compiler<'a> {
         if !counted::is_long(unit, min, max) {
             return None;
         }
-        self.rules.as_ref()?;
         let unit = if call_unit && counted::is_large(unit, counted::CHUNK) { self.unit_rule(key, unit)? } else { unit.clone() };
         let builder = self.rules.as_mut()?;
         let chunks = match self.chunks.get(key) {
