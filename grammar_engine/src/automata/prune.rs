@@ -22,6 +22,13 @@ impl Dfa {
         Dfa::prune(classes, stride, trans, accepting).map(Dfa::minimize)
     }
 
+    /// [`Dfa::from_table`] without the minimization, for a construction whose states have
+    /// distinct languages already (or nearly: a missed merge costs a row, not a text), where
+    /// minimizing would spend its time finding nothing to merge.
+    pub(crate) fn from_table_unminimized(classes: [u8; 256], stride: usize, trans: &[StateId], accepting: &[bool]) -> Option<Dfa> {
+        Dfa::prune(classes, stride, trans, accepting)
+    }
+
     /// Keeps the states of a raw table (state 0 = start) from which an accepting state is
     /// reachable, renumbered in order with the start first, and computes byte distances to
     /// acceptance. `None` when the start state cannot reach acceptance.

@@ -29,6 +29,8 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use rustc_hash::FxHashMap;
+
 use super::canonical::push_spelling;
 use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
@@ -149,14 +151,16 @@ fn utf8_kind(b: u8) -> u8 {
 struct Respeller<'a> {
     dfa: &'a Dfa,
     nodes: Vec<Node>,
-    ids: HashMap<Node, u32>,
+    ids: FxHashMap<Node, u32>,
     /// The `\` transition of each boundary state (DEAD: none).
-    escape: HashMap<StateId, u32>,
+    escape: FxHashMap<StateId, u32>,
     /// Raw nodes whose transitions are still to be explored.
     queue: Vec<u32>,
     /// Memoized character maps below a state: after a lead byte, by state and the allowed
     /// range of the next byte (offsets from 0x80 continuation bytes).
-    below: HashMap<(StateId, u8, u8, u8), CharMap>,
+    below: FxHashMap<(StateId, u8, u8, u8), CharMap>,
+    /// The canonical spelling of each ASCII character.
+    ascii: Vec<Vec<u8>>,
     limit: usize,
 }
 
@@ -217,12 +221,8 @@ impl<'a> Respeller<'a> {
     /// Every character at boundary `s`, with the boundary its canonical spelling leads to.
     fn char_map(&mut self, s: StateId) -> CharMap {
         let mut out = Vec::new();
-        let mut spelling = String::new();
         for code in 0..0x80u32 {
-            let c = char::from(code as u8);
-            spelling.clear();
-            push_spelling(&mut spelling, c);
-            let t = self.dfa.walk(s, spelling.as_bytes());
+            let t = self.dfa.walk(s, &self.ascii[code as usize]);
             if !t.is_dead() {
                 push_range(&mut out, code, code, t);
             }
@@ -355,6 +355,7 @@ impl<'a> Respeller<'a> {
 
     fn run(mut self, config: &DfaConfig) -> Result<Option<Dfa>> {
         self.raw(self.dfa.start(), 0)?;
+        let mut popped = 0u32;
         while let Some(id) = self.queue.pop() {
             let Node::Raw(s, cont) = self.nodes[id as usize].clone() else { continue };
             for b in 0..=255u8 {
@@ -373,12 +374,22 @@ impl<'a> Respeller<'a> {
                 let e = self.escape_of(s)?;
                 self.escape.insert(s, e);
             }
-            config.check_deadline("string escapes")?;
+            popped = popped.wrapping_add(1);
+            if popped % 64 == 0 {
+                config.check_deadline("string escapes")?;
+            }
         }
+        config.check_deadline("string escapes")?;
         Ok(self.table())
     }
 
-    /// The respelled automaton, minimized.
+    /// The respelled automaton, pruned. It needs no minimization when the canonical one is
+    /// minimal: every text decodes to one canonical string, so states of the canonical DFA with
+    /// different languages keep different languages when respelled (and states with UTF-8
+    /// bytes still to come differ from the others in the bytes they read first), and the trie
+    /// states are interned by their children. (A trie state could in principle read the same
+    /// as another state, which would cost a row of the token index, not a text; a test checks
+    /// that minimizing the respelled automata of patterns, formats and lengths merges nothing.)
     fn table(&self) -> Option<Dfa> {
         // Byte classes: the canonical DFA's, split by UTF-8 kind and by the bytes escapes read.
         let mut classes = [0u8; 256];
@@ -435,7 +446,7 @@ impl<'a> Respeller<'a> {
                 }
             }
         }
-        Dfa::from_table(classes, stride, &trans, &accepting)
+        Dfa::from_table_unminimized(classes, stride, &trans, &accepting)
     }
 }
 
@@ -446,10 +457,17 @@ pub(crate) fn respell(body: &Dfa, config: &DfaConfig) -> Result<Option<Dfa>> {
     let r = Respeller {
         dfa: body,
         nodes: Vec::new(),
-        ids: HashMap::new(),
-        escape: HashMap::new(),
+        ids: FxHashMap::default(),
+        escape: FxHashMap::default(),
         queue: Vec::new(),
-        below: HashMap::new(),
+        below: FxHashMap::default(),
+        ascii: (0..0x80u8)
+            .map(|b| {
+                let mut spelling = String::new();
+                push_spelling(&mut spelling, char::from(b));
+                spelling.into_bytes()
+            })
+            .collect(),
         limit,
     };
     let out = r.run(config)?;
@@ -458,7 +476,7 @@ pub(crate) fn respell(body: &Dfa, config: &DfaConfig) -> Result<Option<Dfa>> {
             return Err(GrammarError::TooLarge {
                 what: "string escapes automaton",
                 limit: config.max_states,
-                detail: format!("{} states after minimization", d.num_states()),
+                detail: format!("{} states with every spelling", d.num_states()),
             });
         }
     }
