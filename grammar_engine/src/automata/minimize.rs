@@ -30,9 +30,21 @@ impl Dfa {
     /// [`Dfa::with_bytes_cut`], may hold states that no longer reach acceptance: those would be
     /// kept, not dropped.)
     pub(crate) fn minimize(self) -> Dfa {
+        if self.num_states() <= 1 || self.num_states().saturating_mul(self.stride) > MINIMIZE_MAX_ENTRIES {
+            return self;
+        }
+        // A table without cycles (counted bounds) by hashing, in linear time.
+        match self.minimize_acyclic() {
+            Ok(minimal) => minimal,
+            Err(table) => table.refine(),
+        }
+    }
+
+    /// [`Dfa::minimize`] by partition refinement alone.
+    pub(super) fn refine(self) -> Dfa {
         let n = self.num_states();
         let k = self.stride;
-        if n <= 1 || n.saturating_mul(k) > MINIMIZE_MAX_ENTRIES {
+        if n <= 1 {
             return self;
         }
         // The live transitions, numbered by head (so the transitions entering a state have

@@ -9,13 +9,15 @@
 //!   DFA, for patterns with look-around assertions;
 //! * `subset`: the subset construction over any byte NFA;
 //! * `prune`: a raw table to live states with byte distances; `minimize`: partition
-//!   refinement over transitions (Valmari and Lehtinen);
+//!   refinement over transitions (Valmari and Lehtinen), or `acyclic`: hashing in postorder
+//!   (Revuz) for a table without cycles;
 //! * `cut`: removing bytes from a DFA;
 //! * `glued_nfa`: whole DFAs glued by empty moves, the NFA of an automaton expression;
 //! * `algebra`: automaton expressions (concatenation, union, repetition, intersection,
 //!   difference) compiled to one DFA;
 //! * `regex_memo`: regexes already built during one compilation, and small ones in the process.
 
+mod acyclic;
 pub(crate) mod algebra;
 pub(crate) mod calls;
 mod budget;

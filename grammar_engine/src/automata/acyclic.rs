@@ -1,0 +1,126 @@
+//! Minimizing a DFA without cycles by hashing, bottom-up (Revuz's algorithm, "Minimisation
+//! of acyclic deterministic automata in linear time", 1992).
+//!
+//! Counted bounds (a string's `maxLength`, an array's `maxItems`, a format's fixed fields)
+//! make tables without cycles, and among the largest a JSON Schema builds. In such a table
+//! every state reads finitely many strings, and two states are equivalent exactly when they
+//! agree on acceptance and, class by class, on the equivalence class of their successors (by
+//! induction on the longest string they read). So one pass over the states in postorder (each
+//! after its successors), hashing each row of successor classes, finds every class: each
+//! transition is read a few times in row order, where partition refinement reads it
+//! O(log n) times in scattered order. A table with a cycle is left to refinement; the depth
+//! first search that finds the postorder stops at the first cycle it meets.
+
+use rustc_hash::{FxHashMap, FxHasher};
+use std::hash::Hasher;
+
+use super::Dfa;
+use crate::util::StateId;
+
+/// No class (yet), and the end of a chain of classes with equal hashes.
+const NONE: u32 = u32::MAX;
+
+impl Dfa {
+    /// The minimal DFA of this pruned table when it has no cycle (classes numbered at their
+    /// first member, in state order, so the start stays state 0); the table unchanged, as the
+    /// error, when it has one.
+    pub(super) fn minimize_acyclic(self) -> Result<Dfa, Dfa> {
+        let Some(postorder) = self.postorder() else { return Err(self) };
+        let n = self.num_states();
+        let k = self.stride;
+        let mut class = vec![NONE; n];
+        // The first state of each class, and hash → the last class with that hash, linked
+        // through `chain`.
+        let mut firsts: Vec<u32> = Vec::new();
+        let mut heads: FxHashMap<u64, u32> = FxHashMap::default();
+        let mut chain: Vec<u32> = Vec::new();
+        let of = |class: &[u32], t: StateId| if t.is_dead() { NONE } else { class[t.as_usize()] };
+        for &s in &postorder {
+            let s = s as usize;
+            let row = &self.trans[s * k..(s + 1) * k];
+            let mut h = FxHasher::default();
+            h.write_u8(self.accepting[s] as u8);
+            for &t in row {
+                h.write_u32(of(&class, t));
+            }
+            let hash = h.finish();
+            let mut c = heads.get(&hash).copied().unwrap_or(NONE);
+            while c != NONE {
+                let r = firsts[c as usize] as usize;
+                let other = &self.trans[r * k..(r + 1) * k];
+                if self.accepting[r] == self.accepting[s] && row.iter().zip(other).all(|(&a, &b)| of(&class, a) == of(&class, b)) {
+                    break;
+                }
+                c = chain[c as usize];
+            }
+            if c == NONE {
+                c = firsts.len() as u32;
+                firsts.push(s as u32);
+                chain.push(heads.insert(hash, c).unwrap_or(NONE));
+            }
+            class[s] = c;
+        }
+        if firsts.len() == n {
+            return Ok(self);
+        }
+        // Number the classes at their first members, in state order.
+        let mut renum = vec![StateId::DEAD; firsts.len()];
+        let mut reps = Vec::with_capacity(firsts.len());
+        for (s, &c) in class.iter().enumerate() {
+            if renum[c as usize].is_dead() {
+                renum[c as usize] = StateId::from_index(reps.len());
+                reps.push(s);
+            }
+        }
+        let mut trans = Vec::with_capacity(reps.len() * k);
+        for &s in &reps {
+            for &t in self.row(StateId::from_index(s)) {
+                trans.push(if t.is_dead() { StateId::DEAD } else { renum[class[t.as_usize()] as usize] });
+            }
+        }
+        Ok(Dfa {
+            accepting: reps.iter().map(|&s| self.accepting[s]).collect(),
+            byte_distance: reps.iter().map(|&s| self.byte_distance[s]).collect(),
+            trans,
+            ..self
+        })
+    }
+
+    /// Every state, each after all its successors (a depth first search from the start, which
+    /// reaches every state of a pruned table); `None` at the first cycle.
+    fn postorder(&self) -> Option<Vec<u32>> {
+        const NEW: u8 = 0;
+        const OPEN: u8 = 1;
+        const DONE: u8 = 2;
+        let n = self.num_states();
+        let k = self.stride;
+        let mut color = vec![NEW; n];
+        let mut order = Vec::with_capacity(n);
+        // (state, next class to follow)
+        let mut stack: Vec<(u32, u32)> = vec![(0, 0)];
+        color[0] = OPEN;
+        while let Some(top) = stack.last_mut() {
+            let (s, c) = (top.0 as usize, top.1 as usize);
+            if c == k {
+                color[s] = DONE;
+                order.push(s as u32);
+                stack.pop();
+                continue;
+            }
+            top.1 += 1;
+            let t = self.trans[s * k + c];
+            if t.is_dead() {
+                continue;
+            }
+            match color[t.as_usize()] {
+                NEW => {
+                    color[t.as_usize()] = OPEN;
+                    stack.push((t.as_u32(), 0));
+                }
+                OPEN => return None,
+                _ => {}
+            }
+        }
+        (order.len() == n).then_some(order)
+    }
+}
