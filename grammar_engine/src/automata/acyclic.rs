@@ -15,10 +15,15 @@ use rustc_hash::{FxHashMap, FxHasher};
 use std::hash::Hasher;
 
 use super::Dfa;
-use crate::util::StateId;
+use crate::util::{background, StateId};
 
-/// No class (yet), and the end of a chain of classes with equal hashes.
+/// The class of a dead transition (a class of its own: in a pruned table every state reads
+/// some string), of a state not yet classified, and the end of a chain of classes.
 const NONE: u32 = u32::MAX;
+
+/// Hashes keep only these bits (the best mixed) in tests, so that rows of different classes
+/// share hashes and the comparison of rows is exercised.
+const HASH_MASK: u64 = if cfg!(test) { 0xC000_0000_0000_0000 } else { u64::MAX };
 
 impl Dfa {
     /// The minimal DFA of this pruned table when it has no cycle (classes numbered at their
@@ -34,8 +39,19 @@ impl Dfa {
         let mut firsts: Vec<u32> = Vec::new();
         let mut heads: FxHashMap<u64, u32> = FxHashMap::default();
         let mut chain: Vec<u32> = Vec::new();
-        let of = |class: &[u32], t: StateId| if t.is_dead() { NONE } else { class[t.as_usize()] };
-        for &s in &postorder {
+        // Successors are classified before their predecessors (postorder).
+        let of = |class: &[u32], t: StateId| {
+            if t.is_dead() {
+                return NONE;
+            }
+            debug_assert_ne!(class[t.as_usize()], NONE, "a successor classified first");
+            class[t.as_usize()]
+        };
+        background::pause_point();
+        for (i, &s) in postorder.iter().enumerate() {
+            if i % 4096 == 4095 {
+                background::pause_point();
+            }
             let s = s as usize;
             let row = &self.trans[s * k..(s + 1) * k];
             let mut h = FxHasher::default();
@@ -43,7 +59,7 @@ impl Dfa {
             for &t in row {
                 h.write_u32(of(&class, t));
             }
-            let hash = h.finish();
+            let hash = h.finish() & HASH_MASK;
             let mut c = heads.get(&hash).copied().unwrap_or(NONE);
             while c != NONE {
                 let r = firsts[c as usize] as usize;
@@ -63,6 +79,7 @@ impl Dfa {
         if firsts.len() == n {
             return Ok(self);
         }
+        background::pause_point();
         // Number the classes at their first members, in state order.
         let mut renum = vec![StateId::DEAD; firsts.len()];
         let mut reps = Vec::with_capacity(firsts.len());
@@ -99,7 +116,12 @@ impl Dfa {
         // (state, next class to follow)
         let mut stack: Vec<(u32, u32)> = vec![(0, 0)];
         color[0] = OPEN;
+        let mut steps = 0u32;
         while let Some(top) = stack.last_mut() {
+            steps = steps.wrapping_add(1);
+            if steps % 65536 == 0 {
+                background::pause_point();
+            }
             let (s, c) = (top.0 as usize, top.1 as usize);
             if c == k {
                 color[s] = DONE;

@@ -267,7 +267,8 @@ impl Expr {
         }
     }
 
-    /// Compiles the language to a minimized DFA; `None` when it has no string.
+    /// Compiles the language to a minimized DFA (a DFA leaf as it is); `None` when it has no
+    /// string.
     pub fn to_dfa(&self, config: &DfaConfig) -> Result<Option<Dfa>> {
         if let Expr::Dfa(d) = self {
             return Ok(Some((**d).clone()));

@@ -384,7 +384,8 @@ impl<'a> Respeller<'a> {
     }
 
     /// The respelled automaton, pruned. It needs no minimization when the canonical one is
-    /// minimal: every text decodes to one canonical string, so states of the canonical DFA with
+    /// minimal and reads canonical spellings only (as the languages the compiler builds over
+    /// canonical characters do): every text decodes to one canonical string, so states with
     /// different languages keep different languages when respelled (and states with UTF-8
     /// bytes still to come differ from the others in the bytes they read first), and the trie
     /// states are interned by their children. (A trie state could in principle read the same
