@@ -80,27 +80,7 @@ impl Dfa {
             return Ok(self);
         }
         background::pause_point();
-        // Number the classes at their first members, in state order.
-        let mut renum = vec![StateId::DEAD; firsts.len()];
-        let mut reps = Vec::with_capacity(firsts.len());
-        for (s, &c) in class.iter().enumerate() {
-            if renum[c as usize].is_dead() {
-                renum[c as usize] = StateId::from_index(reps.len());
-                reps.push(s);
-            }
-        }
-        let mut trans = Vec::with_capacity(reps.len() * k);
-        for &s in &reps {
-            for &t in self.row(StateId::from_index(s)) {
-                trans.push(if t.is_dead() { StateId::DEAD } else { renum[class[t.as_usize()] as usize] });
-            }
-        }
-        Ok(Dfa {
-            accepting: reps.iter().map(|&s| self.accepting[s]).collect(),
-            byte_distance: reps.iter().map(|&s| self.byte_distance[s]).collect(),
-            trans,
-            ..self
-        })
+        Ok(self.quotient(firsts.len(), |s| class[s] as usize))
     }
 
     /// Every state, each after all its successors (a depth first search from the start, which

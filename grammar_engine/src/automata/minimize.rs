@@ -133,30 +133,33 @@ impl Dfa {
             return self;
         }
         background::pause_point();
-        // Renumber blocks in order of their first state, so the start stays state 0.
-        let mut renum = vec![StateId::DEAD; blocks.len()];
-        let mut reps = Vec::new();
-        for s in 0..n {
-            let b = blocks.set_of(s as u32);
-            if renum[b].is_dead() {
-                renum[b] = StateId::from_index(reps.len());
+        let count = blocks.len();
+        self.quotient(count, |s| blocks.set_of(s as u32))
+    }
+
+    /// The table of `count` classes of equivalent states (`class_of` each state's), numbered
+    /// in order of their first state, so the start stays state 0.
+    pub(super) fn quotient(self, count: usize, class_of: impl Fn(usize) -> usize) -> Dfa {
+        let mut renum = vec![StateId::DEAD; count];
+        let mut reps = Vec::with_capacity(count);
+        for s in 0..self.num_states() {
+            let c = class_of(s);
+            if renum[c].is_dead() {
+                renum[c] = StateId::from_index(reps.len());
                 reps.push(s);
             }
         }
-        let mut trans = Vec::with_capacity(reps.len() * k);
+        let mut trans = Vec::with_capacity(reps.len() * self.stride);
         for &s in &reps {
             for &t in self.row(StateId::from_index(s)) {
-                trans.push(if t.is_dead() { StateId::DEAD } else { renum[blocks.set_of(t.as_u32())] });
+                trans.push(if t.is_dead() { StateId::DEAD } else { renum[class_of(t.as_usize())] });
             }
         }
         Dfa {
-            classes: self.classes,
-            stride: self.stride,
-            trans,
             accepting: reps.iter().map(|&s| self.accepting[s]).collect(),
             byte_distance: reps.iter().map(|&s| self.byte_distance[s]).collect(),
-            class_rep: self.class_rep,
-            class_size: self.class_size,
+            trans,
+            ..self
         }
     }
 }

@@ -22,17 +22,10 @@ impl Dfa {
         Dfa::prune(classes, stride, trans, accepting).map(Dfa::minimize)
     }
 
-    /// [`Dfa::from_table`] without the minimization, for a construction whose states have
-    /// distinct languages already (or nearly: a missed merge costs a row, not a text), where
-    /// minimizing would spend its time finding nothing to merge.
-    pub(crate) fn from_table_unminimized(classes: [u8; 256], stride: usize, trans: &[StateId], accepting: &[bool]) -> Option<Dfa> {
-        Dfa::prune(classes, stride, trans, accepting)
-    }
-
     /// Keeps the states of a raw table (state 0 = start) from which an accepting state is
     /// reachable, renumbered in order with the start first, and computes byte distances to
     /// acceptance. `None` when the start state cannot reach acceptance.
-    pub(super) fn prune(classes: [u8; 256], stride: usize, raw_trans: &[StateId], accepting: &[bool]) -> Option<Dfa> {
+    pub(crate) fn prune(classes: [u8; 256], stride: usize, raw_trans: &[StateId], accepting: &[bool]) -> Option<Dfa> {
         let n = accepting.len();
         // Predecessors in CSR form: `rev[rev_start[t]..rev_start[t + 1]]` lead to `t`.
         let mut rev_start = vec![0u32; n + 1];

@@ -447,7 +447,7 @@ impl<'a> Respeller<'a> {
                 }
             }
         }
-        Dfa::from_table_unminimized(classes, stride, &trans, &accepting)
+        Dfa::prune(classes, stride, &trans, &accepting)
     }
 }
 
