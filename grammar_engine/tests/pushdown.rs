@@ -412,3 +412,34 @@ fn masks_of_tokens_that_pop_many_frames_agree_with_a_reference() {
     }
     check(s, &text);
 }
+
+#[test]
+fn bytes_no_token_contains_are_cut_from_every_rule_and_the_rules_read_again() {
+    // root ::= "(" inner ")"; inner ::= root | "b" "c" | "a" | "cc", with no token holding
+    // "c": after the cut, "b" leads nowhere (a state that was live is not), and the
+    // shortest way through "(" is "(a)", not "(cc)" priced as two bytes.
+    let v = vocab(&["(", ")", "a", "b", "aaa"]);
+    let mut b = RtnBuilder::new();
+    let (root, inner) = (b.declare("root"), b.declare("inner"));
+    b.define(root, Expr::concat(vec![Expr::literal("("), Expr::Call(inner), Expr::literal(")")]));
+    b.define(inner, Expr::union(vec![Expr::Call(root), Expr::literal("bc"), Expr::literal("a"), Expr::literal("cc")]));
+    let g = Grammar::from_rules(v.clone(), &b, root, "test", String::new(), SpecialTokens::default(), &GrammarConfig::default()).unwrap();
+    assert!(g.is_pushdown());
+    let tok = |s: &str| (0..v.size() as u32).map(TokenId::new).find(|&t| v.token_bytes(t) == Some(s.as_bytes())).unwrap();
+    let open = g.advance(g.initial_state(), tok("(")).unwrap();
+    let allowed: Vec<TokenId> = g.allowed_token_ids(open).unwrap();
+    assert_eq!(allowed, vec![tok("("), tok("a")]);
+    assert!(g.advance(open, tok("b")).is_err());
+    assert_eq!(g.min_tokens_to_accept(open).unwrap(), 2);
+    assert_eq!(g.min_tokens_to_accept(g.initial_state()).unwrap(), 3);
+    let deeper = g.advance(open, tok("(")).unwrap();
+    assert_eq!(g.min_tokens_to_accept(deeper).unwrap(), 3);
+    assert!(!bit(&g.token_bitmask_within(deeper, 3).unwrap().to_vec(), tok("(")));
+    // A grammar whose only string needs "c" has none left.
+    let mut b = RtnBuilder::new();
+    let (root, inner) = (b.declare("root"), b.declare("inner"));
+    b.define(root, Expr::concat(vec![Expr::literal("("), Expr::Call(inner), Expr::literal(")")]));
+    b.define(inner, Expr::union(vec![Expr::Call(root), Expr::literal("c")]));
+    let e = Grammar::from_rules(v, &b, root, "test", String::new(), SpecialTokens::default(), &GrammarConfig::default()).unwrap_err();
+    assert!(matches!(e, GrammarError::NotCompletable { .. }), "{e}");
+}

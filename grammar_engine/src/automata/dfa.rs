@@ -47,6 +47,14 @@ impl Dfa {
         (0..self.num_states()).any(|s| !self.trans[s * self.stride + c].is_dead())
     }
 
+    /// True when some live transition reads one of `bytes`: a pass over their classes only.
+    pub(crate) fn reads_any_of(&self, bytes: &[u8]) -> bool {
+        let mut classes: Vec<usize> = bytes.iter().map(|&b| self.class(b)).collect();
+        classes.sort_unstable();
+        classes.dedup();
+        self.trans.chunks_exact(self.stride).any(|row| classes.iter().any(|&c| !row[c].is_dead()))
+    }
+
     /// Which bytes some live transition reads: one pass over the table, by class.
     pub fn used_bytes(&self) -> [bool; 256] {
         let mut live = vec![false; self.stride];

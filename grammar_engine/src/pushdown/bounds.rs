@@ -21,6 +21,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::distinct::{self, Memo, Memory};
+use super::incoming::{Edge, Incoming};
 use super::rules::Rtn;
 use super::step::{Arena, Head, StackId};
 use crate::util::StateId;
@@ -64,39 +65,17 @@ impl Bounds {
 }
 
 /// `bytes_to_end[rule][state]` for every rule of `rtn`, and the reverse edges of each rule.
-#[allow(clippy::type_complexity)]
-fn bytes_to_end(rtn: &Rtn) -> (Vec<Vec<u32>>, Vec<Vec<Vec<(u32, Edge)>>>) {
+fn bytes_to_end(rtn: &Rtn) -> (Vec<Vec<u32>>, Vec<Incoming>) {
     let n = rtn.rules.len();
     let mut shortest = vec![FAR; n];
     let mut out: Vec<Vec<u32>> = rtn.rules.iter().map(|r| vec![FAR; r.dfa.num_states()]).collect();
-    // Reverse edges, once: (from state, through byte or call).
-    let reverse: Vec<Vec<Vec<(u32, Edge)>>> = rtn
-        .rules
-        .iter()
-        .map(|rule| {
-            let m = rule.dfa.num_states();
-            let mut rev: Vec<Vec<(u32, Edge)>> = vec![Vec::new(); m];
-            for s in 0..m {
-                let st = StateId::from_index(s);
-                let mut seen_targets: Vec<StateId> = Vec::new();
-                for &t in rule.dfa.row(st).iter().filter(|t| !t.is_dead()) {
-                    if !seen_targets.contains(&t) {
-                        seen_targets.push(t);
-                    }
-                }
-                for t in seen_targets {
-                    rev[t.as_usize()].push((s as u32, Edge::Byte));
-                }
-                for &(c, ret) in rule.calls_at(st) {
-                    rev[ret.as_usize()].push((s as u32, Edge::Call(c.as_u32())));
-                }
-            }
-            rev
-        })
-        .collect();
+    let reverse: Vec<Incoming> = rtn.rules.iter().map(Incoming::new).collect();
     loop {
         let mut changed = false;
-        for (r, rule) in rtn.rules.iter().enumerate() {
+        // The start rule last: the build numbers the others callees first where no recursion
+        // orders them, so one round prices most calls at their final lengths.
+        for r in (1..n).chain(0..1) {
+            let rule = &rtn.rules[r];
             crate::util::background::pause_point();
             let dist = shortest_to_accept(rule.dfa.num_states(), |s| rule.is_accepting(StateId::from_index(s)), &reverse[r], &shortest);
             let start = dist[rule.start().as_usize()];
@@ -115,14 +94,8 @@ fn bytes_to_end(rtn: &Rtn) -> (Vec<Vec<u32>>, Vec<Vec<Vec<(u32, Edge)>>>) {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Edge {
-    Byte,
-    Call(u32),
-}
-
 /// Dijkstra backwards from the accepting states.
-fn shortest_to_accept(n: usize, accepting: impl Fn(usize) -> bool, reverse: &[Vec<(u32, Edge)>], shortest: &[u32]) -> Vec<u32> {
+fn shortest_to_accept(n: usize, accepting: impl Fn(usize) -> bool, reverse: &Incoming, shortest: &[u32]) -> Vec<u32> {
     let mut dist = vec![FAR; n];
     let mut heap = BinaryHeap::new();
     for s in 0..n {
@@ -135,7 +108,7 @@ fn shortest_to_accept(n: usize, accepting: impl Fn(usize) -> bool, reverse: &[Ve
         if d > dist[t as usize] {
             continue;
         }
-        for &(s, edge) in &reverse[t as usize] {
+        for &(s, edge) in reverse.to(t as usize) {
             let w = match edge {
                 Edge::Byte => 1,
                 Edge::Call(c) => shortest[c as usize],

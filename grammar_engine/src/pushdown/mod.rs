@@ -11,6 +11,7 @@
 //! * `rules`: [`RtnBuilder`] and the compiled rules ([`Rtn`]): inlining, calls read back out
 //!   of each rule's DFA, productive and nullable rules, the left-recursion check;
 //! * `step`: heads, persistent stacks and one byte's step;
+//! * `incoming`: a rule's transitions reversed, for the searches back from acceptance;
 //! * `bounds`: bytes to the end of a rule and of the text, for budget-aware masks;
 //! * `masks`: per rule state, the tokens the rule reads whole, and where tokens leave it;
 //! * `runtime`: [`Pda`], the step API (readings as state ids, masks, advance);
@@ -18,6 +19,7 @@
 
 mod bounds;
 mod distinct;
+mod incoming;
 mod masks;
 mod paged;
 mod rules;

@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 
 use super::distinct::Memory;
+use super::incoming::Incoming;
 use crate::automata::calls::{calls_of, CALL_OPENER};
 use crate::automata::{Dfa, DfaConfig, Expr};
 use crate::error::{GrammarError, Result};
@@ -569,16 +570,26 @@ impl Rtn {
 
     /// Keeps only the strings whose bytes are all in `allowed` (a vocabulary's producible bytes
     /// and a structure's markers: text needing another byte can never be written), then finds
-    /// the productive, live and nullable parts again. [`GrammarError::NotCompletable`] when
+    /// the productive, live and nullable parts again where a rule lost a transition (the
+    /// build has found them for the rules as they were). [`GrammarError::NotCompletable`] when
     /// the start rule has no string left.
     pub fn keep_bytes(&mut self, allowed: &[bool; 256], syntax: &'static str) -> Result<()> {
         let removed: Vec<u8> = (0..=255u8).filter(|&b| !allowed[b as usize]).collect();
         if removed.is_empty() {
             return Ok(());
         }
+        // Most rules read none of the removed bytes: those keep their tables, and when none
+        // changes the analysis stands.
+        let mut cut = false;
         for rule in &mut self.rules {
             crate::util::background::pause_point();
-            rule.dfa = rule.dfa.with_bytes_cut(&removed);
+            if rule.dfa.reads_any_of(&removed) {
+                rule.dfa = rule.dfa.with_bytes_cut(&removed);
+                cut = true;
+            }
+        }
+        if !cut {
+            return Ok(());
         }
         match self.analyse(syntax) {
             Err(GrammarError::EmptyLanguage { .. }) => Err(GrammarError::NotCompletable {
@@ -741,20 +752,11 @@ fn reaches_accept(rule: &Rule, ok: impl Fn(RuleId) -> bool, bytes: bool) -> bool
 /// (remaining, productive) calls.
 fn rule_liveness(rule: &Rule) -> Vec<bool> {
     let n = rule.dfa.num_states();
-    let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for s in 0..n {
-        let st = StateId::from_index(s);
-        for &t in rule.dfa.row(st).iter().filter(|t| !t.is_dead()) {
-            rev[t.as_usize()].push(s as u32);
-        }
-        for &(_, ret) in rule.calls_at(st) {
-            rev[ret.as_usize()].push(s as u32);
-        }
-    }
+    let incoming = Incoming::new(rule);
     let mut live: Vec<bool> = (0..n).map(|s| rule.is_accepting(StateId::from_index(s))).collect();
     let mut todo: Vec<usize> = (0..n).filter(|&s| live[s]).collect();
     while let Some(t) = todo.pop() {
-        for &s in &rev[t] {
+        for &(s, _) in incoming.to(t) {
             if !live[s as usize] {
                 live[s as usize] = true;
                 todo.push(s as usize);
