@@ -27,12 +27,22 @@ impl Dfa {
     /// acceptance. `None` when the start state cannot reach acceptance.
     pub(crate) fn prune(classes: [u8; 256], stride: usize, raw_trans: &[StateId], accepting: &[bool]) -> Option<Dfa> {
         let n = accepting.len();
-        // Predecessors in CSR form: `rev[rev_start[t]..rev_start[t + 1]]` lead to `t`.
-        let mut rev_start = vec![0u32; n + 1];
-        for &t in &raw_trans[..n * stride] {
-            if !t.is_dead() {
-                rev_start[t.as_usize() + 1] += 1;
+        // Predecessors in CSR form: `rev[rev_start[t]..rev_start[t + 1]]` lead to `t`, each
+        // state once (a row sends most classes to a few targets; `last[t]` is the latest state
+        // seen leading to `t`).
+        let mut last = vec![u32::MAX; n];
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        for (s, row) in raw_trans[..n * stride].chunks_exact(stride).enumerate() {
+            for &t in row {
+                if !t.is_dead() && last[t.as_usize()] != s as u32 {
+                    last[t.as_usize()] = s as u32;
+                    pairs.push((t.as_u32(), s as u32));
+                }
             }
+        }
+        let mut rev_start = vec![0u32; n + 1];
+        for &(t, _) in &pairs {
+            rev_start[t as usize + 1] += 1;
         }
         for i in 1..=n {
             rev_start[i] += rev_start[i - 1];
@@ -40,14 +50,10 @@ impl Dfa {
         // A held compilation pauses between the passes over the table.
         background::pause_point();
         let mut fill = rev_start.clone();
-        let mut rev = vec![0u32; rev_start[n] as usize];
-        for s in 0..n {
-            for &t in &raw_trans[s * stride..(s + 1) * stride] {
-                if !t.is_dead() {
-                    rev[fill[t.as_usize()] as usize] = s as u32;
-                    fill[t.as_usize()] += 1;
-                }
-            }
+        let mut rev = vec![0u32; pairs.len()];
+        for (t, s) in pairs {
+            rev[fill[t as usize] as usize] = s;
+            fill[t as usize] += 1;
         }
         background::pause_point();
         let mut dist = vec![UNREACHED; n];
