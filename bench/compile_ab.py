@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import harness  # noqa: E402, I001  (first: sets up onyx)
 
 import argparse  # noqa: E402
+import atexit  # noqa: E402
 import gzip  # noqa: E402
 import hashlib  # noqa: E402
 import importlib.machinery  # noqa: E402
@@ -52,7 +53,9 @@ SLOW_S = 3.0  # a compile this slow is timed once per build
 def load_build(path: Path, label: str):
     """The extension module at `path`, loaded beside any other build: from a copy of its own,
     so that the same file can be both builds and a rebuild cannot replace it mid-run."""
-    copy = Path(tempfile.mkdtemp(prefix=f"compile-ab-{label}-")) / path.name
+    folder = tempfile.mkdtemp(prefix=f"compile-ab-{label}-")
+    atexit.register(shutil.rmtree, folder, True)
+    copy = Path(folder) / path.name
     shutil.copyfile(path, copy)
     loader = importlib.machinery.ExtensionFileLoader("onyx._grammar", str(copy))
     spec = importlib.util.spec_from_file_location("onyx._grammar", str(copy), loader=loader)

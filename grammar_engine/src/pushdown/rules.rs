@@ -578,8 +578,8 @@ impl Rtn {
         if removed.is_empty() {
             return Ok(());
         }
-        // Most rules read none of the removed bytes: those keep their tables, and when none
-        // changes the analysis stands.
+        // A rule that reads none of the removed bytes keeps its table; when no rule reads one,
+        // the build's analysis stands.
         let mut cut = false;
         for rule in &mut self.rules {
             crate::util::background::pause_point();
