@@ -136,3 +136,48 @@ fn a_subsequence_is_every_ordered_choice_of_its_items() {
         }
     }
 }
+
+/// Whether two DFAs accept the same strings: neither minus the other has a string.
+fn same_language(a: Dfa, b: Dfa) -> bool {
+    use grammar_engine::Expr;
+    let config = DfaConfig::default();
+    let (a, b) = (Expr::Dfa(std::rc::Rc::new(a)), Expr::Dfa(std::rc::Rc::new(b)));
+    a.minus(&b, &config).unwrap().is_empty() && b.minus(&a, &config).unwrap().is_empty()
+}
+
+#[test]
+fn regex_trees_compile_to_the_language_their_text_spells() {
+    use grammar_engine::Expr;
+    let config = DfaConfig::default();
+    let string = r#""(?:[^"\\\x00-\x1F]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*""#;
+    // Leaves of every kind under every operator: literals, Unicode classes, an inline flag that
+    // ends with its leaf, counted and open repeats, a union inside a repeat.
+    let tree = Expr::concat(vec![
+        Expr::regex(r"\{"),
+        Expr::union(vec![Expr::literal("\"a\""), Expr::regex(string), Expr::regex(r"\p{Greek}+")]),
+        Expr::regex(":"),
+        Expr::repeat(Expr::regex("[0-9]"), 1, Some(3)),
+        Expr::regex("(?i)ab"),
+        Expr::regex("c"),
+        Expr::repeat(Expr::union(vec![Expr::regex(","), Expr::regex("[é-ü]")]), 0, None),
+        Expr::regex(r"\}"),
+    ]);
+    let text = format!(r#"\{{(?:"a"|{string}|\p{{Greek}}+):[0-9]{{1,3}}(?i:ab)c(?:,|[é-ü])*\}}"#);
+    let built = tree.to_dfa(&config).unwrap().unwrap();
+    assert!(built.accepts("{\"x\":12ABc,ü}".as_bytes()) && !built.accepts(b"{\"x\":12abC}"));
+    assert!(same_language(built, dfa(&text)));
+    // The same tree beside a DFA leaf: its regex-only parts are built on their own, then glued.
+    let glued = Expr::concat(vec![tree.clone(), Expr::Dfa(std::rc::Rc::new(dfa("!")))]);
+    assert!(same_language(glued.to_dfa(&config).unwrap().unwrap(), dfa(&format!("{text}!"))));
+    // A leaf that does not parse is the whole regex's error, as its text would give.
+    let bad = Expr::concat(vec![Expr::regex("a"), Expr::regex("b(")]);
+    assert!(matches!(bad.to_dfa(&config), Err(GrammarError::InvalidRegex { .. })));
+    // No string: an empty leaf in a sequence.
+    assert!(Expr::Concat(vec![Expr::regex("a"), Expr::Empty].into()).to_dfa(&config).unwrap().is_none());
+    // A tree nested deeper than trees are put together from their leaves: parsed as text.
+    let mut deep = Expr::regex("a");
+    for _ in 0..80 {
+        deep = Expr::union(vec![Expr::concat(vec![Expr::literal("x"), deep]), Expr::literal("b")]);
+    }
+    assert!(same_language(deep.to_dfa(&config).unwrap().unwrap(), dfa("x{80}a|x{0,79}b")));
+}

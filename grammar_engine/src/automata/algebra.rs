@@ -20,7 +20,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::automata::{Dfa, DfaConfig};
 use crate::error::{GrammarError, Result};
@@ -282,8 +282,7 @@ impl Expr {
             config.check_nfa_states(self.nfa_size_estimate(&mut HashMap::new()), true)?;
         }
         if self.is_regex_only() {
-            let text = self.render()?;
-            return match Dfa::from_regex(&text, config) {
+            return match Dfa::shared_from_tree(self, config).map(Arc::unwrap_or_clone) {
                 Ok(d) => Ok(Some(d)),
                 Err(GrammarError::EmptyLanguage { .. }) => Ok(None),
                 Err(e) => Err(e),
@@ -379,7 +378,7 @@ impl Expr {
     }
 
     /// The regex of a regex-only tree.
-    fn render(&self) -> Result<String> {
+    pub(crate) fn render(&self) -> Result<String> {
         let mut out = String::new();
         self.render_into(&mut out)?;
         Ok(out)
@@ -516,7 +515,7 @@ impl NfaBuilder {
     fn emit(&mut self, expr: &Expr, config: &DfaConfig) -> Result<(NodeId, NodeId)> {
         if expr.is_regex_only() {
             // A subtree that appears again is built once (the config's memo, see `to_dfa`).
-            return match Dfa::shared_from_regex(&expr.render()?, config) {
+            return match Dfa::shared_from_tree(expr, config) {
                 Ok(d) => self.b.embed(SharedDfa::Arc(d)),
                 Err(GrammarError::EmptyLanguage { .. }) => self.fail(),
                 Err(e) => Err(e),

@@ -9,8 +9,11 @@
 use std::sync::Arc;
 
 use regex_automata::nfa::thompson::{self, WhichCaptures};
+use regex_syntax::hir::Hir;
 
+use super::algebra::Expr;
 use super::parse::parse;
+use super::regex_tree;
 use super::{subset, Dfa, DfaConfig, RegexMemo};
 use crate::error::{GrammarError, Result};
 
@@ -23,7 +26,19 @@ impl Dfa {
 
     /// [`Dfa::from_regex`], shared with the config's memo (if any) rather than copied.
     pub(crate) fn shared_from_regex(pattern: &str, config: &DfaConfig) -> Result<Arc<Dfa>> {
-        let Some(memo) = &config.memo else { return Self::build_regex(pattern, config).map(Arc::new) };
+        Self::shared_from(pattern, || parse(pattern), config)
+    }
+
+    /// The DFA of a regex-only expression ([`regex_tree`]), shared like
+    /// [`Dfa::shared_from_regex`] under its rendered text.
+    pub(crate) fn shared_from_tree(expr: &Expr, config: &DfaConfig) -> Result<Arc<Dfa>> {
+        let text = expr.render()?;
+        Self::shared_from(&text, || regex_tree::hir(expr).map_or_else(|| parse(&text), Ok), config)
+    }
+
+    /// The DFA of `pattern` from the memos, or built from the syntax tree `hir` gives.
+    fn shared_from(pattern: &str, hir: impl FnOnce() -> Result<Hir>, config: &DfaConfig) -> Result<Arc<Dfa>> {
+        let Some(memo) = &config.memo else { return Self::build_regex(hir()?, config).map(Arc::new) };
         if let Some(kept) = memo.get(pattern) {
             let Some(dfa) = kept else { return Err(no_full_match()) };
             config.check_built(&dfa)?;
@@ -39,7 +54,7 @@ impl Dfa {
             memo.put_shared(pattern, &dfa);
             return Ok(dfa);
         }
-        match Self::build_regex(pattern, config) {
+        match Self::build_regex(hir()?, config) {
             Ok(dfa) => {
                 let dfa = memo.put(pattern, dfa);
                 process.put_shared(pattern, &dfa);
@@ -65,9 +80,8 @@ impl Dfa {
         Self::from_lazy_dfa(&nfa, config)
     }
 
-    /// [`Dfa::from_regex`] without the memo.
-    fn build_regex(pattern: &str, config: &DfaConfig) -> Result<Dfa> {
-        let hir = parse(pattern)?;
+    /// [`Dfa::from_regex`] without the memo, from the pattern's syntax tree.
+    fn build_regex(hir: Hir, config: &DfaConfig) -> Result<Dfa> {
         let nfa = thompson::Compiler::new()
             .configure(
                 thompson::Config::new()

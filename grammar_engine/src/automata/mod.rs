@@ -15,7 +15,8 @@
 //! * `glued_nfa`: whole DFAs glued by empty moves, the NFA of an automaton expression;
 //! * `algebra`: automaton expressions (concatenation, union, repetition, intersection,
 //!   difference) compiled to one DFA;
-//! * `regex_memo`: regexes already built during one compilation, and small ones in the process.
+//! * `regex_memo`: regexes already built during one compilation, and small ones in the process;
+//!   `regex_tree`: a regex-only expression's syntax tree from its leaves', each parsed once.
 
 mod acyclic;
 pub(crate) mod algebra;
@@ -31,6 +32,7 @@ mod minimize;
 pub(crate) mod parse;
 mod prune;
 pub(crate) mod regex_memo;
+mod regex_tree;
 pub(crate) mod subset;
 
 #[cfg(test)]
