@@ -17,15 +17,17 @@ use regex_syntax::hir::{Hir, Repetition};
 use super::algebra::Expr;
 use super::parse::parse;
 
-/// Most leaves kept; past it, the store is emptied.
-const MAX_LEAVES: usize = 16_384;
+/// Most bytes the kept leaves' trees hold (as [`tree_bytes`] counts them); past it, the store
+/// is emptied. A leaf larger than an eighth of it is parsed each time.
+const MAX_KEPT_BYTES: usize = 8 << 20;
 
 /// Deepest nesting of operators put together here; deeper trees are parsed as text (whose
 /// parser limits nesting).
 const MAX_DEPTH: usize = 64;
 
-/// Leaves parsed so far, by their text, for every compilation of the process.
-static LEAVES: Mutex<Option<HashMap<Box<str>, Hir>>> = Mutex::new(None);
+/// Leaves parsed so far, by their text, for every compilation of the process, and the bytes
+/// they hold.
+static LEAVES: Mutex<Option<(HashMap<Box<str>, Hir>, usize)>> = Mutex::new(None);
 
 /// The syntax tree of the regex-only `expr`; `None` when a leaf does not parse on its own or
 /// the tree is nested too deep (the caller parses the rendered text instead).
@@ -53,15 +55,37 @@ fn tree(expr: &Expr, depth: usize) -> Option<Hir> {
 /// The syntax tree of one leaf's text, parsed once per process.
 fn leaf(pattern: &str) -> Option<Hir> {
     let lock = || LEAVES.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(hir) = lock().as_ref().and_then(|known| known.get(pattern)) {
+    if let Some(hir) = lock().as_ref().and_then(|(known, _)| known.get(pattern)) {
         return Some(hir.clone());
     }
     let hir = parse(pattern).ok()?;
-    let mut guard = lock();
-    let known = guard.get_or_insert_with(HashMap::new);
-    if known.len() >= MAX_LEAVES {
-        known.clear();
+    let size = pattern.len() + tree_bytes(&hir);
+    if size <= MAX_KEPT_BYTES / 8 {
+        let mut guard = lock();
+        let (known, bytes) = guard.get_or_insert_with(Default::default);
+        if *bytes + size > MAX_KEPT_BYTES {
+            known.clear();
+            *bytes = 0;
+        }
+        if known.insert(pattern.into(), hir.clone()).is_none() {
+            *bytes += size;
+        }
     }
-    known.insert(pattern.into(), hir.clone());
     Some(hir)
+}
+
+/// About how many bytes a syntax tree holds: its nodes, literals and class ranges (a Unicode
+/// class of a few characters of text can hold thousands of ranges).
+fn tree_bytes(hir: &Hir) -> usize {
+    use regex_syntax::hir::{Class, HirKind};
+    const NODE: usize = 64;
+    NODE + match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => 0,
+        HirKind::Literal(lit) => lit.0.len(),
+        HirKind::Class(Class::Unicode(c)) => c.ranges().len() * 8,
+        HirKind::Class(Class::Bytes(c)) => c.ranges().len() * 2,
+        HirKind::Repetition(rep) => tree_bytes(&rep.sub),
+        HirKind::Capture(cap) => tree_bytes(&cap.sub),
+        HirKind::Concat(parts) | HirKind::Alternation(parts) => parts.iter().map(tree_bytes).sum(),
+    }
 }
