@@ -451,9 +451,9 @@ fn regex_size_estimate(r: &str) -> u64 {
             return n;
         }
     }
-    let n = match crate::automata::parse::parse(r) {
-        Ok(hir) => hir_size(&hir),
-        Err(_) => r.len() as u64,
+    let n = match crate::automata::regex_tree::leaf(r) {
+        Some(hir) => hir_size(&hir),
+        None => r.len() as u64,
     };
     if r.len() <= MAX_ESTIMATED_BYTES {
         let mut guard = lock();

@@ -32,7 +32,7 @@ mod minimize;
 pub(crate) mod parse;
 mod prune;
 pub(crate) mod regex_memo;
-mod regex_tree;
+pub(crate) mod regex_tree;
 pub(crate) mod subset;
 
 #[cfg(test)]

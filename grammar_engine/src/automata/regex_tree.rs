@@ -52,8 +52,9 @@ fn tree(expr: &Expr, depth: usize) -> Option<Hir> {
     })
 }
 
-/// The syntax tree of one leaf's text, parsed once per process.
-fn leaf(pattern: &str) -> Option<Hir> {
+/// The syntax tree of one leaf's text, parsed once per process (the size estimates of
+/// [`Expr::nfa_size_estimate`] read it too); `None` when it does not parse.
+pub(crate) fn leaf(pattern: &str) -> Option<Hir> {
     let lock = || LEAVES.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(hir) = lock().as_ref().and_then(|(known, _)| known.get(pattern)) {
         return Some(hir.clone());
