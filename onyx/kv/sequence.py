@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Optional
 import mlx.core as mx
 import numpy as np
 
-from onyx.kv.views import SHARED_CAPACITY, ViewSlots
+from onyx.kv.views import SHARED_CAPACITY, SHARED_JUMP_MAX_BYTES, ViewSlots
 
 if TYPE_CHECKING:
     from onyx.kv.pool import PagedKVPool
@@ -127,12 +127,13 @@ class PagedSequence:
         self._release_slot()
 
     def expect(self, length: int) -> None:
-        """This sequence will soon hold `length` tokens (its prompt). Past what the shared view
-        arrays hold, its own view arrays are allocated now on another thread (zero-filling a
-        long prompt's arrays takes a noticeable part of a second), so the step that first writes
-        it finds them ready; until then `views_ready` is False."""
+        """This sequence will soon hold `length` tokens (its prompt). When its view goes in
+        arrays of its own (`_wants_own`: past what the shared arrays hold, or a long cached
+        prefix beside short sequences), they are allocated now on another thread (zero-filling
+        a long prompt's arrays takes a noticeable part of a second), so the step that first
+        writes it finds them ready; until then `views_ready` is False."""
         self.expected_length = length
-        if length <= SHARED_CAPACITY or self.views is not None or self._own_views is not None:
+        if self.views is not None or self._own_views is not None or not self._wants_own(length):
             return
         views, done = self.pool.private_views(), threading.Event()
 
@@ -197,7 +198,7 @@ class PagedSequence:
         `fill(views, slot)` before it becomes this sequence's: if filling fails, the slot goes
         back."""
         expected = max(length, self.expected_length)
-        if expected <= SHARED_CAPACITY:
+        if self._own_views is None and not self._wants_own(expected, length):
             views = self.pool.views
         else:
             views, length = self._take_own_views(expected), expected
@@ -208,6 +209,15 @@ class PagedSequence:
             views.release(slot)
             raise
         self.views, self.slot = views, slot
+
+    def _wants_own(self, expected: int, now: int | None = None) -> bool:
+        """Whether this sequence's view goes in arrays of its own: past what the shared arrays
+        hold, or when its first slot would grow them by more than `SHARED_JUMP_MAX_BYTES` at
+        once while other sequences hold slots (it starts with `now` tokens, its adopted rows
+        when not given: a cached prefix), which would stall their step."""
+        now = self._length if now is None else now
+        shared = self.pool.views
+        return expected > SHARED_CAPACITY or (shared.in_use > 0 and shared.growth_bytes(now) > SHARED_JUMP_MAX_BYTES)
 
     def _take_own_views(self, length: int) -> ViewSlots:
         """The arrays `expect` allocated, when they hold `length` tokens; else new ones."""

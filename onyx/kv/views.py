@@ -40,6 +40,11 @@ STEP = 256  # capacity grows in steps of this many tokens (as mlx-lm's KVCache)
 SHARED_CAPACITY = 2048
 # Largest arrays (bytes, K and V of every layer) prepared ahead as spares for more slots.
 SPARE_MAX_BYTES = 256 << 20
+# Most bytes the shared arrays may gain at once for one sequence taking a slot: every slot grows
+# to the longest view, so a long cached prefix taken beside short sequences (a resent
+# conversation) would otherwise allocate and copy hundreds of megabytes inside one step; such a
+# sequence takes arrays of its own instead (`PagedSequence.expect` prepares them beforehand).
+SHARED_JUMP_MAX_BYTES = 64 << 20
 # Arrays filled on another thread (a long prompt's own, spares) are evaluated one at a time with
 # this pause between them: zero-filling a hundred megabytes at once beside a decoding step takes
 # the memory bandwidth the step needs and slows it several-fold; spread out, it slows a few
@@ -179,6 +184,15 @@ class ViewSlots:
         self._owned += [False] * (n - len(self._owned))
         self.slots = n
         return True
+
+    def growth_bytes(self, length: int) -> int:
+        """Bytes these arrays would gain for every slot to hold `length` tokens (0 when they
+        already do)."""
+        if length <= self.capacity:
+            return 0
+        per_token = sum(h * (d + dv) for h, d, dv in zip(self.kv_heads, self.head_dims, self.v_head_dims))
+        capacity = -(-max(length, int(self.capacity * (1 + self.headroom))) // STEP) * STEP
+        return max(self.slots, 1) * (capacity - self.capacity) * per_token * self.dtype.size
 
     @property
     def nbytes(self) -> int:

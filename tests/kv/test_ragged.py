@@ -139,6 +139,45 @@ def test_a_sequence_expected_to_outgrow_the_shared_views_takes_its_own_at_once(t
     assert unused._own_views is None and pool.views.in_use == 0
 
 
+def test_a_long_cached_prefix_beside_short_sequences_takes_arrays_of_its_own(tiny, monkeypatch):
+    """A sequence that starts from a long cached prefix (a conversation sent again) would make
+    every slot of the shared arrays as long as its prefix in one step, beside sequences that
+    are decoding. It takes arrays of its own instead, prepared on another thread by `expect`,
+    and reads the same logits; with no other sequence holding a slot it stays shared."""
+    from onyx.kv import sequence as paged_sequence
+    from onyx.kv import views as kv_views
+
+    pool = PagedKVPool.for_model(tiny, block_size=16)
+    prefix = tokens(600, seed=80)
+    seq = pool.sequence()
+    run(tiny, seq, prefix)
+    pool.register_prefix(prefix, seq)
+    seq.free()
+    assert pool.views.slots == 0
+    per_token = pool.views.growth_bytes(kv_views.STEP)
+    short = pool.sequence()
+    run(tiny, short, tokens(5, seed=81))
+    assert pool.views.capacity == kv_views.STEP
+    monkeypatch.setattr(paged_sequence, "SHARED_JUMP_MAX_BYTES", per_token)  # one slot, one step of growth
+    tail = tokens(3, seed=82)
+    for beside in (True, False):
+        if not beside:
+            short.free()
+        resent, cached = pool.lookup_prefix(prefix + tail, leave_last=False)
+        assert cached == 592  # whole blocks
+        resent.expect(len(prefix + tail))
+        if beside:
+            assert resent._own_views is not None and resent._own_views[1].wait(60)
+        out = run(tiny, resent, (prefix + tail)[cached:])
+        assert close(out, full_logits(tiny, prefix + tail)[cached:], ATOL_FULL)
+        if beside:
+            assert resent.views is not pool.views and pool.views.capacity == kv_views.STEP
+        else:
+            assert resent.views is pool.views and pool.views.capacity >= 600
+        resent.free()
+    pool.check()
+
+
 def test_the_shared_views_prepare_more_slots_before_a_sequence_needs_one(tiny, monkeypatch):
     """Once every slot of the shared arrays is taken, arrays with twice the slots are zero-filled
     on another thread; the next sequence takes them without a synchronous growth, and the
