@@ -194,12 +194,16 @@ class PagedSequence:
 
     def _take_slot(self, length: int, fill) -> None:
         """A working view with room for `length` tokens (a slot of the pool's shared arrays, or
-        arrays of their own for a sequence longer than they hold or expected to be), filled by
-        `fill(views, slot)` before it becomes this sequence's: if filling fails, the slot goes
-        back."""
+        arrays of their own for a sequence longer than they hold or expected to be; beside other
+        sequences, such a one starts in a shared slot while its rows fit the slots as they are,
+        so its first rows attend with theirs, and moves when it outgrows them: `_reserve`),
+        filled by `fill(views, slot)` before it becomes this sequence's: if filling fails, the
+        slot goes back."""
         expected = max(length, self.expected_length)
-        if self._own_views is None and not self._wants_own(expected, length):
-            views = self.pool.views
+        shared = self.pool.views
+        own = self._own_views is not None or self._wants_own(expected, length)
+        if not own or (shared.in_use > 0 and length <= shared.capacity and length <= SHARED_CAPACITY):
+            views = shared
         else:
             views, length = self._take_own_views(expected), expected
         slot = views.acquire(length)
@@ -235,10 +239,11 @@ class PagedSequence:
             self.views = self.slot = None
 
     def _reserve(self, o: int, e: int) -> None:
-        """Room for `e` tokens in the view; a view outgrowing the shared arrays moves its rows
+        """Room for `e` tokens in the view; a view outgrowing the shared arrays, or their
+        current slots when arrays of its own were prepared for it (`expect`), moves its rows
         [0, o) to arrays of its own (once)."""
         views, old = self.views, self.slot
-        if views is not self.pool.views or e <= SHARED_CAPACITY:
+        if views is not self.pool.views or (e <= SHARED_CAPACITY and (self._own_views is None or e <= views.capacity)):
             views.reserve(e)
             return
 
