@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Optional
 import mlx.core as mx
 import numpy as np
 
-from onyx.kv.views import SHARED_CAPACITY, SHARED_JUMP_MAX_BYTES, ViewSlots
+from onyx.kv.views import SHARED_CAPACITY, STEP, ViewSlots
 
 if TYPE_CHECKING:
     from onyx.kv.pool import PagedKVPool
@@ -54,9 +54,9 @@ class PagedSequence:
         self.views: Optional[ViewSlots] = None
         self.slot: Optional[int] = None
         # the length this sequence is known to reach soon (its whole prompt, while the prompt
-        # goes in a chunk at a time): a sequence that will outgrow the shared view arrays takes
-        # arrays of its own at once, sized for it, instead of growing every slot on its way
-        # (`expect`), allocated beforehand on another thread
+        # goes in a chunk at a time): a sequence that will outgrow the shared view arrays gets
+        # arrays of its own sized for it, allocated beforehand on another thread (`expect`), and
+        # moves to them instead of growing every slot on its way
         self.expected_length = 0
         self._own_views: Optional[tuple[ViewSlots, threading.Event]] = None
         self._caches = [PagedLayerCache(self, l, pool.windows[l]) for l in range(pool.num_layers)]
@@ -201,9 +201,11 @@ class PagedSequence:
         slot goes back."""
         expected = max(length, self.expected_length)
         shared = self.pool.views
-        own = self._own_views is not None or self._wants_own(expected, length)
-        if not own or (shared.in_use > 0 and length <= shared.capacity and length <= SHARED_CAPACITY):
+        if not self._wants_own(expected, length):
+            self._own_views = None  # prepared for a jump the shared arrays no longer need
             views = shared
+        elif shared.in_use > 0 and length <= min(shared.capacity, SHARED_CAPACITY) and shared.slot_ready():
+            views = shared  # a long prompt's first rows, in a slot as the arrays are
         else:
             views, length = self._take_own_views(expected), expected
         slot = views.acquire(length)
@@ -216,12 +218,14 @@ class PagedSequence:
 
     def _wants_own(self, expected: int, now: int | None = None) -> bool:
         """Whether this sequence's view goes in arrays of its own: past what the shared arrays
-        hold, or when its first slot would grow them by more than `SHARED_JUMP_MAX_BYTES` at
-        once while other sequences hold slots (it starts with `now` tokens, its adopted rows
-        when not given: a cached prefix), which would stall their step."""
+        hold, or when its first slot would grow them by more than one `STEP` while other
+        sequences hold slots (it starts with `now` tokens, its adopted rows when not given: a
+        cached prefix). Every slot is as long as the longest view, so such a jump would
+        allocate and copy every slot at the new length inside the others' step, where a
+        decoding sequence only ever grows them by a step."""
         now = self._length if now is None else now
         shared = self.pool.views
-        return expected > SHARED_CAPACITY or (shared.in_use > 0 and shared.growth_bytes(now) > SHARED_JUMP_MAX_BYTES)
+        return expected > SHARED_CAPACITY or (shared.in_use > 0 and now > shared.capacity + STEP)
 
     def _take_own_views(self, length: int) -> ViewSlots:
         """The arrays `expect` allocated, when they hold `length` tokens; else new ones."""

@@ -14,8 +14,8 @@ The price is padding: every slot has the capacity of the longest view (grown in 
 ``STEP`` tokens). So the shared arrays hold at most ``SHARED_CAPACITY`` tokens a slot, and a
 sequence that outgrows them moves to arrays of its own (its rows copied once) and attends alone:
 one long prompt does not make every slot as long. A sequence known to outgrow them (a long
-prompt going in a chunk at a time) takes its own arrays from the start, allocated on another
-thread beforehand (``PagedSequence.expect``), and arrays of one
+prompt going in a chunk at a time) gets its own arrays allocated on another thread beforehand
+(``PagedSequence.expect``) and moves to them instead of growing the shared ones, and arrays of one
 sequence grow by a quarter at least, so a long sequence copies its rows a few times, not once
 per ``STEP`` tokens. Slots are handed out lowest first and the
 arrays are dropped when no slot is in use. Growing either axis copies the arrays (rare: once per
@@ -40,11 +40,6 @@ STEP = 256  # capacity grows in steps of this many tokens (as mlx-lm's KVCache)
 SHARED_CAPACITY = 2048
 # Largest arrays (bytes, K and V of every layer) prepared ahead as spares for more slots.
 SPARE_MAX_BYTES = 256 << 20
-# Most bytes the shared arrays may gain at once for one sequence taking a slot: every slot grows
-# to the longest view, so a long cached prefix taken beside short sequences (a resent
-# conversation) would otherwise allocate and copy hundreds of megabytes inside one step; such a
-# sequence takes arrays of its own instead (`PagedSequence.expect` prepares them beforehand).
-SHARED_JUMP_MAX_BYTES = 64 << 20
 # Arrays filled on another thread (a long prompt's own, spares) are evaluated one at a time with
 # this pause between them: zero-filling a hundred megabytes at once beside a decoding step takes
 # the memory bandwidth the step needs and slows it several-fold; spread out, it slows a few
@@ -185,14 +180,13 @@ class ViewSlots:
         self.slots = n
         return True
 
-    def growth_bytes(self, length: int) -> int:
-        """Bytes these arrays would gain for every slot to hold `length` tokens (0 when they
-        already do)."""
-        if length <= self.capacity:
-            return 0
-        per_token = sum(h * (d + dv) for h, d, dv in zip(self.kv_heads, self.head_dims, self.v_head_dims))
-        capacity = -(-max(length, int(self.capacity * (1 + self.headroom))) // STEP) * STEP
-        return max(self.slots, 1) * (capacity - self.capacity) * per_token * self.dtype.size
+    def slot_ready(self) -> bool:
+        """Whether `acquire` can hand out a slot without allocating: one is free, or prepared
+        arrays with more slots are ready."""
+        if self.in_use < self.slots:
+            return True
+        spare = self._spare
+        return spare is not None and spare.done.is_set() and spare.capacity == self.capacity and spare.slots > self.slots
 
     @property
     def nbytes(self) -> int:

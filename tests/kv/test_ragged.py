@@ -119,6 +119,8 @@ def test_a_sequence_expected_to_outgrow_the_shared_views_takes_its_own_once(tiny
             assert seq._own_views is not None
             seq._own_views[1].wait(60)
             assert seq.views_ready and seq.views is None
+        spare = pool.views._spare
+        assert (spare is None or spare.done.wait(60)) and pool.views.slot_ready()  # a slot beside `short`'s
         outs = [run(tiny, seq, prompt[:50])]
         assert seq.views is pool.views  # its first rows fit the shared slots as they are
         outs = mx.concatenate(outs + [run(tiny, seq, prompt[a:a + 50]) for a in range(50, len(prompt), 50)])
@@ -144,12 +146,37 @@ def test_a_sequence_expected_to_outgrow_the_shared_views_takes_its_own_once(tiny
     assert unused._own_views is None and pool.views.in_use == 0
 
 
-def test_a_long_cached_prefix_beside_short_sequences_takes_arrays_of_its_own(tiny, monkeypatch):
+def test_a_long_prompt_takes_its_own_arrays_at_once_when_no_shared_slot_is_ready(tiny, monkeypatch):
+    """With every shared slot taken and no larger arrays prepared, a long prompt's first chunk
+    goes to the arrays prepared for it: taking a shared slot would double the shared arrays
+    inside the others' step."""
+    from onyx.kv import sequence as paged_sequence
+    from onyx.kv import views as kv_views
+
+    monkeypatch.setattr(paged_sequence, "SHARED_CAPACITY", 300)
+    monkeypatch.setattr(kv_views.ViewSlots, "_prepare_spare", lambda self, slots: None)
+    pool = PagedKVPool.for_model(tiny, block_size=16)
+    short = pool.sequence()
+    run(tiny, short, tokens(5, seed=90))
+    assert pool.views.in_use == pool.views.slots == 1 and not pool.views.slot_ready()
+    seq = pool.sequence()
+    seq.expect(400)
+    assert seq._own_views is not None and seq._own_views[1].wait(60)
+    prompt = tokens(400, seed=91)
+    out = run(tiny, seq, prompt[:50])
+    assert seq.views is not pool.views and pool.views.slots == 1
+    assert close(out, full_logits(tiny, prompt[:50]), ATOL_FULL)
+    seq.free()
+    short.free()
+    pool.check()
+
+
+def test_a_long_cached_prefix_beside_short_sequences_takes_arrays_of_its_own(tiny):
     """A sequence that starts from a long cached prefix (a conversation sent again) would make
     every slot of the shared arrays as long as its prefix in one step, beside sequences that
-    are decoding. It takes arrays of its own instead, prepared on another thread by `expect`,
-    and reads the same logits; with no other sequence holding a slot it stays shared."""
-    from onyx.kv import sequence as paged_sequence
+    are decoding. Past one step of growth it takes arrays of its own instead, prepared on
+    another thread by `expect`, and reads the same logits; with no other sequence holding a
+    slot it stays shared."""
     from onyx.kv import views as kv_views
 
     pool = PagedKVPool.for_model(tiny, block_size=16)
@@ -159,11 +186,9 @@ def test_a_long_cached_prefix_beside_short_sequences_takes_arrays_of_its_own(tin
     pool.register_prefix(prefix, seq)
     seq.free()
     assert pool.views.slots == 0
-    per_token = pool.views.growth_bytes(kv_views.STEP)
     short = pool.sequence()
     run(tiny, short, tokens(5, seed=81))
-    assert pool.views.capacity == kv_views.STEP
-    monkeypatch.setattr(paged_sequence, "SHARED_JUMP_MAX_BYTES", per_token)  # one slot, one step of growth
+    assert pool.views.capacity == kv_views.STEP  # the prefix needs two steps more
     tail = tokens(3, seed=82)
     for beside in (True, False):
         if not beside:
