@@ -165,11 +165,9 @@ class ViewSlots:
     def _take_spare(self, slots: int) -> bool:
         """Moves to the prepared arrays when they are ready and hold at least `slots` slots at
         the current capacity: the old slots are copied in. False (nothing changes) otherwise."""
-        if self._spare is None:
+        if not self._spare_ready(slots):
             return False
-        spare, n, capacity, done = self._spare
-        if not done.is_set() or spare.slots != n or capacity != self.capacity or n < slots:
-            return False
+        spare, n, _, _ = self._spare
         self._spare = None
         for new, old in zip(spare.k + spare.v, self.k + self.v):
             if old is not None:
@@ -183,10 +181,15 @@ class ViewSlots:
     def slot_ready(self) -> bool:
         """Whether `acquire` can hand out a slot without allocating: one is free, or prepared
         arrays with more slots are ready."""
-        if self.in_use < self.slots:
-            return True
-        spare = self._spare
-        return spare is not None and spare.done.is_set() and spare.capacity == self.capacity and spare.slots > self.slots
+        return self.in_use < self.slots or self._spare_ready(self.slots + 1)
+
+    def _spare_ready(self, slots: int) -> bool:
+        """Whether prepared arrays are filled and hold at least `slots` slots at the current
+        capacity (what `_take_spare` moves to)."""
+        if self._spare is None:
+            return False
+        spare, n, capacity, done = self._spare
+        return done.is_set() and spare.slots == n and capacity == self.capacity and n >= slots
 
     @property
     def nbytes(self) -> int:

@@ -88,5 +88,14 @@ def run(model, seq, toks):
     return out
 
 
+def cached_prefix(model, pool, toks):
+    """Runs `toks` through a new sequence and leaves their full blocks in the pool's prefix
+    cache (the sequence is freed)."""
+    seq = pool.sequence()
+    run(model, seq, toks)
+    pool.register_prefix(toks, seq)
+    seq.free()
+
+
 def close(a, b, atol):
     return mx.allclose(a, b, atol=atol, rtol=0).item()

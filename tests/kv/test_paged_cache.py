@@ -19,8 +19,8 @@ from onyx.kv.pool import CacheFullError, PagedKVPool
 from onyx.models import loader as models
 
 import mlx.core as mx  # noqa: E402
-from kv_models import (ATOL, ATOL_FULL, VOCAB, close, full_logits, gemma, make_gemma3, make_llama, make_qwen2,  # noqa: F401
-                       model, run, tiny, tokens)
+from kv_models import (ATOL, ATOL_FULL, VOCAB, cached_prefix, close, full_logits, gemma, make_gemma3, make_llama,  # noqa: F401
+                       make_qwen2, model, run, tiny, tokens)
 from mlx_lm.models.cache import (  # noqa: E402
     can_trim_prompt_cache,
     make_prompt_cache,
@@ -318,18 +318,11 @@ def test_prefix_reuse_matches_full_recompute(which, tiny, gemma):
     assert pool.num_free_blocks == pool.num_blocks
 
 
-def _cached_prefix(model, pool, toks):
-    seq = pool.sequence()
-    run(model, seq, toks)
-    pool.register_prefix(toks, seq)
-    seq.free()
-
-
 def test_lru_eviction_under_pressure_then_cache_full(tiny):
     pool = PagedKVPool(3, 2, 16, block_size=4, num_blocks=8, max_blocks=8)
     p1, p2, p3 = tokens(8, seed=20), tokens(8, seed=21), tokens(12, seed=22)
     for p in (p1, p2, p3):
-        _cached_prefix(tiny, pool, p)
+        cached_prefix(tiny, pool, p)
     assert pool.num_used_blocks == 7
     hit, n = pool.lookup_prefix(p1 + [1])  # p1 becomes the most recently used
     assert n == 8
@@ -543,7 +536,7 @@ def test_the_cache_gives_way_before_the_pool_grows_past_what_live_sequences_hold
     live sequences, not for a prefix cache that already holds more blocks than they do."""
     pool = PagedKVPool(3, 2, 16, block_size=4, num_blocks=8, max_blocks=64)
     for seed in (30, 31, 32):
-        _cached_prefix(tiny, pool, tokens(8, seed=seed))  # 6 blocks held by the cache alone
+        cached_prefix(tiny, pool, tokens(8, seed=seed))  # 6 blocks held by the cache alone
     live = pool.sequence()
     run(tiny, live, tokens(8, seed=33))  # the last 2 free blocks
     other = pool.sequence()

@@ -7,7 +7,7 @@ import pytest
 
 import onyx.cpu  # noqa: F401  (OpenBLAS before mlx.core)
 import mlx.core as mx  # noqa: E402
-from kv_models import ATOL_FULL, close, full_logits, model, run, tiny, tokens  # noqa: F401
+from kv_models import ATOL_FULL, cached_prefix, close, full_logits, model, run, tiny, tokens  # noqa: F401
 
 from onyx.kv.pool import PagedKVPool
 
@@ -181,10 +181,7 @@ def test_a_long_cached_prefix_beside_short_sequences_takes_arrays_of_its_own(tin
 
     pool = PagedKVPool.for_model(tiny, block_size=16)
     prefix = tokens(600, seed=80)
-    seq = pool.sequence()
-    run(tiny, seq, prefix)
-    pool.register_prefix(prefix, seq)
-    seq.free()
+    cached_prefix(tiny, pool, prefix)
     assert pool.views.slots == 0
     short = pool.sequence()
     run(tiny, short, tokens(5, seed=81))
